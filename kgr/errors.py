@@ -1,0 +1,77 @@
+"""The exception hierarchy of kgr: one root, :class:`KgrError`, and one subclass per kind of failure.
+
+The CLI maps every ``KgrError`` to a one-line ``Error: ...`` message and exit code 1; any other
+exception is a bug and propagates with its traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "KgrError",
+    "KgrValidationError",
+    "KgrIdentifierError",
+    "KgrSchemaError",
+    "KgrNeo4jUnavailable",
+    "KgrRuntimeError",
+    "KgrNotFound",
+    "KgrExtractionError",
+]
+
+
+class KgrError(Exception):
+    """Root of every error kgr raises on purpose."""
+
+
+class KgrValidationError(KgrError, ValueError):
+    """Input failed validation.
+
+    Parameters
+    ----------
+    message:
+        One line saying what is wrong.
+    field:
+        Dotted path of the failing field (``"relations.WORKS_AT.0.subject"``), when known.
+    details:
+        The pydantic error list (``ValidationError.errors()``), when the failure came from a model.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, details: list[dict[str, Any]] | None = None):
+        self.field = field
+        self.details = details or []
+        super().__init__(f"{field}: {message}" if field else message)
+
+    @classmethod
+    def from_pydantic(cls, exc: Any, *, prefix: str = "") -> "KgrValidationError":
+        """Build from a :class:`pydantic.ValidationError`, naming the first failing field."""
+        errors = exc.errors(include_url=False, include_input=False)
+        first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
+        extra = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return cls(f"{first.get('msg', 'invalid')}{extra}", field=field, details=errors)
+
+
+class KgrIdentifierError(KgrValidationError):
+    """A label, relationship type or property key is not a safe identifier or not in the schema."""
+
+
+class KgrSchemaError(KgrValidationError):
+    """A KG schema file is malformed, or an assertion violates the schema."""
+
+
+class KgrNeo4jUnavailable(KgrError):
+    """Neo4j cannot be reached, or went away during a unit of work."""
+
+
+class KgrRuntimeError(KgrError):
+    """The managed local Neo4j could not be installed, started or stopped (names the missing piece)."""
+
+
+class KgrNotFound(KgrError):
+    """A named thing (snapshot, edge key, entity, tool) does not exist."""
+
+
+class KgrExtractionError(KgrError):
+    """An extractor failed for a chunk (LLM error after retries, unrepairable output)."""

@@ -1,0 +1,80 @@
+"""Entity canonicalisation: how surface forms map to one entity key.
+
+Rules, applied in order to a surface form ``name``:
+
+1. Unicode NFKC normalisation (full-width letters, ligatures and compatibility forms fold).
+2. ``casefold()`` (``"Straße"`` and ``"STRASSE"`` agree).
+3. Dots and apostrophes are deleted (``"I.B.M."`` → ``"ibm"``, ``"O'Neil"`` → ``"oneil"``).
+4. Every other punctuation or symbol character becomes a space (``"New-York"`` → ``"new york"``).
+5. Runs of whitespace collapse to one space; leading and trailing space is stripped.
+
+The entity key is ``"<Type>:<canonical>"``: the same name under two types is two entities.
+Original surface forms are kept on the entity as ``aliases``; an alias map in the KG schema can send
+a different name (``"International Business Machines"``) to a canonical one (``"IBM"``).
+
+>>> canonical_name("  I.B.M. ")
+'ibm'
+>>> canonical_name("New-York   City")
+'new york city'
+>>> entity_key("Organization", "I.B.M.")
+'Organization:ibm'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from kgr.errors import KgrValidationError
+
+__all__ = ["canonical_name", "entity_key", "edge_key", "IDENTIFIER_RE", "MAX_NAME_CHARS"]
+
+#: Labels, relationship types and property keys must match this before a template renders them.
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Longest entity name accepted (characters). Longer names are rejected with a clear error.
+MAX_NAME_CHARS = 1024
+
+_DELETE = {".", "'", "\u2019", "\u2018"}
+_WS = re.compile(r"\s+")
+
+
+def canonical_name(name: str) -> str:
+    """Return the canonical form of an entity surface form (rules in the module docstring).
+
+    Raises
+    ------
+    KgrValidationError
+        If the name is empty after canonicalisation or longer than :data:`MAX_NAME_CHARS`.
+    """
+    if len(name) > MAX_NAME_CHARS:
+        raise KgrValidationError(f"entity name longer than {MAX_NAME_CHARS} characters", field="name")
+    text = unicodedata.normalize("NFKC", name).casefold()
+    out = []
+    for ch in text:
+        if ch in _DELETE:
+            continue
+        cat = unicodedata.category(ch)
+        out.append(" " if cat[0] in "PSZC" else ch)
+    canon = _WS.sub(" ", "".join(out)).strip()
+    if not canon:
+        raise KgrValidationError(f"entity name {name[:40]!r} has no letters or digits", field="name")
+    return canon
+
+
+def entity_key(entity_type: str, name: str) -> str:
+    """Key of the entity ``name`` of type ``entity_type``: ``"<Type>:<canonical name>"``."""
+    return f"{entity_type}:{canonical_name(name)}"
+
+
+def edge_key(subject_key: str, relation: str, object_key: str) -> str:
+    """Key of the directed assertion ``(subject) -[relation]-> (object)``.
+
+    A 24-hex-digit SHA-256 prefix of the three parts joined by the unit separator, so keys stay short
+    whatever the names' lengths. The prefix has 96 bits: collisions need ~2^48 edges.
+
+    >>> edge_key("Person:ada", "WORKS_AT", "Organization:ibm")
+    '5d82a574fddba9b663dc6e6e'
+    """
+    digest = hashlib.sha256(f"{subject_key}\x1f{relation}\x1f{object_key}".encode()).hexdigest()
+    return digest[:24]

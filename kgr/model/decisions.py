@@ -1,0 +1,41 @@
+"""Decisions about staged edges, as the store records them.
+
+Every promote / hold / reject / expire / retire / restore decision is stored as a ``(:Decision)``
+node with its reason and its inputs (votes, gauge terms, gates, rewards, thresholds) as JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Action", "EdgeDecision", "RoundSummary"]
+
+Action = Literal["promote", "hold", "reject", "expire", "retire", "restore"]
+
+
+class EdgeDecision(BaseModel):
+    """What a policy decided about one staged edge, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    action: Action
+    reason: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class RoundSummary(BaseModel):
+    """The outcome of one promotion round (``kgr promote --json``)."""
+
+    version: int | None = Field(None, description="version opened by the round (None if nothing changed)")
+    candidates: int = 0
+    promoted: int = 0
+    held: int = 0
+    rejected: int = 0
+    expired: int = 0
+    rolled_back: bool = False
+    hash: str = ""
+    timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")
+    decision_latency_ms: dict[str, float] = Field(default_factory=dict, description="p50/p95 per candidate")

@@ -1,0 +1,159 @@
+"""The KG schema file: entity types, relation types with domain/range, functional flags, aliases.
+
+A schema file is JSON validated by :class:`KGSchema` (its JSON Schema is committed in
+``schemas/kg_schema.schema.json``). Example::
+
+    {
+      "name": "tech-companies",
+      "entity_types": {
+        "Person": {"description": "A human being"},
+        "Organization": {"aliases": {"IBM": ["International Business Machines", "I.B.M."]},
+                         "patterns": ["[A-Z][a-z]+ (Inc|Corp|Ltd)\\\\.?"]}
+      },
+      "relation_types": {
+        "WORKS_AT": {"domain": ["Person"], "range": ["Organization"], "functional": false,
+                     "triggers": ["works at", "joined"]}
+      }
+    }
+
+``functional: true`` means a subject has at most one object for that relation (e.g. ``BORN_IN``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from kgr.errors import KgrSchemaError
+from kgr.model.canonical import IDENTIFIER_RE, canonical_name
+
+__all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "Identifier"]
+
+Identifier = Annotated[str, Field(pattern=IDENTIFIER_RE.pattern, min_length=1, max_length=64)]
+
+
+class EntityTypeSpec(BaseModel):
+    """One entity type of the schema."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    #: canonical name -> other surface forms that mean the same entity
+    aliases: dict[str, list[str]] = Field(default_factory=dict)
+    #: regular expressions whose matches the rules extractor reads as entities of this type
+    patterns: list[str] = Field(default_factory=list)
+    #: known names (gazetteer) the rules extractor looks for
+    names: list[str] = Field(default_factory=list)
+
+
+class RelationTypeSpec(BaseModel):
+    """One relation type: which entity types it connects and whether it is functional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    domain: list[Identifier] = Field(default_factory=list, description="allowed subject types; empty = any")
+    range: list[Identifier] = Field(default_factory=list, description="allowed object types; empty = any")
+    functional: bool = Field(False, description="a subject has at most one object for this relation")
+    symmetric: bool = False
+    #: phrases that signal this relation between two mentions (rules extractor)
+    triggers: list[str] = Field(default_factory=list)
+
+
+class KGSchema(BaseModel):
+    """A KG schema: the vocabulary extraction and staging are held to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "default"
+    entity_types: dict[Identifier, EntityTypeSpec] = Field(default_factory=dict)
+    relation_types: dict[Identifier, RelationTypeSpec] = Field(default_factory=dict)
+    allow_self_loops: bool = False
+
+    @model_validator(mode="after")
+    def _domains_are_declared(self) -> "KGSchema":
+        for rel, spec in self.relation_types.items():
+            for t in [*spec.domain, *spec.range]:
+                if self.entity_types and t not in self.entity_types:
+                    raise ValueError(f"relation {rel} names undeclared entity type {t}")
+        return self
+
+    @field_validator("entity_types", "relation_types")
+    @classmethod
+    def _keys_are_identifiers(cls, v: dict) -> dict:
+        for k in v:
+            if not IDENTIFIER_RE.match(k):
+                raise ValueError(f"type name {k!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*")
+        return v
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """An empty schema accepts any identifier as a type (used for ad-hoc staging)."""
+        return not self.entity_types and not self.relation_types
+
+    def has_entity_type(self, t: str) -> bool:
+        return self.is_open or t in self.entity_types
+
+    def has_relation_type(self, r: str) -> bool:
+        return self.is_open or r in self.relation_types
+
+    def violations(self, subject_type: str, relation: str, object_type: str, *, self_loop: bool = False) -> list[str]:
+        """Reasons why ``(subject_type) -[relation]-> (object_type)`` breaks the schema (empty if none)."""
+        out: list[str] = []
+        if not self.has_entity_type(subject_type):
+            out.append(f"unknown entity type {subject_type}")
+        if not self.has_entity_type(object_type):
+            out.append(f"unknown entity type {object_type}")
+        if not self.has_relation_type(relation):
+            out.append(f"unknown relation type {relation}")
+            return out
+        spec = self.relation_types.get(relation)
+        if spec is not None:
+            if spec.domain and subject_type not in spec.domain:
+                out.append(f"{relation} domain is {spec.domain}, got {subject_type}")
+            if spec.range and object_type not in spec.range:
+                out.append(f"{relation} range is {spec.range}, got {object_type}")
+        if self_loop and not self.allow_self_loops:
+            out.append("self loop")
+        return out
+
+    def alias_map(self) -> dict[tuple[str, str], str]:
+        """``(type, canonical alias) -> canonical target name`` from every type's alias table."""
+        out: dict[tuple[str, str], str] = {}
+        for t, spec in self.entity_types.items():
+            for target, aliases in spec.aliases.items():
+                for a in aliases:
+                    out[(t, canonical_name(a))] = target
+        return out
+
+    def resolve_name(self, entity_type: str, name: str) -> str:
+        """The schema's canonical surface form for ``name`` (itself when no alias applies)."""
+        return self.alias_map().get((entity_type, canonical_name(name)), name)
+
+
+def load_schema(path: str | Path) -> KGSchema:
+    """Read and validate a KG schema JSON file.
+
+    Raises
+    ------
+    KgrSchemaError
+        On unreadable files, malformed JSON (with line and column) or an invalid schema (naming the field).
+    """
+    p = Path(path)
+    try:
+        raw = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise KgrSchemaError(f"cannot read schema file {p}: {exc.strerror}") from exc
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise KgrSchemaError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    try:
+        return KGSchema.model_validate(data)
+    except ValidationError as exc:
+        err = KgrSchemaError.from_pydantic(exc)
+        raise KgrSchemaError(f"{p}: {err}", field=err.field, details=err.details) from exc

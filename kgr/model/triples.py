@@ -1,0 +1,110 @@
+"""The triple JSONL format: one assertion per line.
+
+``{"subject", "subject_type", "relation", "object", "object_type", "source", "confidence"?}``
+
+``source`` names who asserted it (a chunk id, a document, an agent): one source is one vote.
+Exported lines add ``votes``, ``confidence`` and ``status`` (:class:`ExportedTriple`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kgr.errors import KgrValidationError
+from kgr.model.canonical import IDENTIFIER_RE, MAX_NAME_CHARS, canonical_name, edge_key, entity_key
+from kgr.model.schema import Identifier
+
+__all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "MAX_LINE_BYTES"]
+
+#: A JSONL line longer than this is rejected without parsing (bytes).
+MAX_LINE_BYTES = 64 * 1024
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+
+
+class TripleAssertion(BaseModel):
+    """One source asserting ``(subject:subject_type) -[relation]-> (object:object_type)``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    subject: Name
+    subject_type: Identifier
+    relation: Identifier
+    object: Name
+    object_type: Identifier
+    source: Annotated[str, Field(min_length=1, max_length=512)]
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+
+    @field_validator("subject", "object")
+    @classmethod
+    def _has_canonical_form(cls, v: str) -> str:
+        canonical_name(v)  # raises with a clear message when nothing is left
+        return v
+
+    @property
+    def subject_key(self) -> str:
+        return entity_key(self.subject_type, self.subject)
+
+    @property
+    def object_key(self) -> str:
+        return entity_key(self.object_type, self.object)
+
+    @property
+    def key(self) -> str:
+        """The edge key shared by every source asserting this triple."""
+        return edge_key(self.subject_key, self.relation, self.object_key)
+
+
+class ExportedTriple(BaseModel):
+    """A line of ``kgr export jsonl``: the assertion fields plus its standing in the graph."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    subject: str
+    subject_type: str
+    relation: str
+    object: str
+    object_type: str
+    source: str = Field(description="sources, comma-separated, as far as the edge keeps them")
+    confidence: float
+    votes: int
+    status: Literal["pending", "promoted", "rejected", "expired", "held"]
+
+
+class LineError(BaseModel):
+    """A JSONL line that was skipped, with its 1-based number and the reason."""
+
+    line: int
+    error: str
+
+
+def parse_triple_lines(lines: Iterator[str] | list[str]) -> Iterator[TripleAssertion | LineError]:
+    """Parse triple JSONL lines one by one; yield an assertion or a :class:`LineError` per line.
+
+    Blank lines are ignored. A bad line never stops the stream.
+    """
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+            yield LineError(line=n, error=f"line longer than {MAX_LINE_BYTES} bytes")
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield LineError(line=n, error=f"malformed JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(data, dict):
+            yield LineError(line=n, error="expected a JSON object")
+            continue
+        try:
+            yield TripleAssertion.model_validate(data)
+        except ValidationError as exc:
+            yield LineError(line=n, error=str(KgrValidationError.from_pydantic(exc)))
+        except KgrValidationError as exc:
+            yield LineError(line=n, error=str(exc))

@@ -1,0 +1,204 @@
+"""Connections to Neo4j: settings from the environment, the driver, and template execution.
+
+Settings use the conventional variables ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and
+``NEO4J_DATABASE`` (default ``neo4j``). When ``NEO4J_URI`` is unset, :func:`connect` starts (or
+reuses) kgr's managed local Neo4j (:mod:`kgr.store.runtime`).
+
+:class:`Graph` is the one object the rest of kgr uses to talk to the database. It runs rendered
+templates (:mod:`kgr.store.cypher`) with values as parameters, maps driver failures that mean
+"the database is not there" to :class:`~kgr.errors.KgrNeo4jUnavailable`, and runs multi-statement
+units in managed write transactions (retried by the driver on transient errors, so the unit
+functions are idempotent and return plain data).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import GraphDatabase, RoutingControl
+from neo4j.exceptions import AuthError, ClientError, DatabaseUnavailable, ServiceUnavailable, SessionExpired
+from pydantic import BaseModel, ConfigDict
+
+from kgr.errors import KgrNeo4jUnavailable
+from kgr.store.cypher import render
+
+__all__ = ["Neo4jSettings", "Graph", "connect"]
+
+T = TypeVar("T")
+_GONE = (ServiceUnavailable, SessionExpired, DatabaseUnavailable, ConnectionError, OSError)
+
+
+class Neo4jSettings(BaseModel):
+    """Where the database is. ``uri=None`` means "use the managed local Neo4j"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str | None = None
+    username: str = "neo4j"
+    password: str | None = None
+    database: str = "neo4j"
+
+    @classmethod
+    def from_env(cls) -> "Neo4jSettings":
+        return cls(
+            uri=os.environ.get("NEO4J_URI") or None,
+            username=os.environ.get("NEO4J_USERNAME", "neo4j"),
+            password=os.environ.get("NEO4J_PASSWORD") or None,
+            database=os.environ.get("NEO4J_DATABASE", "neo4j"),
+        )
+
+    def __repr__(self) -> str:  # never show the password
+        return f"Neo4jSettings(uri={self.uri!r}, username={self.username!r}, database={self.database!r})"
+
+    __str__ = __repr__
+
+
+def _unavailable(exc: BaseException, uri: str) -> KgrNeo4jUnavailable:
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return KgrNeo4jUnavailable(f"Neo4j at {uri} is unavailable ({type(exc).__name__}: {msg[:200]})")
+
+
+class Graph:
+    """A Neo4j driver bound to one database, running kgr's Cypher templates.
+
+    Parameters
+    ----------
+    driver:
+        A :class:`neo4j.Driver`; the Graph owns it and closes it in :meth:`close`.
+    database:
+        The database every query runs against (``database_=`` on every call).
+    uri:
+        For error messages only.
+    """
+
+    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, uri: str = "?"):
+        self.driver = driver
+        self.database = database
+        self.uri = uri
+
+    # -- single statements ---------------------------------------------------------------------
+    def read(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> list[dict[str, Any]]:
+        """Run a read-only template on a reader and return its rows as dicts."""
+        return self._execute(template, params, identifiers, RoutingControl.READ)
+
+    def write(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> list[dict[str, Any]]:
+        """Run a template in an auto-retried write transaction and return its rows as dicts."""
+        return self._execute(template, params, identifiers, RoutingControl.WRITE)
+
+    def _execute(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
+                 routing: RoutingControl) -> list[dict[str, Any]]:
+        query = render(template, **identifiers)
+        try:
+            records, _, _ = self.driver.execute_query(
+                query, params or {}, database_=self.database, routing_=routing
+            )
+        except _GONE as exc:
+            raise _unavailable(exc, self.uri) from exc
+        return [r.data() for r in records]
+
+    # -- units of work ----------------------------------------------------------------------------
+    def write_unit(self, fn: Callable[["Tx"], T]) -> T:
+        """Run ``fn(tx)`` in one managed write transaction (retried on transient errors).
+
+        ``fn`` receives a :class:`Tx` whose ``run(template, params, **identifiers)`` returns rows.
+        It must be idempotent and return plain data.
+        """
+        try:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(lambda tx: fn(Tx(tx)))
+        except _GONE as exc:
+            raise _unavailable(exc, self.uri) from exc
+
+    def read_unit(self, fn: Callable[["Tx"], T]) -> T:
+        """Run ``fn(tx)`` in one managed read transaction."""
+        try:
+            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+                return session.execute_read(lambda tx: fn(Tx(tx)))
+        except _GONE as exc:
+            raise _unavailable(exc, self.uri) from exc
+
+    def run_script(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> int:
+        """Run a template holding several statements separated by lines ending in ``;``.
+
+        Each statement runs as an auto-commit transaction (schema statements and
+        ``CALL {} IN TRANSACTIONS`` need that). Returns the count run.
+        """
+        text = render(template, **identifiers)
+        statements = [s.strip() for s in text.split(";\n") if _has_code(s)]
+        try:
+            with self.driver.session(database=self.database) as session:
+                for stmt in statements:
+                    session.run(stmt, params or {}).consume()
+        except _GONE as exc:
+            raise _unavailable(exc, self.uri) from exc
+        return len(statements)
+
+    def ping(self) -> None:
+        """Raise :class:`KgrNeo4jUnavailable` unless the database answers."""
+        try:
+            self.driver.verify_connectivity()
+        except (*_GONE, AuthError) as exc:
+            raise _unavailable(exc, self.uri) from exc
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> "Graph":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _has_code(stmt: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("//") for line in stmt.splitlines())
+
+
+class Tx:
+    """A managed transaction that runs templates (inside :meth:`Graph.write_unit`)."""
+
+    def __init__(self, tx: neo4j.ManagedTransaction):
+        self._tx = tx
+
+    def run(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> list[dict[str, Any]]:
+        result = self._tx.run(render(template, **identifiers), params or {})
+        return [r.data() for r in result]
+
+
+def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True) -> Graph:
+    """Open a :class:`Graph` from ``settings`` (default: the environment).
+
+    With no ``NEO4J_URI``, the managed local Neo4j is started (installed on first use) unless
+    ``start_managed`` is false, in which case its status decides.
+
+    Raises
+    ------
+    KgrNeo4jUnavailable
+        The database does not answer (the message names the URI, never the password).
+    """
+    settings = settings or Neo4jSettings.from_env()
+    uri = settings.uri
+    auth: tuple[str, str] | None = None
+    if uri is None:
+        from kgr.store.runtime import ManagedNeo4j, ensure_running
+
+        status = ensure_running() if start_managed else ManagedNeo4j().status()
+        if not status.running:
+            raise KgrNeo4jUnavailable("the managed Neo4j is not running (start it with `kgr neo4j start`)")
+        uri = status.bolt_uri
+    elif settings.password is not None:
+        auth = (settings.username, settings.password)
+    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=30)
+    graph = Graph(driver, settings.database, uri=uri)
+    try:
+        graph.ping()
+    except KgrNeo4jUnavailable:
+        driver.close()
+        raise
+    except ClientError as exc:
+        driver.close()
+        raise KgrNeo4jUnavailable(f"Neo4j at {uri} refused the connection: {exc.message}") from exc
+    return graph

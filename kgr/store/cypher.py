@@ -1,0 +1,87 @@
+"""The Cypher template layer: every statement lives in ``cypher/*.cypher.j2``.
+
+One Jinja2 environment (package loader over ``kgr.cypher``, ``StrictUndefined``) renders templates.
+Templates may interpolate **identifiers only** (labels, relationship types, property keys), and
+:func:`render` checks every identifier in the context against :data:`IDENTIFIER_RE` (and, when a
+schema is given, against the schema's vocabulary) before rendering. Values never enter the text:
+they travel as ``$params``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+
+import jinja2
+
+from kgr.errors import KgrIdentifierError
+from kgr.model.canonical import IDENTIFIER_RE
+from kgr.model.schema import KGSchema
+
+__all__ = ["render", "validate_identifier", "validate_identifiers", "template_names"]
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("kgr.cypher", ""),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def validate_identifier(name: object, *, kind: str = "identifier", allowed: Iterable[str] | None = None) -> str:
+    """Return ``name`` if it is a safe Cypher identifier (and in ``allowed``, when given).
+
+    Raises
+    ------
+    KgrIdentifierError
+        Naming the kind (``label``, ``relationship type``...) and the offending value.
+    """
+    if not isinstance(name, str) or not IDENTIFIER_RE.match(name):
+        raise KgrIdentifierError(f"{kind} {str(name)[:80]!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*", field=kind)
+    if allowed is not None and name not in set(allowed):
+        raise KgrIdentifierError(f"{kind} {name!r} is not in the KG schema", field=kind)
+    return name
+
+
+def validate_identifiers(values: Iterable[object], *, kind: str, schema: KGSchema | None = None) -> list[str]:
+    """Validate many identifiers; with a closed schema, entity labels/relation types must be declared."""
+    allowed: Iterable[str] | None = None
+    if schema is not None and not schema.is_open:
+        if kind == "label":
+            allowed = schema.entity_types.keys()
+        elif kind == "relationship type":
+            allowed = schema.relation_types.keys()
+    return [validate_identifier(v, kind=kind, allowed=allowed) for v in values]
+
+
+def _check_context(context: Mapping[str, object]) -> None:
+    for key, value in context.items():
+        if isinstance(value, str):
+            validate_identifier(value, kind=key)
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            for v in value:
+                validate_identifier(v, kind=key)
+        elif isinstance(value, bool) or isinstance(value, int) or value is None:
+            continue  # flags and sizes steer template structure, never text
+        else:
+            raise KgrIdentifierError(f"template context {key!r} must be identifiers, flags or ints", field=key)
+
+
+def render(name: str, **identifiers: object) -> str:
+    """Render ``cypher/<name>.cypher.j2`` with validated identifiers.
+
+    >>> "MERGE" in render("stage_votes")
+    True
+    """
+    _check_context(identifiers)
+    return _env().get_template(f"{name}.cypher.j2").render(**identifiers)
+
+
+def template_names() -> list[str]:
+    """Names of every shipped template (without the ``.cypher.j2`` suffix)."""
+    return sorted(t[: -len(".cypher.j2")] for t in _env().list_templates() if t.endswith(".cypher.j2"))

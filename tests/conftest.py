@@ -1,0 +1,100 @@
+"""Shared fixtures: a real Neo4j for integration tests.
+
+Where the database comes from, in order:
+
+1. ``NEO4J_URI`` (with ``NEO4J_USERNAME``/``NEO4J_PASSWORD``) when set — the tests WIPE that
+   database, so point it at a throwaway instance;
+2. testcontainers (``neo4j:5.26-community``) when a Docker engine answers;
+3. otherwise kgr's managed local Neo4j, as a separate test instance (its own home under
+   ``$KGR_CACHE_DIR``/``~/.cache/kgr``, Bolt on 127.0.0.1:17687, HTTP on 17474 unless
+   ``KGR_TEST_BOLT_PORT``/``KGR_TEST_HTTP_PORT`` say otherwise), started on first use.
+
+Without a database the integration tests skip — except under ``KGR_REQUIRE_NEO4J=1`` (set by
+``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgr.store.admin import init_store, reset
+from kgr.store.connection import Graph, Neo4jSettings, connect
+
+REQUIRE = os.environ.get("KGR_REQUIRE_NEO4J") == "1"
+TEST_BOLT_PORT = int(os.environ.get("KGR_TEST_BOLT_PORT", "17687"))
+TEST_HTTP_PORT = int(os.environ.get("KGR_TEST_HTTP_PORT", "17474"))
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+def test_runtime_env() -> dict[str, str]:
+    """Environment that points the managed launcher at the test instance."""
+    cache = Path(os.environ.get("KGR_CACHE_DIR", Path.home() / ".cache" / "kgr"))
+    return {
+        "KGR_NEO4J_HOME": str(cache / "test-neo4j-home"),
+        "KGR_NEO4J_BOLT_PORT": str(TEST_BOLT_PORT),
+        "KGR_NEO4J_HTTP_PORT": str(TEST_HTTP_PORT),
+    }
+
+
+test_runtime_env.__test__ = False  # type: ignore[attr-defined]
+
+
+def _provision() -> tuple[Neo4jSettings, object | None]:
+    if os.environ.get("NEO4J_URI"):
+        return Neo4jSettings.from_env(), None
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer  # type: ignore[import-untyped]
+
+        container = Neo4jContainer("neo4j:5.26-community")
+        container.start()
+        return Neo4jSettings(uri=container.get_connection_url(), username="neo4j",
+                             password=container.password), container
+    os.environ.update(test_runtime_env())
+    from kgr.store.runtime import ensure_running
+
+    status = ensure_running()
+    return Neo4jSettings(uri=status.bolt_uri), None
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings() -> Iterator[Neo4jSettings]:
+    try:
+        settings, container = _provision()
+        probe = connect(settings)
+        probe.close()
+    except Exception as exc:  # noqa: BLE001 - reported as skip or failure below
+        message = f"no Neo4j for integration tests: {type(exc).__name__}: {exc}"
+        if REQUIRE:
+            pytest.fail(message + " (KGR_REQUIRE_NEO4J=1)")
+        pytest.skip(message + " (set KGR_REQUIRE_NEO4J=1 to make this a failure)")  # KGR_REQUIRE_NEO4J
+    yield settings
+    if container is not None:
+        container.stop()  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def _session_graph(neo4j_settings: Neo4jSettings) -> Iterator[Graph]:
+    g = connect(neo4j_settings)
+    init_store(g)
+    yield g
+    g.close()
+
+
+@pytest.fixture
+def graph(_session_graph: Graph) -> Graph:
+    """A Graph on an emptied, initialised database (schema kept, data wiped before the test)."""
+    reset(_session_graph)
+    return _session_graph

@@ -1,0 +1,169 @@
+"""Staging against the real Neo4j: idempotent votes, exact counts under concurrency, hostile input."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from kgr.errors import KgrIdentifierError, KgrValidationError
+from kgr.model.schema import KGSchema
+from kgr.model.triples import TripleAssertion, parse_triple_lines
+from kgr.store.admin import fingerprint, status
+from kgr.store.staging import stage
+
+pytestmark = pytest.mark.neo4j
+
+
+def T(s: str, r: str, o: str, src: str, st: str = "Person", ot: str = "Organization", conf: float = 1.0) -> TripleAssertion:
+    return TripleAssertion(subject=s, subject_type=st, relation=r, object=o, object_type=ot, source=src, confidence=conf)
+
+
+def test_one_vote_per_distinct_source(graph):
+    rep = stage(graph, [T("Ada", "WORKS_AT", "IBM", "doc1"), T("ada", "WORKS_AT", "I.B.M.", "doc2"),
+                        T("Ada", "WORKS_AT", "IBM", "doc1")])
+    # three rows; (edge, doc1) twice -> 2 distinct votes, 1 repeated; 1 edge; 2 entities
+    assert (rep.rows, rep.new_votes, rep.repeated_votes, rep.new_edges, rep.new_entities) == (3, 2, 1, 1, 2)
+    rows = graph.read("pending_edges", {"statuses": None})
+    assert len(rows) == 1 and rows[0]["votes"] == 2 and sorted(rows[0]["sources"]) == ["doc1", "doc2"]
+    # surface forms are kept as aliases of the one entity
+    ent = graph.driver.execute_query("MATCH (e:Entity {key: 'Organization:ibm'}) RETURN e.aliases AS a").records
+    assert sorted(ent[0]["a"]) == ["I.B.M.", "IBM"]
+
+
+def test_restaging_from_same_source_changes_nothing(graph):
+    batch = [T("Ada", "WORKS_AT", "IBM", "doc1", conf=0.6), T("Bob", "WORKS_AT", "IBM", "doc1", conf=0.5)]
+    stage(graph, batch)
+    fp = fingerprint(graph)
+    again = stage(graph, batch)
+    assert again.new_votes == 0 and again.repeated_votes == 2 and again.new_edges == 0
+    assert fingerprint(graph) == fp
+
+
+def test_noisy_or_confidence(graph):
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", "a", conf=0.5), T("Ada", "WORKS_AT", "IBM", "b", conf=0.5)])
+    # 1 - (1-0.5)(1-0.5) = 0.75
+    assert graph.read("pending_edges", {"statuses": None})[0]["confidence"] == pytest.approx(0.75)
+
+
+def test_vote_is_traceable_to_its_chunk(graph):
+    graph.driver.execute_query("CREATE (:Chunk {id: 'chunk-1', text: 'Ada works at IBM'})")
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", "chunk-1")])
+    rec = graph.driver.execute_query(
+        "MATCH (v:Vote)-[:FROM]->(c:Chunk) RETURN v.source AS s, c.id AS c").records
+    assert [(r["s"], r["c"]) for r in rec] == [("chunk-1", "chunk-1")]
+
+
+def test_staging_same_file_twice_is_identical(graph, tmp_path: Path):
+    lines = [json.dumps({"subject": f"P{i % 7}", "subject_type": "Person", "relation": "KNOWS",
+                         "object": f"P{(i * 3) % 11}", "object_type": "Person", "source": f"s{i % 5}"})
+             for i in range(60)]
+    items = [x for x in parse_triple_lines(lines) if isinstance(x, TripleAssertion)]
+    stage(graph, items, batch_size=7)
+    st1, fp1 = status(graph), fingerprint(graph)
+    stage(graph, items, batch_size=13)
+    st2, fp2 = status(graph), fingerprint(graph)
+    assert st1 == st2 and fp1 == fp2
+    assert st1.votes == len({(i % 7, (i * 3) % 11, i % 5) for i in range(60)})
+
+
+def test_concurrent_writers_lose_no_vote_and_duplicate_no_edge(graph):
+    # 8 writers; every writer asserts the same 40 edges from its own source plus 20 shared
+    # (edge, source) pairs that all writers repeat.
+    def work(w: int) -> None:
+        mine = [T(f"P{i}", "WORKS_AT", f"Org{i % 9}", f"writer-{w}") for i in range(40)]
+        shared = [T(f"P{i}", "WORKS_AT", f"Org{i % 9}", "shared-source") for i in range(20)]
+        items = mine + shared
+        items = items[w:] + items[:w]  # different order per writer
+        stage(graph, items, batch_size=10)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = graph.read("pending_edges", {"statuses": None})
+    assert len(rows) == 40  # no duplicate relationship per key
+    dup = graph.driver.execute_query(
+        "MATCH (s)-[p:PENDING_REL]->(o) WITH p.key AS k, count(*) AS n WHERE n > 1 RETURN count(k) AS d").records
+    assert dup[0]["d"] == 0
+    for r in rows:
+        i = int(r["subject"][1:])
+        expected = 8 + (1 if i < 20 else 0)  # 8 writers, plus the shared source for the first 20
+        assert r["votes"] == expected, r
+    votes = graph.driver.execute_query("MATCH (v:Vote) RETURN count(v) AS n").records[0]["n"]
+    assert votes == 40 * 8 + 20
+
+
+HOSTILE = [
+    "O'Brien \"the\" `x`",
+    "a}) DETACH DELETE n //",
+    "MATCH (n) DETACH DELETE n",
+    "{{ 7*7 }} ${x} $(y)",
+    "Robert'); DROP TABLE x;--",
+    "x" * 1000,
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_data(graph, name):
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", "seed")])
+    before = status(graph)
+    stage(graph, [T(name, "WORKS_AT", name, "hostile")])
+    after = status(graph)
+    got = graph.driver.execute_query("MATCH (e:Entity {type: 'Person'}) WHERE e.name = $n RETURN e.name AS n",
+                                     n=name).records
+    assert [r["n"] for r in got] == [name]
+    assert after.entities == before.entities + 2 and after.votes == before.votes + 1
+    # the seed edge is untouched
+    seed = graph.read("pending_edges", {"statuses": None})
+    assert any(r["subject"] == "Ada" and r["votes"] == 1 for r in seed)
+
+
+@pytest.mark.parametrize("bad_type", ["Person`) DETACH DELETE n //", "Person:Admin", "1abc", "", "Per son", "MATCH (n)"])
+def test_hostile_types_are_rejected_before_cypher(graph, bad_type):
+    with pytest.raises(Exception) as info:
+        T("Ada", "WORKS_AT", "IBM", "x", st=bad_type)
+    assert "subject_type" in str(info.value)
+    # and the store itself refuses them even if a caller bypasses the model
+    item = TripleAssertion.model_construct(subject="Ada", subject_type=bad_type, relation="WORKS_AT", object="IBM",
+                                           object_type="Organization", source="x", confidence=1.0)
+    rep = stage(graph, [item])
+    assert rep.new_votes == 0 and len(rep.rejected) == 1 and "label" in rep.rejected[0].reason
+    assert status(graph).entities == 0
+
+
+def test_ten_kilobyte_name_is_rejected_with_clear_error():
+    with pytest.raises(Exception, match="subject"):
+        T("x" * 10_000, "WORKS_AT", "IBM", "s")
+
+
+def test_closed_schema_rejects_unknown_types(graph):
+    schema = KGSchema.model_validate({"entity_types": {"Person": {}, "Organization": {}},
+                                      "relation_types": {"WORKS_AT": {"domain": ["Person"], "range": ["Organization"]}}})
+    rep = stage(graph, [T("Ada", "WORKS_AT", "IBM", "s"), T("Ada", "LIKES", "IBM", "s"),
+                        T("Ada", "WORKS_AT", "IBM", "s", st="Robot")], schema=schema)
+    assert rep.new_votes == 1
+    assert [(r.index, "LIKES" in r.reason or "Robot" in r.reason) for r in rep.rejected] == [(1, True), (2, True)]
+
+
+def test_schema_aliases_resolve_to_one_entity(graph):
+    schema = KGSchema.model_validate({"entity_types": {"Person": {}, "Organization": {
+        "aliases": {"IBM": ["International Business Machines"]}}}, "relation_types": {"WORKS_AT": {}}})
+    stage(graph, [T("Ada", "WORKS_AT", "International Business Machines", "a"),
+                  T("Ada", "WORKS_AT", "I.B.M.", "b")], schema=schema)
+    rows = graph.read("pending_edges", {"statuses": None})
+    assert len(rows) == 1 and rows[0]["votes"] == 2 and rows[0]["object_key"] == "Organization:ibm"
+
+
+def test_identifier_validation_errors_name_the_kind():
+    from kgr.store.cypher import render, validate_identifier
+
+    with pytest.raises(KgrIdentifierError, match="label"):
+        validate_identifier("A`B", kind="label")
+    with pytest.raises(KgrIdentifierError, match="relation_types"):
+        render("init_schema", relation_types=["OK", "NOT OK"])
+    with pytest.raises(KgrValidationError, match="batch_size"):
+        stage(None, [], batch_size=0)  # type: ignore[arg-type]
