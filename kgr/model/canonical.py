@@ -5,8 +5,9 @@ Rules, applied in order to a surface form ``name``:
 1. Unicode NFKC normalisation (full-width letters, ligatures and compatibility forms fold).
 2. ``casefold()`` (``"Straße"`` and ``"STRASSE"`` agree).
 3. Dots and apostrophes are deleted (``"I.B.M."`` → ``"ibm"``, ``"O'Neil"`` → ``"oneil"``).
-4. Every other punctuation or symbol character becomes a space (``"New-York"`` → ``"new york"``).
-5. Runs of whitespace collapse to one space; leading and trailing space is stripped.
+4. Every other character that is not a letter, digit or combining mark (punctuation, symbols,
+   separators, controls, ``_``) becomes a space (``"New-York"`` → ``"new york"``).
+5. Runs of such spaces collapse to one; leading and trailing space is stripped.
 
 The entity key is ``"<Type>:<canonical>"``: the same name under two types is two entities.
 Original surface forms are kept on the entity as ``aliases``; an alias map in the KG schema can send
@@ -22,6 +23,7 @@ a different name (``"International Business Machines"``) to a canonical one (``"
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -35,10 +37,11 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Longest entity name accepted (characters). Longer names are rejected with a clear error.
 MAX_NAME_CHARS = 1024
 
-_DELETE = {".", "'", "\u2019", "\u2018"}
-_WS = re.compile(r"\s+")
+_DELETE = re.compile(r"[.'\u2018\u2019]")
+_NON_WORD = re.compile(r"[\W_]+")  # punctuation, symbols, separators, controls (and "_")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical_name(name: str) -> str:
     """Return the canonical form of an entity surface form (rules in the module docstring).
 
@@ -49,14 +52,8 @@ def canonical_name(name: str) -> str:
     """
     if len(name) > MAX_NAME_CHARS:
         raise KgrValidationError(f"entity name longer than {MAX_NAME_CHARS} characters", field="name")
-    text = unicodedata.normalize("NFKC", name).casefold()
-    out = []
-    for ch in text:
-        if ch in _DELETE:
-            continue
-        cat = unicodedata.category(ch)
-        out.append(" " if cat[0] in "PSZC" else ch)
-    canon = _WS.sub(" ", "".join(out)).strip()
+    text = _DELETE.sub("", unicodedata.normalize("NFKC", name).casefold())
+    canon = _NON_WORD.sub(" ", text).strip()
     if not canon:
         raise KgrValidationError(f"entity name {name[:40]!r} has no letters or digits", field="name")
     return canon

@@ -21,6 +21,8 @@ class EdgeDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     key: str
+    subject_key: str
+    object_key: str
     action: Action
     reason: str
     inputs: dict[str, Any] = Field(default_factory=dict)

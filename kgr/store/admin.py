@@ -18,11 +18,11 @@ __all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset"]
 def init_store(graph: Graph, schema: KGSchema | None = None) -> int:
     """Create constraints, indexes (incl. the ``entity_names`` fulltext index) and the state node.
 
-    Idempotent. With a schema, a key index is created for each promoted relationship type.
+    Idempotent; the schema's relation types are validated as identifiers.
     Returns the number of statements run.
     """
-    rels = validate_identifiers(schema.relation_types if schema else [], kind="relationship type")
-    return graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()}, relation_types=rels)
+    validate_identifiers(schema.relation_types if schema else [], kind="relationship type")
+    return graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()})
 
 
 class StoreStatus(BaseModel):
@@ -65,4 +65,4 @@ def fingerprint(graph: Graph) -> str:
 def reset(graph: Graph) -> None:
     """Delete all data (not the schema), then recreate the state node."""
     graph.run_script("wipe_database")
-    graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()}, relation_types=[])
+    graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()})

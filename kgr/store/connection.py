@@ -14,7 +14,7 @@ functions are idempotent and return plain data).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import neo4j
@@ -98,6 +98,16 @@ class Graph:
         except _GONE as exc:
             raise _unavailable(exc, self.uri) from exc
         return [r.data() for r in records]
+
+    def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
+        """Yield a read template's rows one by one (bounded memory for large exports)."""
+        query = render(template, **identifiers)
+        try:
+            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+                for record in session.run(query, params or {}):
+                    yield record.data()
+        except _GONE as exc:
+            raise _unavailable(exc, self.uri) from exc
 
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:

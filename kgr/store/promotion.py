@@ -43,8 +43,10 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, kind: st
         version, old_hash = open_version(tx)
         rows = [{"id": uuid.uuid4().hex, "key": d.key, "action": d.action, "round": version, "reason": d.reason,
                  "inputs": json.dumps(d.inputs, default=float, sort_keys=True)} for d in decisions]
-        promote = [{"key": r["key"], "reason": r["reason"], "decision": r["id"]} for r in rows if r["action"] == "promote"]
-        others = [{"key": d.key, "status": _STATUS[d.action], "reason": d.reason}
+        ends = {d.key: {"s_key": d.subject_key, "o_key": d.object_key} for d in decisions}
+        promote = [{"key": r["key"], **ends[r["key"]], "reason": r["reason"], "decision": r["id"]}
+                   for r in rows if r["action"] == "promote"]
+        others = [{"key": d.key, **ends[d.key], "status": _STATUS[d.action], "reason": d.reason}
                   for d in decisions if d.action in _STATUS]
         done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts}) if promote else []
         if others:
@@ -67,7 +69,8 @@ def quorum_decisions(rows: Sequence[dict], *, quorum: int = 2) -> list[EdgeDecis
     for r in rows:
         ok = r["votes"] >= quorum
         out.append(EdgeDecision(
-            key=r["key"], action="promote" if ok else "hold",
+            key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"],
+            action="promote" if ok else "hold",
             reason=f"votes {r['votes']} {'>=' if ok else '<'} quorum {quorum}",
             inputs={"votes": r["votes"], "quorum": quorum, "confidence": r["confidence"]},
         ))

@@ -170,19 +170,28 @@ def _stage_batch(graph: Graph, items: list[TripleAssertion], schema: KGSchema | 
     in_batch_dups = sum(r["dup"] for r in votes)
     ts = time.time() if now is None else now
 
-    def unit(tx: Tx) -> tuple[int, list[dict]]:
+    for r in votes:
+        del r["dup"]
+    sources = sorted({r["source"] for r in votes})
+
+    def unit(tx: Tx) -> tuple[int, dict]:
         token = uuid.uuid4().hex  # fresh per attempt: a retried unit recounts from scratch
         created = tx.run("stage_entities", {"rows": ents, "now": ts, "tx": token, "max_aliases": MAX_ALIASES})
-        out = tx.run("stage_votes", {"rows": votes, "now": ts, "tx": token, "max_sources": MAX_SOURCES_SAMPLE}) if votes else []
-        return (created[0]["created"] if created else 0), out
+        counts = {"new_votes": 0, "rows": 0, "new_edges": 0}
+        if votes:
+            counts = tx.run("stage_votes", {"rows": votes, "now": ts, "tx": token, "max_sources": MAX_SOURCES_SAMPLE})[0]
+            chunks = {r["id"] for r in tx.run("chunks_existing", {"ids": sources})}
+            links = [{"vote_id": r["vote_id"], "source": r["source"]} for r in votes if r["source"] in chunks]
+            if links:
+                tx.run("link_vote_chunks", {"rows": links, "tx": token})
+        return (created[0]["created"] if created else 0), counts
 
-    created, rows = graph.write_unit(unit) if (ents or votes) else (0, [])
-    fresh = sum(1 for r in rows if r["fresh"])
+    created, counts = graph.write_unit(unit) if (ents or votes) else (0, {"new_votes": 0, "rows": 0, "new_edges": 0})
     return StageReport(
         rows=len(items),
-        new_votes=fresh,
-        repeated_votes=len(rows) - fresh + in_batch_dups,
-        new_edges=len({r["key"] for r in rows if r["new_edge"]}),
+        new_votes=counts["new_votes"],
+        repeated_votes=counts["rows"] - counts["new_votes"] + in_batch_dups,
+        new_edges=counts["new_edges"],
         new_entities=created,
         batches=1,
     )

@@ -203,12 +203,16 @@ def rollback(graph: Graph, ref: str | int, *, reason: str = "", now: float | Non
             raise KgrValidationError(f"version {target} does not exist (current is {version - 1})", field="ref")
         now_rows = tx.run("promoted_edges", {"version": None})
         then_rows = tx.run("promoted_edges", {"version": target})
-        current = {r["key"] for r in now_rows}
-        wanted = {r["key"] for r in then_rows}
-        retire = sorted(current - wanted)
-        restore = sorted(wanted - current)
-        rows_r = [{"key": k, "reason": why} for k in retire]
-        rows_s = [{"key": k, "reason": why} for k in restore]
+        current = {r["key"]: r for r in now_rows}
+        wanted = {r["key"]: r for r in then_rows}
+        retire = sorted(current.keys() - wanted.keys())
+        restore = sorted(wanted.keys() - current.keys())
+
+        def row(e: dict) -> dict:
+            return {"key": e["key"], "s_key": e["subject_key"], "o_key": e["object_key"], "reason": why}
+
+        rows_r = [row(current[k]) for k in retire]
+        rows_s = [row(wanted[k]) for k in restore]
         done_r = tx.run("retire_edges", {"rows": rows_r, "version": version, "status": "held"}) if rows_r else []
         done_s = tx.run("restore_edges", {"rows": rows_s, "version": version, "target": target}) if rows_s else []
         decisions = [

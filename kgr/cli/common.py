@@ -1,0 +1,70 @@
+"""CLI plumbing shared by every command: output, errors, progress.
+
+``--json`` prints only data on stdout; progress, warnings and errors go to stderr. A
+:class:`~kgr.errors.KgrError` becomes one line ``Error: ...`` and exit code 1; any other exception
+is a bug and propagates with its traceback (never with locals or secrets).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from kgr.errors import KgrError
+
+__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine"]
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON on stdout (for scripts).")]
+SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="KG schema JSON file (see schemas/kg_schema.schema.json).")]
+
+
+def errors_to_exit(fn: F) -> F:
+    """Decorator: map a KgrError to a one-line ``Error: ...`` on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KgrError as exc:
+            lines = str(exc).splitlines() or [type(exc).__name__]
+            err.print(f"Error: {lines[0]}", markup=False, soft_wrap=True)
+            if len(lines) > 1:
+                err.print("\n".join(lines[1:]), markup=False, soft_wrap=True, style="dim")
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def to_data(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [to_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_data(v) for k, v in value.items()}
+    return value
+
+
+def emit(value: Any, as_json: bool, human: Callable[[Any], None] | None = None) -> None:
+    """Print ``value`` as JSON on stdout (``--json``), or through ``human`` (default: pretty JSON)."""
+    if as_json or human is None:
+        typer.echo(json.dumps(to_data(value), indent=2, sort_keys=False, default=str))
+    else:
+        human(value)
+
+
+def open_engine(schema: Path | None = None):  # noqa: ANN201 - Engine (import kept lazy for fast --help)
+    from kgr.engine import Engine
+
+    return Engine.connect(schema=schema)

@@ -1,0 +1,47 @@
+"""``kgr export jsonl|laplacian``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
+
+app = typer.Typer(no_args_is_help=True, help="Export promoted (or pending) edges.")
+
+
+@app.command("jsonl")
+@errors_to_exit
+def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+          pending: Annotated[bool, typer.Option("--pending", help="Export staged edges instead of promoted ones.")] = False,
+          status: Annotated[list[str] | None, typer.Option("--status", help="With --pending: only these statuses.")] = None) -> None:
+    """One edge per line: the triple JSONL fields plus votes, confidence and status."""
+    from kgr.store.export import iter_exported
+
+    with open_engine() as kg:
+        fh = output.open("w", encoding="utf-8") if output else sys.stdout
+        n = 0
+        try:
+            for line in iter_exported(kg.graph, pending=pending, statuses=status):
+                fh.write(line.model_dump_json() + "\n")
+                n += 1
+        finally:
+            if output:
+                fh.close()
+    err.print(f"exported {n} edges")
+
+
+@app.command("laplacian")
+@errors_to_exit
+def laplacian(output: Annotated[Path, typer.Option("--out", "-o", help="The .npz file to write.")],
+              include_pending: Annotated[bool, typer.Option("--include-pending")] = False,
+              json_: JsonOpt = False) -> None:
+    """Write the promoted graph's Laplacian (scipy CSR) and node-id order to an .npz file."""
+    from kgr.store.export import export_laplacian
+
+    with open_engine() as kg:
+        res = export_laplacian(kg.graph, output, include_pending=include_pending)
+    emit(res, json_, lambda r: out.print(f"wrote {r.path}: {r.nodes} nodes, {r.edges} edges"))

@@ -1,0 +1,131 @@
+"""The ``kgr`` command line: one sub-app per noun, thin commands over :class:`kgr.engine.Engine`."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
+
+app = typer.Typer(
+    no_args_is_help=True,
+    help="kgr: staged, voted, gauge-gated knowledge-graph construction on Neo4j.",
+    pretty_exceptions_show_locals=False,
+)
+
+for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapshot"), ("export", "kgr.cli.export"),
+                       ("tool", "kgr.cli.tool")):
+    try:
+        _sub = importlib.import_module(_module)
+    except ImportError as _exc:  # an optional sub-app whose extra is missing
+        if not _module.endswith(("tool",)):
+            raise
+        continue
+    app.add_typer(_sub.app, name=_noun)
+
+
+@app.command()
+@errors_to_exit
+def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
+    """Create constraints and indexes (idempotent)."""
+    with open_engine(schema) as kg:
+        n = kg.init()
+        st = kg.status()
+    emit({"statements": n, "uri": st.uri, "version": st.version}, json_,
+         lambda d: out.print(f"initialised {d['uri']} ({d['statements']} schema statements, version {d['version']})"))
+
+
+@app.command()
+@errors_to_exit
+def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], schema: SchemaOpt = None,
+          batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000, json_: JsonOpt = False) -> None:
+    """Stage a triple JSONL file as PENDING_REL votes (bad lines are reported and skipped)."""
+    with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                             console=err, transient=True) as bar:
+        task = bar.add_task("staging…")
+        rep = kg.stage_file(path, batch_size=batch_size,
+                            on_batch=lambda r: bar.update(task, description=f"staging… {r.rows} rows, {r.new_votes} new votes"))
+    for b in rep.bad_lines:
+        err.print(f"{path}:{b.line}: skipped: {b.error}", markup=False)
+    for r in rep.rejected:
+        err.print(f"{path}: assertion #{r.index + 1} rejected: {r.reason}", markup=False)
+    emit(rep, json_, lambda r: out.print(
+        f"staged {r.rows} rows: {r.new_votes} new votes, {r.repeated_votes} repeated, {r.new_edges} new edges, "
+        f"{r.new_entities} new entities, {len(r.bad_lines)} bad lines, {len(r.rejected)} rejected ({r.seconds:.2f} s)"))
+
+
+@app.command()
+@errors_to_exit
+def promote(schema: SchemaOpt = None,
+            policy: Annotated[str, typer.Option(help="gedig (votes + gauge + rewards) or quorum (votes only).")] = "gedig",
+            quorum: Annotated[int | None, typer.Option(min=1, help="Minimum distinct sources.")] = None,
+            explain: Annotated[str | None, typer.Option("--explain", help="Print why edge KEY was promoted, held or rejected.")] = None,
+            json_: JsonOpt = False) -> None:
+    """Run one promotion round (or explain a past decision)."""
+    with open_engine(schema) as kg:
+        if explain:
+            emit(kg.explain(explain), json_, _print_explanation)
+            return
+        summary = kg.promote(policy=policy, quorum=quorum)
+    emit(summary, json_, lambda s: out.print(
+        f"version {s.version}: {s.promoted} promoted, {s.held} held, {s.rejected} rejected, {s.expired} expired "
+        f"of {s.candidates} candidates" + (" (round rolled back by audit)" if s.rolled_back else "")))
+
+
+def _print_explanation(row: dict) -> None:
+    import json
+
+    out.print(f"({row['subject']}) -[{row['relation']}]-> ({row['object']}): {row['status']}, "
+              f"{row['votes']} votes, confidence {row['confidence']:.3f}", markup=False)
+    for d in row["decisions"]:
+        out.print(f"  v{d['version']} {d['action']}: {d['reason']}", markup=False)
+        for k, v in sorted(json.loads(d["inputs"] or "{}").items()):
+            out.print(f"      {k} = {v}", markup=False)
+
+
+@app.command()
+@errors_to_exit
+def age(xi: Annotated[float, typer.Option(min=0, help="Decay rate of pending edges, 1/day.")] = 0.1,
+        ttl_days: Annotated[float, typer.Option(min=0.0001, help="Days without a new vote before expiry.")] = 30.0,
+        json_: JsonOpt = False) -> None:
+    """Decay pending edges (w = c·exp(−ξ·age)) and expire those past the TTL, recording why."""
+    from kgr.store.aging import AgingConfig
+
+    with open_engine() as kg:
+        rep = kg.age(AgingConfig(xi=xi, ttl_days=ttl_days))
+    emit(rep, json_, lambda r: out.print(f"aged {r.aged} edges, expired {r.expired}"))
+
+
+@app.command()
+@errors_to_exit
+def status(json_: JsonOpt = False) -> None:
+    """Counts, current version and content hash."""
+    with open_engine() as kg:
+        st = kg.status()
+
+    def human(s) -> None:  # noqa: ANN001
+        t = Table(show_header=False)
+        for k, v in s.model_dump().items():
+            t.add_row(k, str(v))
+        out.print(t)
+
+    emit(st, json_, human)
+
+
+@app.command()
+@errors_to_exit
+def demo(json_: JsonOpt = False) -> None:
+    """Ingest examples/ with the offline rules extractor on the managed Neo4j and promote."""
+    from kgr.demo import run_demo
+
+    report = run_demo(progress=not json_)
+    emit(report, json_, lambda r: out.print(r.render(), markup=False))
+
+
+def main() -> None:  # pragma: no cover
+    app()

@@ -1,0 +1,123 @@
+"""The Python API: one :class:`Engine` mirroring the command line.
+
+>>> from kgr.engine import Engine                       # doctest: +SKIP
+>>> with Engine.connect(schema="examples/schema.json") as kg:   # doctest: +SKIP
+...     kg.init()
+...     report = kg.stage_file("examples/triples.jsonl")
+...     summary = kg.promote()
+...     kg.snapshot("after-first-round")
+
+Every method returns a pydantic model (the same data ``--json`` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kgr.errors import KgrValidationError
+from kgr.model.decisions import RoundSummary
+from kgr.model.schema import KGSchema, load_schema
+from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
+from kgr.store import admin, aging, promotion, staging, versions
+from kgr.store.connection import Graph, Neo4jSettings, connect
+
+__all__ = ["Engine", "FileStageReport"]
+
+
+class FileStageReport(staging.StageReport):
+    """A :class:`StageReport` plus the lines of the file that were skipped."""
+
+    path: str = ""
+    bad_lines: list[LineError] = Field(default_factory=list)
+
+
+class Engine:
+    """A kgr store on one Neo4j database, with an optional KG schema."""
+
+    def __init__(self, graph: Graph, schema: KGSchema | None = None):
+        self.graph = graph
+        self.schema = schema
+
+    @classmethod
+    def connect(cls, settings: Neo4jSettings | None = None, *, schema: str | Path | KGSchema | None = None) -> "Engine":
+        """Connect (managed local Neo4j when ``NEO4J_URI`` is unset) and load the schema file."""
+        sch = load_schema(schema) if isinstance(schema, (str, Path)) else schema
+        return cls(connect(settings), sch)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def init(self) -> int:
+        return admin.init_store(self.graph, self.schema)
+
+    def status(self) -> admin.StoreStatus:
+        return admin.status(self.graph)
+
+    def close(self) -> None:
+        self.graph.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- staging ---------------------------------------------------------------------------------
+    def stage(self, assertions: Iterable[TripleAssertion], *, batch_size: int = 2000,
+              on_batch: Callable[[staging.StageReport], None] | None = None) -> staging.StageReport:
+        return staging.stage(self.graph, assertions, schema=self.schema, batch_size=batch_size, on_batch=on_batch)
+
+    def stage_file(self, path: str | Path, *, batch_size: int = 2000,
+                   on_batch: Callable[[staging.StageReport], None] | None = None) -> FileStageReport:
+        """Stage a triple JSONL file, streaming it; bad lines are reported with their number and skipped."""
+        p = Path(path)
+        if not p.is_file():
+            raise KgrValidationError(f"no such file: {p}", field="path")
+        bad: list[LineError] = []
+
+        def good() -> Iterable[TripleAssertion]:
+            with p.open(encoding="utf-8", errors="replace") as fh:
+                for item in parse_triple_lines(fh):
+                    if isinstance(item, LineError):
+                        bad.append(item)
+                    else:
+                        yield item
+
+        rep = self.stage(good(), batch_size=batch_size, on_batch=on_batch)
+        return FileStageReport(**rep.model_dump(), path=str(p), bad_lines=bad)
+
+    # -- promotion -------------------------------------------------------------------------------
+    def promote(self, *, policy: str = "gedig", quorum: int | None = None, config: BaseModel | None = None) -> RoundSummary:
+        """One promotion round. ``policy="quorum"`` is the plain vote rule; ``"gedig"`` the full policy."""
+        if policy == "quorum":
+            return promotion.promote_by_quorum(self.graph, quorum=quorum or 2)
+        if policy == "gedig":
+            from kgr.store.policy_runner import run_round
+
+            return run_round(self.graph, schema=self.schema, config=config, quorum=quorum)
+        raise KgrValidationError(f"unknown policy {policy!r} (quorum or gedig)", field="policy")
+
+    def explain(self, key: str) -> dict:
+        rows = self.graph.read("decisions_for_edge", {"key": key})
+        if not rows or rows[0]["status"] is None:
+            from kgr.errors import KgrNotFound
+
+            raise KgrNotFound(f"no staged edge with key {key!r}")
+        return rows[0]
+
+    def age(self, config: aging.AgingConfig | None = None) -> aging.AgingReport:
+        return aging.age(self.graph, config)
+
+    # -- versions --------------------------------------------------------------------------------
+    def snapshot(self, name: str, note: str = "") -> versions.Snapshot:
+        return versions.create_snapshot(self.graph, name, note=note)
+
+    def snapshots(self) -> list[versions.Snapshot]:
+        return versions.list_snapshots(self.graph)
+
+    def diff(self, base: str, target: str = "current") -> versions.Diff:
+        return versions.diff(self.graph, base, target)
+
+    def rollback(self, ref: str) -> versions.RollbackResult:
+        return versions.rollback(self.graph, ref)
