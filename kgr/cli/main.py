@@ -22,8 +22,8 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
                        ("tool", "kgr.cli.tool")):
     try:
         _sub = importlib.import_module(_module)
-    except ImportError as _exc:  # an optional sub-app whose extra is missing
-        if not _module.endswith(("tool",)):
+    except ImportError:  # an optional sub-app whose extra is missing
+        if not _module.endswith("tool"):
             raise
         continue
     app.add_typer(_sub.app, name=_noun)

@@ -1,7 +1,8 @@
 """Connections to Neo4j: settings from the environment, the driver, and template execution.
 
 Settings use the conventional variables ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and
-``NEO4J_DATABASE`` (default ``neo4j``). When ``NEO4J_URI`` is unset, :func:`connect` starts (or
+``NEO4J_DATABASE`` (default ``neo4j``); ``KGR_NEO4J_RETRY_SECONDS`` (default 30) bounds how long a
+unit of work is retried on transient errors before the database counts as gone. When ``NEO4J_URI`` is unset, :func:`connect` starts (or
 reuses) kgr's managed local Neo4j (:mod:`kgr.store.runtime`).
 
 :class:`Graph` is the one object the rest of kgr uses to talk to the database. It runs rendered
@@ -201,7 +202,8 @@ def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True
         uri = status.bolt_uri
     elif settings.password is not None:
         auth = (settings.username, settings.password)
-    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=30)
+    retry = float(os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30"))
+    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry)
     graph = Graph(driver, settings.database, uri=uri)
     try:
         graph.ping()

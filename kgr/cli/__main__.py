@@ -1,0 +1,5 @@
+"""``python -m kgr.cli`` runs the command line (same as the ``kgr`` script)."""
+
+from kgr.cli.main import app
+
+app(prog_name="kgr")

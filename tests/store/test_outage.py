@@ -1,0 +1,79 @@
+"""A database that goes away in the middle of a staging run: clear failure, nothing lost, re-run converges."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgr.engine import Engine
+from kgr.store.admin import fingerprint
+from kgr.store.connection import Neo4jSettings, connect
+from kgr.store.runtime import ManagedNeo4j, RuntimeConfig
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kgr(args: list[str], env: dict[str, str], **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kgr.cli", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def _write_file(path: Path, n: int = 12_000) -> None:
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"subject": f"P{i % 997}", "subject_type": "Person", "relation": "KNOWS",
+                                 "object": f"P{(i * 7) % 991}", "object_type": "Person",
+                                 "source": f"doc{i % 13}", "confidence": 0.5 + (i % 5) / 10}) + "\n")
+
+
+def test_stage_survives_database_outage(graph, tmp_path):
+    data = tmp_path / "triples.jsonl"
+    _write_file(data)
+    # reference: an uninterrupted run on the shared test database
+    kg = Engine(graph)
+    kg.stage_file(data, batch_size=100)
+    reference = fingerprint(graph)
+
+    cfg = RuntimeConfig(home=tmp_path / "home", bolt_port=_free_port(), http_port=_free_port())
+    server = ManagedNeo4j(cfg, quiet=True)
+    server.start(timeout=180)
+    try:
+        env = {**os.environ, "NEO4J_URI": cfg.bolt_uri, "KGR_NEO4J_RETRY_SECONDS": "3"}
+        assert _kgr(["init"], env).wait(timeout=120) == 0
+        proc = _kgr(["stage", str(data), "--batch-size", "100"], env)
+        probe = connect(Neo4jSettings(uri=cfg.bolt_uri))
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait until some batches have committed
+            if probe.driver.execute_query("MATCH (v:Vote) RETURN count(v) AS n").records[0]["n"] > 300:
+                break
+            time.sleep(0.05)
+        probe.close()
+        os.kill(server.status().pid, signal.SIGKILL)  # the database goes away mid-run
+        _, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 1, stderr
+        assert stderr.strip().splitlines()[-1].startswith("Error: Neo4j at " + cfg.bolt_uri + " is unavailable"), stderr
+        assert "Traceback" not in stderr
+
+        server.start(timeout=180)  # committed batches survived the crash
+        again = _kgr(["stage", str(data), "--batch-size", "100", "--json"], env)
+        out, err = again.communicate(timeout=300)
+        assert again.returncode == 0, err
+        assert json.loads(out)["repeated_votes"] > 0  # the first part was already there
+        with connect(Neo4jSettings(uri=cfg.bolt_uri)) as g:
+            assert fingerprint(g) == reference
+    finally:
+        server.stop()
