@@ -26,7 +26,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
 from kgr.store.cypher import validate_identifier
 
-__all__ = ["StageReport", "stage", "MAX_SOURCES_SAMPLE", "MAX_ALIASES"]
+__all__ = ["StageReport", "stage", "write_batch", "check_assertion", "MAX_SOURCES_SAMPLE", "MAX_ALIASES"]
 
 #: Sources kept on the edge itself (all votes stay queryable as (:Vote) nodes).
 MAX_SOURCES_SAMPLE = 16
@@ -76,7 +76,8 @@ def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str) -> s
     return key
 
 
-def _check(a: TripleAssertion, schema: KGSchema | None) -> None:
+def check_assertion(a: TripleAssertion, schema: KGSchema | None) -> None:
+    """Raise :class:`KgrValidationError` unless ``a`` may be staged (identifiers; closed-schema types)."""
     for kind, value in (("label", a.subject_type), ("label", a.object_type), ("relationship type", a.relation)):
         validate_identifier(value, kind=kind)
     if schema is not None and not schema.is_open:
@@ -126,7 +127,7 @@ def stage(
     for a in assertions:
         index += 1
         try:
-            _check(a, schema)
+            check_assertion(a, schema)
         except KgrValidationError as exc:
             report.rejected.append(RejectedRow(index=index - 1, reason=str(exc)))
             report.rows += 1
@@ -145,56 +146,64 @@ def stage(
     return report
 
 
-def _stage_batch(graph: Graph, items: list[TripleAssertion], schema: KGSchema | None,
-                 extra_entities: Sequence[tuple[str, str]], now: float | None) -> StageReport:
+def _prepare(items: Sequence[TripleAssertion], schema: KGSchema | None,
+             extra_entities: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict], int]:
+    """Entity and vote rows, deduplicated and sorted by key; and the in-batch duplicate count."""
     entity_rows: dict[str, dict] = {}
     vote_rows: dict[str, dict] = {}
+    dups = 0
     for etype, name in extra_entities:
         _entity_row(entity_rows, etype, _resolve(schema, etype, name), name)
     for a in items:
-        s_name = _resolve(schema, a.subject_type, a.subject)
-        o_name = _resolve(schema, a.object_type, a.object)
-        s_key = _entity_row(entity_rows, a.subject_type, s_name, a.subject)
-        o_key = _entity_row(entity_rows, a.object_type, o_name, a.object)
+        s_key = _entity_row(entity_rows, a.subject_type, _resolve(schema, a.subject_type, a.subject), a.subject)
+        o_key = _entity_row(entity_rows, a.object_type, _resolve(schema, a.object_type, a.object), a.object)
         key = edge_key(s_key, a.relation, o_key)
         vote_id = f"{key}|{a.source}"
         if vote_id in vote_rows:  # the same source twice in one batch is one vote
-            vote_rows[vote_id]["dup"] += 1
+            dups += 1
             continue
         vote_rows[vote_id] = {
             "vote_id": vote_id, "key": key, "s_key": s_key, "o_key": o_key, "relation": a.relation,
-            "source": a.source, "confidence": float(a.confidence), "dup": 0,
+            "source": a.source, "confidence": float(a.confidence),
         }
     ents = sorted(entity_rows.values(), key=lambda r: r["key"])
     votes = sorted(vote_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["vote_id"]))
-    in_batch_dups = sum(r["dup"] for r in votes)
+    return ents, votes, dups
+
+
+def write_batch(tx: Tx, items: Sequence[TripleAssertion], *, schema: KGSchema | None = None,
+                entities: Sequence[tuple[str, str]] = (), now: float | None = None) -> StageReport:
+    """Stage already-validated assertions inside an open write unit (e.g. with a chunk's bookkeeping).
+
+    The counts are exact for this transaction attempt (a fresh token per call).
+    """
+    ents, votes, dups = _prepare(items, schema, entities)
     ts = time.time() if now is None else now
-
-    for r in votes:
-        del r["dup"]
-    sources = sorted({r["source"] for r in votes})
-
-    def unit(tx: Tx) -> tuple[int, dict]:
-        token = uuid.uuid4().hex  # fresh per attempt: a retried unit recounts from scratch
-        created = tx.run("stage_entities", {"rows": ents, "now": ts, "tx": token, "max_aliases": MAX_ALIASES})
-        counts = {"new_votes": 0, "rows": 0, "new_edges": 0}
-        if votes:
-            counts = tx.run("stage_votes", {"rows": votes, "now": ts, "tx": token, "max_sources": MAX_SOURCES_SAMPLE})[0]
-            chunks = {r["id"] for r in tx.run("chunks_existing", {"ids": sources})}
-            links = [{"vote_id": r["vote_id"], "source": r["source"]} for r in votes if r["source"] in chunks]
-            if links:
-                tx.run("link_vote_chunks", {"rows": links, "tx": token})
-        return (created[0]["created"] if created else 0), counts
-
-    created, counts = graph.write_unit(unit) if (ents or votes) else (0, {"new_votes": 0, "rows": 0, "new_edges": 0})
+    token = uuid.uuid4().hex
+    created = tx.run("stage_entities", {"rows": ents, "now": ts, "tx": token, "max_aliases": MAX_ALIASES}) if ents else []
+    counts = {"new_votes": 0, "rows": 0, "new_edges": 0}
+    if votes:
+        counts = tx.run("stage_votes", {"rows": votes, "now": ts, "tx": token, "max_sources": MAX_SOURCES_SAMPLE})[0]
+        sources = sorted({r["source"] for r in votes})
+        chunks = {r["id"] for r in tx.run("chunks_existing", {"ids": sources})}
+        links = [{"vote_id": r["vote_id"], "source": r["source"]} for r in votes if r["source"] in chunks]
+        if links:
+            tx.run("link_vote_chunks", {"rows": links, "tx": token})
     return StageReport(
         rows=len(items),
         new_votes=counts["new_votes"],
-        repeated_votes=counts["rows"] - counts["new_votes"] + in_batch_dups,
+        repeated_votes=counts["rows"] - counts["new_votes"] + dups,
         new_edges=counts["new_edges"],
-        new_entities=created,
+        new_entities=created[0]["created"] if created else 0,
         batches=1,
     )
+
+
+def _stage_batch(graph: Graph, items: list[TripleAssertion], schema: KGSchema | None,
+                 extra_entities: Sequence[tuple[str, str]], now: float | None) -> StageReport:
+    if not items and not extra_entities:
+        return StageReport()
+    return graph.write_unit(lambda tx: write_batch(tx, items, schema=schema, entities=extra_entities, now=now))
 
 
 def canonical_preview(names: Iterable[str]) -> dict[str, str]:
