@@ -129,3 +129,39 @@ def demo(json_: JsonOpt = False) -> None:
 
 def main() -> None:  # pragma: no cover
     app()
+
+
+@app.command()
+@errors_to_exit
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .jsonl .pdf).")],
+           schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
+           extractor: Annotated[str, typer.Option(help="rules (offline, default) or llm.")] = "rules",
+           model: Annotated[str | None, typer.Option(help="litellm model name for --extractor llm.")] = None,
+           api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+           concurrency: Annotated[int, typer.Option(min=1, max=256)] = 4,
+           chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
+           chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
+           max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Extraction rounds per chunk.")] = 3,
+           promote_every: Annotated[int, typer.Option(min=0, help="Promotion round every N chunks (0: at the end).")] = 0,
+           no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
+           policy: Annotated[str, typer.Option(help="gedig or quorum.")] = "gedig",
+           json_: JsonOpt = False) -> None:
+    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote."""
+    from kgr.ingest.chunking import ChunkingConfig
+    from kgr.ingest.pipeline import IngestConfig, ingest as run_ingest
+
+    if policy not in ("gedig", "quorum") or extractor not in ("rules", "llm"):
+        from kgr.errors import KgrValidationError
+
+        raise KgrValidationError("expected --policy gedig|quorum and --extractor rules|llm", field="policy")
+    cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, concurrency=concurrency,  # type: ignore[arg-type]
+                       chunking=ChunkingConfig(size=chunk_size, overlap=min(chunk_overlap, chunk_size - 1)),
+                       max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)  # type: ignore[arg-type]
+    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
+                                             TimeElapsedColumn(), console=err, transient=True) as bar:
+        kg.init()
+        tasks = {k: bar.add_task(k) for k in ("documents", "chunks", "llm_calls", "triples")}
+        report = run_ingest(kg.graph, paths, kg.schema, config=cfg,
+                            on_progress=lambda event, n: bar.advance(tasks[event], n),
+                            promote=lambda: kg.promote(policy=policy))
+    emit(report, json_, lambda r: out.print(r.render(), markup=False))
