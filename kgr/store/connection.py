@@ -203,7 +203,8 @@ def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True
     elif settings.password is not None:
         auth = (settings.username, settings.password)
     retry = float(os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30"))
-    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry)
+    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry,
+                                  notifications_min_severity="OFF")
     graph = Graph(driver, settings.database, uri=uri)
     try:
         graph.ping()
