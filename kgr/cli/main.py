@@ -28,6 +28,15 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
         continue
     app.add_typer(_sub.app, name=_noun)
 
+# modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
+for _module in ("kgr.cli.serve", "kgr.cli.browser"):
+    try:
+        _sub = importlib.import_module(_module)
+    except ImportError:  # the server extra is not installed
+        continue
+    app.registered_commands.extend(_sub.app.registered_commands)
+    app.registered_groups.extend(_sub.app.registered_groups)
+
 
 @app.command()
 @errors_to_exit
