@@ -1,0 +1,72 @@
+"""Extractors: turning chunk text into an extracted KG under a schema.
+
+- :class:`~kgr.extract.base.Extractor` — the interface; :class:`~kgr.extract.base.ExtractionResult` —
+  what every extractor returns (accepted KG, proposed types, rejected items, tokens, cost).
+- :class:`~kgr.extract.rules.RulesExtractor` — offline and deterministic, driven by the schema's
+  names, aliases, patterns and triggers; the default when no model is configured.
+- :class:`~kgr.extract.llm.LLMExtractor` — any chat model through litellm.
+
+:func:`make_extractor` picks one by name. The LLM module (and litellm) is imported only when needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kgr.errors import KgrExtractionError
+from kgr.extract.base import (
+    AsyncExtractor,
+    ExtractionResult,
+    Extractor,
+    ProposedTypes,
+    RejectedItem,
+    TokenUsage,
+    TypedRelation,
+    extract_concurrently,
+)
+from kgr.extract.rules import RulesExtractor
+from kgr.extract.validate import SanitizedExtraction, sanitize_extraction
+
+__all__ = [
+    "Extractor",
+    "AsyncExtractor",
+    "ExtractionResult",
+    "ProposedTypes",
+    "RejectedItem",
+    "TokenUsage",
+    "TypedRelation",
+    "RulesExtractor",
+    "SanitizedExtraction",
+    "sanitize_extraction",
+    "extract_concurrently",
+    "make_extractor",
+]
+
+
+def make_extractor(
+    kind: Literal["rules", "llm"] | None = None, *, model: str | None = None, **llm_options: Any
+) -> Extractor:
+    """The extractor for ``kind``; with ``kind=None``, ``llm`` when a ``model`` is given, else ``rules``.
+
+    ``llm_options`` go to :class:`kgr.extract.llm.LLMExtractor` (``api_base``, ``api_key``, ``timeout``,
+    ``retry``, ``max_concurrency``...).
+
+    Raises
+    ------
+    KgrExtractionError
+        ``kind="llm"`` without a model, or an unknown kind.
+
+    >>> type(make_extractor()).__name__
+    'RulesExtractor'
+    """
+    if kind is None:
+        kind = "llm" if model else "rules"
+    if kind == "rules":
+        return RulesExtractor()
+    if kind == "llm":
+        if not model:
+            raise KgrExtractionError("the llm extractor needs --model (a litellm model name, e.g. openai/gpt-4o-mini)")
+        from kgr.extract.llm import LLMExtractor
+
+        return LLMExtractor(model, **llm_options)
+    raise KgrExtractionError(f"unknown extractor {kind!r}; choose 'rules' or 'llm'")

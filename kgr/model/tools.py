@@ -35,6 +35,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_KG_ITEMS",
     "MAX_HISTORY",
+    "MAX_SCHEMA_TYPES",
     "ToolSchema",
     "ToolInput",
     "ToolOutput",
@@ -112,7 +113,9 @@ __all__ = [
 #: Longest ``text``/``context`` accepted, in characters.
 MAX_TEXT_CHARS = 1_000_000
 #: Most entities (and, separately, relations) one ``extracted_kg`` may hold.
-MAX_KG_ITEMS = 100_000
+MAX_KG_ITEMS = 20_000
+#: Most entity (and, separately, relation) types a tool schema may list.
+MAX_SCHEMA_TYPES = 200
 #: Most rounds ``extraction_history`` / ``feedback_history`` may hold.
 MAX_HISTORY = 50
 
@@ -146,9 +149,9 @@ class ToolSchema(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    entity_schema: list[Identifier] = Field(default_factory=list, max_length=1000,
+    entity_schema: list[Identifier] = Field(default_factory=list, max_length=MAX_SCHEMA_TYPES,
                                             description="entity type names, e.g. [\"Person\", \"Organization\"]")
-    relation_schema: list[Identifier] = Field(default_factory=list, max_length=1000,
+    relation_schema: list[Identifier] = Field(default_factory=list, max_length=MAX_SCHEMA_TYPES,
                                               description="relation type names, e.g. [\"WORKS_AT\"]")
 
     @field_validator("entity_schema", "relation_schema")
@@ -251,7 +254,7 @@ class CoverageFeedbackInput(ToolInput):
     schema_: ToolSchema = Field(alias="schema", description="target schema: entity and relation type names")
     extracted_kg: ExtractedKG = Field(description="current extraction")
     priority_types: list[Identifier] | None = Field(
-        None, max_length=1000, description="entity or relation types to examine first")
+        None, max_length=2 * MAX_SCHEMA_TYPES, description="entity or relation types to examine first")
 
 
     _check_kg = field_validator("extracted_kg")(_bounded_kg)

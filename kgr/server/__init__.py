@@ -1,0 +1,19 @@
+"""The tool server: kgr's agent tools over MCP (stdio, streamable HTTP) and a plain JSON API.
+
+Modules, from the inside out:
+
+* :mod:`kgr.server.helpers` — read-only helper tools (graph status, entity search, neighbourhood,
+  edge explanations, snapshots), with pydantic models like the six agent tools;
+* :mod:`kgr.server.catalog` — the served tools (registry's six + helpers) and one invocation path;
+* :mod:`kgr.server.service` — one tool call in a worker thread, with a time limit, metrics and
+  the error → status mapping;
+* :mod:`kgr.server.mcp_server` — the MCP server (official ``mcp`` SDK, low-level API);
+* :mod:`kgr.server.http_api`, :mod:`kgr.server.openapi` — the JSON API and its OpenAPI document;
+* :mod:`kgr.server.security` — bind policy, bearer token, body limit, log redaction;
+* :mod:`kgr.server.app` — assembling and running it (``kgr serve``).
+
+Nothing here executes caller-supplied Cypher: every statement is a template in ``cypher/``.
+Importing this package does not import the MCP SDK or starlette; the submodules do.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,461 @@
+"""An offline, deterministic extractor driven entirely by the KG schema.
+
+It needs no model and no network, so ``kgr demo`` and tests run anywhere; it is the default extractor
+when no LLM is configured. Same text + same schema + same guidance → same result, always.
+
+How it reads a chunk
+--------------------
+1. **Sentences** are found with :func:`kgr.ingest.chunking.sentence_spans`; relations never cross a
+   sentence boundary.
+2. **Mentions** come from each entity type's gazetteer and patterns:
+
+   - ``names`` and both sides of ``aliases`` (an alias is reported under its canonical name). Matching
+     ignores case and runs of whitespace, except that a one-word surface form must agree on the case
+     of its first letter (so the alias ``"Engine"`` does not fire on "the engine").
+   - ``patterns``: Python regular expressions, matched case-sensitively as written. When a pattern
+     has a named group ``name``, that group is the mention; otherwise the whole match is.
+   - Overlapping candidates: the longest wins; at equal spans gazetteer types come before pattern
+     types, and a span can carry several types (resolved by relation context, else the first).
+3. **Relations** come from each relation type's ``triggers`` (phrases, case-insensitive, matched on
+   word boundaries; the longest trigger wins where triggers overlap). For a trigger in a sentence:
+
+   - *forward*: the subject is the nearest mention before the trigger whose type is in the domain,
+     the object the nearest mention after it whose type is in the range (empty domain/range = any);
+   - *reversed*: the object before and the subject after ("the Z3 was designed by Konrad Zuse").
+     Reversed is tried first when the trigger is passive (its last word is ``by``, or ``by``
+     follows it in the text), otherwise forward is tried first; the first reading that finds both
+     ends wins. Since domain and range types drive the choice, "ENIAC was built by Eckert" yields
+     ``(Eckert)-[BUILT]->(ENIAC)`` even with an active trigger "built";
+   - coordinated mentions ("Eckert and Mauchly", "A, B and C") next to the chosen end join it;
+   - self loops are dropped unless the schema allows them.
+4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools) widens the
+   search in a second pass: entity types named in recommendations that ask for more extraction (or
+   the domain and range types of relation types named there; every type if they name none, see
+   :func:`guided_types`) may also be filled by
+   *capitalised noun phrases* that no gazetteer or pattern knows, when a trigger has no known
+   mention on that side. Such a phrase becomes an entity only when it fills a relation slot.
+
+Everything passes through :func:`kgr.extract.validate.sanitize_extraction` at the end, so the result
+follows the same rules as an LLM's output. The rules extractor never proposes new types.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from kgr.errors import KgrValidationError
+from kgr.extract.base import ExtractionResult
+from kgr.extract.validate import sanitize_extraction
+from kgr.ingest.chunking import sentence_spans
+from kgr.model.canonical import canonical_name
+from kgr.model.schema import KGSchema
+
+__all__ = ["RulesExtractor", "guided_types"]
+
+_COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s?(?!\w)")
+_CONJ = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
+_CAPITALISED = re.compile(
+    r"(?<![\w'’])[A-Z][\w'’\-]*(?:\s+(?:(?:of|the|de|da|del|di|du|van|von|der|le|la|for)\s+)*[A-Z][\w'’\-]*)*"
+)
+_STOP_HEADS = frozenset(
+    """a an and as at but by for from he her his i if in it its my no nor of on or our she so that the their
+    then there these they this those to we what when where which while who why with you after before
+    during however meanwhile later also although because since until yet both each every many most
+    some such one two three several""".split()
+)
+_MONTHS_DAYS = frozenset(
+    """january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()
+)
+
+
+@dataclass(eq=False)  # identity semantics: mentions are dictionary keys
+class _Mention:
+    start: int
+    end: int
+    types: list[str]
+    names: dict[str, str]  # type -> reported name
+    guess: bool = False
+    possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
+
+
+@dataclass
+class _Compiled:
+    gazetteer: re.Pattern[str] | None
+    surfaces: dict[str, list[tuple[str, str, str]]]  # key -> [(type, reported name, surface)]
+    patterns: list[tuple[str, re.Pattern[str]]]
+    triggers: re.Pattern[str] | None
+    trigger_rel: dict[str, list[tuple[str, bool]]]  # normalised trigger -> [(relation, passive)]
+    aliases: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split()).casefold()
+
+
+def _phrase_regex(phrase: str) -> str:
+    return r"\s+".join(re.escape(w) for w in phrase.split())
+
+
+def _compile(schema: KGSchema) -> _Compiled:
+    surfaces: dict[str, list[tuple[str, str, str]]] = {}
+
+    def add(surface: str, etype: str, reported: str) -> None:
+        if not surface.strip():
+            return
+        lst = surfaces.setdefault(_norm(surface), [])
+        if not any(t == etype and r == reported for t, r, _ in lst):
+            lst.append((etype, reported, " ".join(surface.split())))
+
+    for etype, spec in schema.entity_types.items():
+        for name in spec.names:
+            add(name, etype, name.strip())
+        for target, forms in spec.aliases.items():
+            add(target, etype, target.strip())
+            for form in forms:
+                add(form, etype, target.strip())
+    gaz = None
+    if surfaces:
+        alts = sorted({s for lst in surfaces.values() for _, _, s in lst}, key=lambda s: (-len(s), s))
+        gaz = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
+
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    for etype, spec in schema.entity_types.items():
+        for i, pat in enumerate(spec.patterns):
+            try:
+                patterns.append((etype, re.compile(pat)))
+            except re.error as exc:
+                raise KgrValidationError(
+                    f"invalid regular expression: {exc}", field=f"entity_types.{etype}.patterns.{i}"
+                ) from exc
+
+    trigger_rel: dict[str, list[tuple[str, bool]]] = {}
+    for rel, spec in schema.relation_types.items():
+        for trig in spec.triggers:
+            if not trig.strip():
+                continue
+            key = _norm(trig)
+            passive = key.split()[-1] == "by"
+            trigger_rel.setdefault(key, [])
+            if (rel, passive) not in trigger_rel[key]:
+                trigger_rel[key].append((rel, passive))
+    trig_re = None
+    if trigger_rel:
+        alts = sorted(trigger_rel, key=lambda s: (-len(s), s))
+        trig_re = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
+    return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map())
+
+
+_ASKS_MORE = re.compile(
+    r"\b(?:extract|missing|more|add|link|lag|under|insufficient|low|candidate|not extracted)", re.IGNORECASE
+)
+_SAYS_ENOUGH = re.compile(
+    r"no further extraction|\bcomplete\b|\badequate\b|\bexcellent\b|\bexceeds\b|\bdrop\b|\bremove\b|"
+    r"\babsent\b|not in the schema|outside the schema",
+    re.IGNORECASE,
+)
+
+
+def guided_types(schema: KGSchema, guidance: list[str] | None) -> list[str]:
+    """Entity types the guidance asks to widen (see the module docstring), in schema order.
+
+    Only recommendations that ask for more extraction count (they mention extracting, adding,
+    linking, missing or candidate items, and do not say the extraction is adequate, complete or
+    excessive, or ask to drop something). Entity types named in them, and the domain and range types
+    of relation types named in them, are widened; every type when they name none.
+
+    >>> s = KGSchema.model_validate({"entity_types": {"Person": {}, "Machine": {}, "Place": {}},
+    ...     "relation_types": {"BORN_IN": {"domain": ["Person"], "range": ["Place"]}}})
+    >>> guided_types(s, ["Extract Machine entities: none extracted yet."])
+    ['Machine']
+    >>> guided_types(s, ["Extract BORN_IN relations: none extracted yet."])
+    ['Person', 'Place']
+    >>> guided_types(s, ["Candidate entity mentions not extracted yet: 'Z3'"])
+    ['Person', 'Machine', 'Place']
+    >>> guided_types(s, ["Density is adequate: no further extraction needed."])
+    []
+    >>> guided_types(s, None)
+    []
+    """
+    asking = [g for g in guidance or [] if _ASKS_MORE.search(g) and not _SAYS_ENOUGH.search(g)]
+    if not asking:
+        return []
+    text = "\n".join(asking)
+    wanted: set[str] = set()
+    for etype in schema.entity_types:
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(etype)}(?:s|es)?(?![A-Za-z0-9])", text, re.IGNORECASE):
+            wanted.add(etype)
+    for rel, spec in schema.relation_types.items():
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(rel)}(?![A-Za-z0-9_])", text, re.IGNORECASE):
+            wanted.update(spec.domain or schema.entity_types)
+            wanted.update(spec.range or schema.entity_types)
+    if not wanted:
+        wanted = set(schema.entity_types)
+    return [t for t in schema.entity_types if t in wanted]
+
+
+class RulesExtractor:
+    """The offline extractor (behaviour in the module docstring).
+
+    Examples
+    --------
+    >>> schema = KGSchema.model_validate({
+    ...     "entity_types": {"Person": {"names": ["Charles Babbage"], "aliases": {"Charles Babbage": ["Babbage"]}},
+    ...                      "Machine": {"names": ["Analytical Engine"]}},
+    ...     "relation_types": {"DESIGNED": {"domain": ["Person"], "range": ["Machine"], "triggers": ["designed"]}}})
+    >>> r = RulesExtractor().extract("The Analytical Engine was designed by Babbage.", schema)
+    >>> r.kg.relations["DESIGNED"][0].model_dump()
+    {'subject': 'Charles Babbage', 'object': 'Analytical Engine'}
+    """
+
+    name = "rules"
+
+    def __init__(self, *, cache_size: int = 8):
+        self._cache: OrderedDict[str, _Compiled] = OrderedDict()
+        self._cache_size = cache_size
+
+    # -- compilation cache -------------------------------------------------------------------
+    def _compiled(self, schema: KGSchema) -> _Compiled:
+        key = hashlib.sha256(schema.model_dump_json().encode()).hexdigest()
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        comp = _compile(schema)
+        self._cache[key] = comp
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return comp
+
+    # -- mentions ----------------------------------------------------------------------------
+    def _mentions(self, text: str, comp: _Compiled) -> list[_Mention]:
+        cands: list[tuple[int, int, int, _Mention]] = []  # (start, end, priority, mention)
+        if comp.gazetteer is not None:
+            for m in comp.gazetteer.finditer(text):
+                got = m.group(0)
+                entries = comp.surfaces.get(_norm(got), [])
+                types: list[str] = []
+                names: dict[str, str] = {}
+                for etype, reported, surface in entries:
+                    if " " not in surface and got[:1] != surface[:1]:
+                        continue  # one-word surfaces must agree on the first letter's case
+                    if etype not in names:
+                        types.append(etype)
+                        names[etype] = reported
+                if types:
+                    cands.append((m.start(), m.end(), 0, _Mention(m.start(), m.end(), types, names)))
+        for etype, pat in comp.patterns:
+            for m in pat.finditer(text):
+                grp = "name" if "name" in pat.groupindex else 0
+                s, e = m.span(grp)
+                if s < 0 or e <= s:
+                    continue
+                surface = " ".join(text[s:e].split())
+                try:
+                    canon = canonical_name(surface)
+                except KgrValidationError:
+                    continue
+                reported = comp.aliases.get((etype, canon), surface)
+                cands.append((s, e, 1, _Mention(s, e, [etype], {etype: reported})))
+        return _mark_possessives(text, _resolve_overlaps(cands))
+
+    def _guesses(self, text: str, taken: list[_Mention], types: list[str]) -> list[_Mention]:
+        out: list[_Mention] = []
+        for m in _CAPITALISED.finditer(text):
+            toks = [(t.start() + m.start(), t.end() + m.start(), t.group()) for t in re.finditer(r"\S+", m.group(0))]
+            # drop leading function words ("The Difference Engine" -> "Difference Engine")
+            while toks and toks[0][2].casefold() in _STOP_HEADS:
+                toks.pop(0)
+            if not toks:
+                continue
+            s, e = toks[0][0], toks[-1][1]
+            if len(toks) == 1 and toks[0][2].casefold() in _MONTHS_DAYS:
+                continue
+            if any(t.start < e and s < t.end for t in taken):
+                continue
+            name = " ".join(text[s:e].split())
+            out.append(_Mention(s, e, list(types), {t: name for t in types}, guess=True))
+        return _mark_possessives(text, out)
+
+    # -- relations ---------------------------------------------------------------------------
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        """Extract entities and relations from ``chunk_text`` (rules in the module docstring)."""
+        comp = self._compiled(schema)
+        widened = guided_types(schema, guidance)
+        found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
+        relations: dict[str, list[dict[str, str]]] = {}
+        typed: dict[_Mention, str] = {}  # type chosen through a relation
+        offsets: dict[_Mention, int] = {}  # offset in the chunk
+
+        all_mentions: list[_Mention] = []
+        for s0, e0 in sentence_spans(chunk_text):
+            sentence = chunk_text[s0:e0]
+            mentions = self._mentions(sentence, comp)
+            all_mentions.extend(mentions)
+            for m in mentions:
+                offsets[m] = s0 + m.start
+            guesses = self._guesses(sentence, mentions, widened) if widened else []
+            for rel, passive, ts, te in self._triggers(sentence, comp, mentions):
+                spec = schema.relation_types[rel]
+                dom, rng = list(spec.domain), list(spec.range)
+                ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive)
+                if ends is None and guesses:
+                    ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened)
+                if ends is None:
+                    continue
+                subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
+                for sm, st in subjects:
+                    for om, ot in objects:
+                        sname, oname = sm.names[st], om.names[ot]
+                        if (
+                            st == ot
+                            and canonical_name(sname) == canonical_name(oname)
+                            and not schema.allow_self_loops
+                        ):
+                            continue
+                        typed.setdefault(sm, st)
+                        typed.setdefault(om, ot)
+                        found.append((s0 + sm.start, st, sname))
+                        found.append((s0 + om.start, ot, oname))
+                        pair = {"subject": sname, "object": oname}
+                        lst = relations.setdefault(rel, [])
+                        if pair not in lst:
+                            lst.append(pair)
+        for m in all_mentions:
+            t = typed.get(m, m.types[0])
+            found.append((offsets[m], t, m.names[t]))
+        ordered: dict[str, list[str]] = {}
+        for _, t, name in sorted(found, key=lambda f: f[0]):
+            lst = ordered.setdefault(t, [])
+            if name not in lst:
+                lst.append(name)
+        clean = sanitize_extraction(ordered, relations, schema)
+        return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules")
+
+    @staticmethod
+    def _triggers(sentence: str, comp: _Compiled, mentions: list[_Mention]):
+        if comp.triggers is None:
+            return
+        for m in comp.triggers.finditer(sentence):
+            ts, te = m.span()
+            if any(x.start < te and ts < x.end for x in mentions):
+                continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
+            after_by = re.match(r"\s+by\b", sentence[te:], re.IGNORECASE) is not None
+            for rel, passive in comp.trigger_rel.get(_norm(m.group(0)), []):
+                yield rel, passive or after_by, ts, te
+
+
+def _resolve_overlaps(cands: list[tuple[int, int, int, _Mention]]) -> list[_Mention]:
+    """Longest span wins; equal spans merge their types (lower priority number first)."""
+    cands.sort(key=lambda c: (-(c[1] - c[0]), c[0], c[2]))
+    kept: list[_Mention] = []
+    for s, e, _prio, m in cands:
+        same = next((k for k in kept if k.start == s and k.end == e), None)
+        if same is not None:
+            for t in m.types:
+                if t not in same.types:
+                    same.types.append(t)
+                    same.names[t] = m.names[t]
+            continue
+        if any(k.start < e and s < k.end for k in kept):
+            continue
+        kept.append(m)
+    kept.sort(key=lambda m: m.start)
+    return kept
+
+
+def _mark_possessives(text: str, mentions: list[_Mention]) -> list[_Mention]:
+    for m in mentions:
+        m.possessive = _POSSESSIVE.match(text, m.end) is not None
+    return mentions
+
+
+def _fits(m: _Mention, allowed: list[str], widened: list[str] | None) -> str | None:
+    """The first of ``m``'s types that ``allowed`` accepts (a guess takes the first widened allowed type)."""
+    if m.possessive:
+        return None
+    if m.guess:
+        pool = [t for t in (allowed or widened or []) if widened and t in widened]
+        return pool[0] if pool else None
+    if not allowed:
+        return m.types[0]
+    return next((t for t in m.types if t in allowed), None)
+
+
+def _side(
+    sentence: str,
+    seq: list[_Mention],
+    allowed: list[str],
+    widened: list[str] | None,
+    *,
+    leftwards: bool,
+) -> list[tuple[_Mention, str]]:
+    """The nearest mention in ``seq`` (ordered nearest first) fitting ``allowed``, plus coordinated ones.
+
+    Coordination needs a conjunction: "A, B and C" joins all three, "A and B" both, but a bare comma
+    ("At the request of Newman, Flowers designed ...") joins nothing. Left of a trigger the gap next
+    to the nearest mention must be the conjunction; right of it the chain is cut after the last one.
+    """
+    for i, m in enumerate(seq):
+        t = _fits(m, allowed, widened)
+        if t is None:
+            continue
+        chain = [(m, t)]
+        conj_at = 0  # chain length up to and including the last conjunction gap
+        prev = m
+        for nxt in seq[i + 1 :]:
+            gap = sentence[nxt.end : prev.start] if leftwards else sentence[prev.end : nxt.start]
+            if not _COORD.fullmatch(gap):
+                break
+            t2 = _fits(nxt, allowed, widened)
+            if t2 is None:
+                break
+            has_conj = _CONJ.search(gap) is not None
+            if leftwards and len(chain) == 1 and not has_conj:
+                break
+            chain.append((nxt, t2))
+            if has_conj:
+                conj_at = len(chain)
+            prev = nxt
+        return chain if leftwards else chain[: max(1, conj_at)]
+    return []
+
+
+def _find_pair(
+    sentence: str,
+    mentions: list[_Mention],
+    ts: int,
+    te: int,
+    dom: list[str],
+    rng: list[str],
+    passive: bool,
+    *,
+    guesses: list[_Mention] | None = None,
+    widened: list[str] | None = None,
+) -> tuple[list[tuple[_Mention, str]], list[tuple[_Mention, str]]] | None:
+    left = [m for m in mentions if m.end <= ts][::-1]
+    right = [m for m in mentions if m.start >= te]
+    g_left = [m for m in (guesses or []) if m.end <= ts][::-1]
+    g_right = [m for m in (guesses or []) if m.start >= te]
+
+    def pick(known: list[_Mention], guessed: list[_Mention], allowed: list[str], leftwards: bool):
+        got = _side(sentence, known, allowed, None, leftwards=leftwards)
+        if not got and guessed:
+            got = _side(sentence, guessed, allowed, widened, leftwards=leftwards)
+        return got
+
+    readings = ["reversed", "forward"] if passive else ["forward", "reversed"]
+    for reading in readings:
+        if reading == "forward":
+            subs = pick(left, g_left, dom, True)
+            objs = pick(right, g_right, rng, False) if subs else []
+        else:
+            objs = pick(left, g_left, rng, True)
+            subs = pick(right, g_right, dom, False) if objs else []
+        if subs and objs:
+            return subs, objs
+    return None

@@ -1,0 +1,263 @@
+"""Splitting documents into chunks on sentence boundaries, with stable content-hash ids.
+
+Conventions
+-----------
+- **Size unit.** ``unit="tokens"`` (the default) measures in *approximate* tokens: one token is
+  taken as :data:`CHARS_PER_TOKEN` = 4 characters (the usual average for English text with GPT-style
+  tokenizers), so ``size=512`` means at most 2048 characters. ``unit="chars"`` measures exact
+  characters. No tokenizer is loaded.
+- **Boundaries.** Chunks are built from whole sentences (:func:`sentence_spans`). A sentence longer
+  than the chunk size is cut at whitespace (or, for a run without whitespace, hard at the size).
+- **Overlap.** Consecutive chunks share whole trailing sentences of the previous chunk, as many as fit
+  in ``overlap`` (same unit), never so many that the next chunk would bring no new text. The overlap
+  therefore starts on a sentence boundary and never exceeds ``overlap``; it is 0 when the next
+  sentence would not fit otherwise.
+- **Offsets.** ``chunk.text == document.text[chunk.start:chunk.end]`` (Python string indices, i.e.
+  code points, end exclusive). Chunk texts start and end on non-whitespace. Every non-whitespace
+  character of the document lies in at least one chunk.
+- **Ids.** ``chunk.sha256`` is the SHA-256 of the chunk text (UTF-8); ``chunk.id`` is the SHA-256 of
+  ``document_id``, the chunk index and the chunk text joined by ``\\x1f``. Both are stable across runs
+  and machines, so re-ingesting the same document with the same settings is idempotent.
+
+>>> doc_text = "Ada wrote notes. Babbage built engines. Turing broke codes."
+>>> [c.text for c in chunk_text(doc_text, "d1", size=40, overlap=0, unit="chars")]
+['Ada wrote notes. Babbage built engines.', 'Turing broke codes.']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kgr.errors import KgrValidationError
+
+__all__ = [
+    "Chunk",
+    "ChunkingConfig",
+    "CHARS_PER_TOKEN",
+    "sentence_spans",
+    "chunk_text",
+    "chunk_document",
+    "iter_chunks",
+    "estimate_tokens",
+]
+
+#: Characters per approximate token (``unit="tokens"``).
+CHARS_PER_TOKEN = 4
+
+# Words ending in "." that do not end a sentence (compared case-insensitively, without the dot).
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al fig no nos vol pp ed eds est approx
+    dept univ inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt
+    rev hon sen rep gov u.s u.k""".split()
+)
+_SENT_END = re.compile(r"""[.!?…]+["'”’)\]]*(?=\s)""")
+_PARA = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s))")
+_WORD_BEFORE = re.compile(r"([\w.]+)$")
+_NEXT_CHAR = re.compile(r"\s+(\S)")
+
+
+def estimate_tokens(text: str) -> int:
+    """Approximate token count: ``ceil(len(text) / CHARS_PER_TOKEN)``.
+
+    >>> estimate_tokens("abcdefgh"), estimate_tokens("abcdefghi")
+    (2, 3)
+    """
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _strip_span(text: str, s: int, e: int) -> tuple[int, int] | None:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return (s, e) if s < e else None
+
+
+def _is_sentence_end(text: str, dot_start: int, end: int) -> bool:
+    """Whether the terminator ``text[dot_start:end]`` closes a sentence."""
+    if text[dot_start] == ".":
+        m = _WORD_BEFORE.search(text, max(0, dot_start - 40), dot_start)
+        word = m.group(1) if m else ""
+        if word.casefold() in _ABBREVIATIONS:
+            return False
+        if len(word) == 1 and word.isalpha() and word.isupper():  # an initial: "J. Presper Eckert"
+            return False
+        if re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word):  # "U.S.", "e.g."
+            return False
+    # the next non-space character should not be a lowercase letter ("approx. ten", "3.5 p.m. and")
+    m = _NEXT_CHAR.match(text, end)
+    return not (m and m.group(1).islower())
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Sentence boundaries of ``text`` as ``(start, end)`` offsets, whitespace trimmed, in order.
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``…`` (plus closing quotes/brackets) followed by
+    whitespace, unless the word before a ``.`` is a known abbreviation or a single capital initial,
+    or the next word starts lowercase. Blank lines, Markdown headings and list items also separate
+    sentences.
+
+    >>> t = "Dr. Grace Hopper wrote code. J. Presper Eckert built ENIAC! Was it?"
+    >>> [t[s:e] for s, e in sentence_spans(t)]
+    ['Dr. Grace Hopper wrote code.', 'J. Presper Eckert built ENIAC!', 'Was it?']
+    """
+    cuts: set[int] = set()
+    for m in _PARA.finditer(text):
+        cuts.add(m.start())
+    for m in _SENT_END.finditer(text):
+        if _is_sentence_end(text, m.start(), m.end()):
+            cuts.add(m.end())
+    spans: list[tuple[int, int]] = []
+    prev = 0
+    for c in sorted(cuts) + [len(text)]:
+        sp = _strip_span(text, prev, c)
+        if sp:
+            spans.append(sp)
+        prev = c
+    return spans
+
+
+def _split_long(text: str, s: int, e: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """Cut the span ``[s, e)`` into pieces of at most ``max_chars``, at whitespace where possible."""
+    while e - s > max_chars:
+        limit = s + max_chars
+        cut = -1
+        for i in range(limit, s, -1):  # last whitespace at or before the limit
+            if text[i].isspace():
+                cut = i
+                break
+        if cut <= s:
+            cut = limit
+        piece = _strip_span(text, s, cut)
+        if piece:
+            yield piece
+        nxt = _strip_span(text, cut, e)
+        if nxt is None:
+            return
+        s = nxt[0]
+    yield (s, e)
+
+
+class ChunkingConfig(BaseModel):
+    """Chunk size and overlap (units in the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    size: int = Field(512, gt=0, description="maximum chunk size, in `unit`")
+    overlap: int = Field(64, ge=0, description="maximum overlap between consecutive chunks, in `unit`")
+    unit: Literal["tokens", "chars"] = "tokens"
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "ChunkingConfig":
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+    @property
+    def max_chars(self) -> int:
+        return self.size * (CHARS_PER_TOKEN if self.unit == "tokens" else 1)
+
+    @property
+    def overlap_chars(self) -> int:
+        return self.overlap * (CHARS_PER_TOKEN if self.unit == "tokens" else 1)
+
+
+class Chunk(BaseModel):
+    """One chunk of a document: ``text == document.text[start:end]``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="sha256 of document_id, index and text joined by \\x1f (hex)")
+    document_id: str
+    index: int = Field(ge=0)
+    text: str
+    sha256: str = Field(description="sha256 of the chunk text (hex)")
+    start: int = Field(ge=0, description="offset of the first character in the document text")
+    end: int = Field(ge=0, description="offset one past the last character")
+
+    @property
+    def token_estimate(self) -> int:
+        return estimate_tokens(self.text)
+
+
+def _make_chunk(document_id: str, index: int, text: str, start: int, end: int) -> Chunk:
+    body = text[start:end]
+    cid = hashlib.sha256(f"{document_id}\x1f{index}\x1f{body}".encode("utf-8", "surrogatepass")).hexdigest()
+    sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+    return Chunk(id=cid, document_id=document_id, index=index, text=body, sha256=sha, start=start, end=end)
+
+
+def chunk_text(
+    text: str,
+    document_id: str,
+    *,
+    size: int = 512,
+    overlap: int = 64,
+    unit: Literal["tokens", "chars"] = "tokens",
+    config: ChunkingConfig | None = None,
+) -> Iterator[Chunk]:
+    """Yield the chunks of ``text`` (conventions in the module docstring).
+
+    Parameters
+    ----------
+    text:
+        The document text.
+    document_id:
+        Goes into every chunk id.
+    size, overlap, unit:
+        Chunk size and overlap; ignored when ``config`` is given.
+
+    Raises
+    ------
+    KgrValidationError
+        If ``overlap >= size`` or ``size <= 0``.
+    """
+    if config is None:
+        try:
+            config = ChunkingConfig(size=size, overlap=overlap, unit=unit)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise KgrValidationError.from_pydantic(exc, prefix="chunking") from exc
+    max_chars, overlap_chars = config.max_chars, config.overlap_chars
+    pieces: list[tuple[int, int]] = []
+    for s, e in sentence_spans(text):
+        pieces.extend(_split_long(text, s, e, max_chars))
+    n = len(pieces)
+    i = 0
+    index = 0
+    while i < n:
+        start = pieces[i][0]
+        j = i
+        while j + 1 < n and pieces[j + 1][1] - start <= max_chars:
+            j += 1
+        yield _make_chunk(document_id, index, text, start, pieces[j][1])
+        index += 1
+        if j == n - 1:
+            return
+        # overlap: the trailing sentences of this chunk that fit in overlap_chars and still leave
+        # room for the next sentence in the next chunk
+        end = pieces[j][1]
+        k = j + 1
+        while (
+            k - 1 > i
+            and end - pieces[k - 1][0] <= overlap_chars
+            and pieces[j + 1][1] - pieces[k - 1][0] <= max_chars
+        ):
+            k -= 1
+        i = k
+
+
+def chunk_document(document, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:
+    """Yield the chunks of a :class:`kgr.ingest.loaders.Document` (``document.id`` goes into chunk ids)."""
+    return chunk_text(document.text, document.id, config=config or ChunkingConfig())
+
+
+def iter_chunks(documents: Iterable, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:
+    """Chunk a stream of documents lazily: one document is held in memory at a time."""
+    config = config or ChunkingConfig()
+    for doc in documents:
+        yield from chunk_text(doc.text, doc.id, config=config)

@@ -1,0 +1,334 @@
+"""Document loaders: .txt, .md, .jsonl and .pdf files and directories, streamed one document at a time.
+
+Conventions
+-----------
+- **Streaming.** :func:`iter_documents` is a generator: it opens one file at a time and yields one
+  :class:`Document` at a time (a JSONL file is read line by line). Memory is bounded by the largest
+  single document, never by the corpus. A text file longer than ``max_document_chars`` is yielded
+  as several documents (parts), cut at paragraph boundaries, so one huge file stays bounded too.
+- **Directories** are walked recursively in sorted order (by name, directories and files together),
+  skipping hidden entries (names starting with ``.``) and files whose extension no loader handles.
+  A file named explicitly must have a supported extension.
+- **Encoding.** Text is UTF-8 (a byte-order mark is removed); ``\\r\\n`` and ``\\r`` become ``\\n``.
+- **Ids.** ``Document.id`` is the SHA-256 (hex) of the document text, unless a JSONL line gives an
+  ``id``. Identical files therefore share one id, and re-loading is idempotent.
+- **JSONL** documents are objects ``{"id"?: str, "text": str, "metadata"?: object}``; any other keys
+  are folded into ``metadata``. A bad line (malformed JSON, no ``text``, wrong types) is skipped and
+  reported with its 1-based line number.
+- **PDF** needs the optional dependency ``pypdf`` (``pip install kgr[pdf]``). Pages are joined with
+  a blank line; ``metadata["pages"]`` holds the page count.
+- **Errors.** A file that cannot be read, is not UTF-8, or is not a valid PDF raises
+  :class:`kgr.errors.KgrValidationError` naming the file and the reason, unless ``on_error`` is given,
+  in which case a :class:`LoadIssue` is passed to it and loading continues with the next file.
+  Skipped JSONL lines always go to ``on_error`` when given, else to the ``kgr.ingest`` logger.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrValidationError
+
+__all__ = [
+    "Document",
+    "LoadIssue",
+    "SUPPORTED_SUFFIXES",
+    "iter_documents",
+    "load_file",
+    "iter_files",
+    "text_document",
+]
+
+log = logging.getLogger("kgr.ingest")
+
+#: File extensions the loaders handle (lowercase, with the dot).
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".pdf")
+#: Default longest document (characters) before a text file is split into parts.
+DEFAULT_MAX_DOCUMENT_CHARS = 8_000_000
+_READ_BLOCK = 1 << 16
+
+
+class Document(BaseModel):
+    """One document: its text, where it came from and free-form metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=512, description="sha256 of the text (hex) unless the source gives an id")
+    path: str | None = Field(None, description="the file it was read from")
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LoadIssue(BaseModel):
+    """A file or JSONL line that was skipped, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    line: int | None = Field(None, description="1-based line number for JSONL lines")
+    error: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.error}"
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def text_document(text: str, *, path: str | None = None, metadata: dict[str, Any] | None = None) -> Document:
+    """A :class:`Document` for ``text`` with its content-hash id."""
+    return Document(id=_sha256(text), path=path, text=text, metadata=metadata or {})
+
+
+def _normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _decode_error(path: Path, exc: UnicodeDecodeError, offset: int) -> KgrValidationError:
+    return KgrValidationError(
+        f"{path}: not valid UTF-8 at byte {offset + exc.start} ({exc.reason}); convert the file to UTF-8"
+    )
+
+
+def _read_error(path: Path, exc: OSError) -> KgrValidationError:
+    return KgrValidationError(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def _iter_text_parts(path: Path, max_chars: int) -> Iterator[str]:
+    """Decode ``path`` incrementally; yield its text whole, or in parts of at most ``max_chars`` cut at blank lines."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
+    buf: list[str] = []
+    size = 0
+    offset = 0
+    try:
+        with path.open("rb") as fh:
+            while True:
+                block = fh.read(_READ_BLOCK)
+                try:
+                    piece = decoder.decode(block, final=not block)
+                except UnicodeDecodeError as exc:
+                    raise _decode_error(path, exc, offset) from exc
+                offset += len(block)
+                if piece:
+                    buf.append(piece)
+                    size += len(piece)
+                while size > max_chars:
+                    text = "".join(buf)
+                    cut = text.rfind("\n\n", 0, max_chars)
+                    if cut <= 0:
+                        cut = text.rfind("\n", 0, max_chars)
+                    if cut <= 0:
+                        cut = max_chars
+                    yield _normalise_newlines(text[:cut])
+                    rest = text[cut:]
+                    buf, size = [rest], len(rest)
+                if not block:
+                    break
+    except OSError as exc:
+        raise _read_error(path, exc) from exc
+    yield _normalise_newlines("".join(buf))
+
+
+def _load_text(path: Path, fmt: str, max_chars: int) -> Iterator[Document]:
+    parts = (p for p in _iter_text_parts(path, max_chars) if p.strip())
+    first = next(parts, None)
+    if first is None:
+        log.info("%s: empty file, nothing to load", path)
+        return
+    second = next(parts, None)
+    if second is None:
+        yield text_document(first, path=str(path), metadata={"format": fmt})
+        return
+    yield text_document(first, path=str(path), metadata={"format": fmt, "part": 0})
+    yield text_document(second, path=str(path), metadata={"format": fmt, "part": 1})
+    for i, part in enumerate(parts, start=2):
+        yield text_document(part, path=str(path), metadata={"format": fmt, "part": i})
+
+
+class _JsonlDoc(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = Field(None, min_length=1, max_length=512)
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def _load_jsonl(path: Path, report: Callable[[LoadIssue], None]) -> Iterator[Document]:
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise _read_error(path, exc) from exc
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                report(LoadIssue(path=str(path), line=n, error=f"not valid UTF-8 ({exc.reason})"))
+                continue
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                report(LoadIssue(path=str(path), line=n, error=f"malformed JSON: {exc.msg} at column {exc.colno}"))
+                continue
+            if not isinstance(data, dict):
+                report(LoadIssue(path=str(path), line=n, error="expected a JSON object with a 'text' field"))
+                continue
+            try:
+                rec = _JsonlDoc.model_validate(data)
+            except ValueError as exc:
+                err = KgrValidationError.from_pydantic(exc)
+                report(LoadIssue(path=str(path), line=n, error=str(err)))
+                continue
+            text = _normalise_newlines(rec.text)
+            if not text.strip():
+                report(LoadIssue(path=str(path), line=n, error="empty text"))
+                continue
+            metadata = {**(rec.model_extra or {}), **rec.metadata, "format": "jsonl", "line": n}
+            yield Document(id=rec.id or _sha256(text), path=str(path), text=text, metadata=metadata)
+
+
+def _load_pdf(path: Path) -> Iterator[Document]:
+    try:
+        import pypdf
+        from pypdf.errors import PdfReadError
+    except ImportError as exc:
+        raise KgrValidationError(
+            f"{path}: reading PDF files needs the optional dependency pypdf; install it with: pip install kgr[pdf]"
+        ) from exc
+    try:
+        reader = pypdf.PdfReader(str(path))
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except Exception:  # noqa: BLE001 - pypdf raises several types for unsupported crypto
+                ok = 0
+            if not ok:
+                raise KgrValidationError(f"{path}: the PDF is encrypted and needs a password")
+        pages = [(page.extract_text() or "") for page in reader.pages]
+        title = None
+        try:
+            if reader.metadata is not None and reader.metadata.title:
+                title = str(reader.metadata.title)
+        except Exception:  # noqa: BLE001 - broken info dictionaries must not lose the text
+            title = None
+    except OSError as exc:
+        raise _read_error(path, exc) from exc
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, KgrValidationError):
+            raise
+        raise KgrValidationError(f"{path}: not a readable PDF ({exc})") from exc
+    text = _normalise_newlines("\n\n".join(p.strip() for p in pages)).strip()
+    if not text:
+        log.warning("%s: the PDF has no extractable text (scanned images need OCR first)", path)
+        return
+    meta: dict[str, Any] = {"format": "pdf", "pages": len(pages)}
+    if title:
+        meta["title"] = title
+    yield text_document(text, path=str(path), metadata=meta)
+
+
+def load_file(
+    path: str | os.PathLike[str],
+    *,
+    on_error: Callable[[LoadIssue], None] | None = None,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    """Yield the documents of one file (one for .txt/.md/.pdf, one per line for .jsonl).
+
+    Raises
+    ------
+    KgrValidationError
+        Unsupported extension, unreadable file, invalid UTF-8 or an unreadable PDF (when ``on_error`` is None).
+    """
+    p = Path(path)
+    report = on_error or _log_issue
+    suffix = p.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        supported = ", ".join(SUPPORTED_SUFFIXES)
+        raise KgrValidationError(f"{p}: unsupported file type {suffix or '(none)'}; supported: {supported}")
+    if suffix == ".jsonl":
+        yield from _load_jsonl(p, report)
+    elif suffix == ".pdf":
+        yield from _load_pdf(p)
+    else:
+        yield from _load_text(p, "md" if suffix in (".md", ".markdown") else "txt", max_document_chars)
+
+
+def _log_issue(issue: LoadIssue) -> None:
+    log.warning("skipped %s", issue)
+
+
+def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """The files under ``path`` that a loader handles, recursively, in sorted order (``path`` itself if a file).
+
+    Raises
+    ------
+    KgrValidationError
+        If ``path`` does not exist.
+    """
+    p = Path(path)
+    if p.is_file():
+        yield p
+        return
+    if not p.exists():
+        raise KgrValidationError(f"{p}: no such file or directory")
+    try:
+        entries = sorted(os.scandir(p), key=lambda e: e.name)
+    except OSError as exc:
+        raise _read_error(p, exc) from exc
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        child = Path(entry.path)
+        if entry.is_dir():
+            yield from iter_files(child)
+        elif entry.is_file() and child.suffix.lower() in SUPPORTED_SUFFIXES:
+            yield child
+
+
+def iter_documents(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    on_error: Callable[[LoadIssue], None] | None = None,
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
+) -> Iterator[Document]:
+    """Stream the documents of files and directories (conventions in the module docstring).
+
+    Parameters
+    ----------
+    paths:
+        One path or several; directories are walked recursively in sorted order.
+    on_error:
+        Called with a :class:`LoadIssue` for every skipped file or JSONL line. When None, file
+        errors raise and skipped lines are logged to the ``kgr.ingest`` logger.
+    max_document_chars:
+        A text file longer than this is yielded in parts.
+
+    Raises
+    ------
+    KgrValidationError
+        A missing path; with ``on_error=None``, also an unreadable, undecodable or unsupported file.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    for root in paths:
+        for f in iter_files(root):
+            try:
+                yield from load_file(f, on_error=on_error, max_document_chars=max_document_chars)
+            except KgrValidationError as exc:
+                if on_error is None:
+                    raise
+                on_error(LoadIssue(path=str(f), error=str(exc).removeprefix(f"{f}: ")))

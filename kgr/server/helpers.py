@@ -1,0 +1,312 @@
+"""Read-only helper tools the server offers next to the six agent tools.
+
+An agent driving the six tools also needs to look at the graph: how big it is, whether an entity
+exists, what it is connected to, why an edge was promoted or held, which snapshots exist. These
+helpers answer that, each as a plain function ``fn(params, *, context) -> OutputModel`` with strict
+pydantic input and output models, wrapped in a :class:`~kgr.tools.registry.ToolSpec` so that the
+MCP ``inputSchema``/``outputSchema``, the OpenAI function definitions and the OpenAPI document come
+from the models exactly as they do for the six tools. They are deliberately **not** added to the
+tool registry: the registry holds the six Agentic-KGR tools, which the agent driver offers to an
+LLM; the helpers are for interactive clients.
+
+Every helper is read-only and bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
+store's own), values as parameters, result sizes capped by validated ``limit`` arguments. None
+executes caller-supplied Cypher.
+
+=======================  =======================================================================
+``graph_status``         counts (entities, chunks, votes, pending edges by status, promoted
+                         edges, decisions), the current version and content hash
+``search_entities``      entities whose name or alias matches a query (fulltext, fuzzy), best first
+``entity_neighbourhood`` an entity and at most ``limit`` of its current edges (promoted and pending)
+``explain_edge``         an edge's pending state and every decision recorded about it, with inputs
+``list_snapshots``       named versions of the promoted graph, oldest first
+=======================  =======================================================================
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrNeo4jUnavailable, KgrNotFound
+from kgr.model.canonical import IDENTIFIER_RE
+from kgr.store import admin, versions
+from kgr.store.connection import Graph
+from kgr.store.lookup import lucene_query
+from kgr.tools.context import ToolContext
+from kgr.tools.registry import ToolSpec
+
+__all__ = [
+    "HELPERS",
+    "helper_specs",
+    "GraphStatusInput",
+    "GraphStatusOutput",
+    "SearchEntitiesInput",
+    "SearchEntitiesOutput",
+    "EntityHit",
+    "EntityNeighbourhoodInput",
+    "EntityNeighbourhoodOutput",
+    "NeighbourEdge",
+    "EntityRef",
+    "ExplainEdgeInput",
+    "ExplainEdgeOutput",
+    "DecisionRecord",
+    "ListSnapshotsInput",
+    "ListSnapshotsOutput",
+    "SnapshotInfo",
+    "PENDING_STATUSES",
+]
+
+#: Statuses a PENDING_REL edge can have.
+PendingStatus = Literal["pending", "held", "promoted", "rejected", "expired"]
+PENDING_STATUSES: tuple[str, ...] = ("pending", "held", "promoted", "rejected", "expired")
+EntityKey = Annotated[str, Field(min_length=3, max_length=1200, pattern=r"^[A-Za-z_][A-Za-z0-9_]*:\S.*$",
+                                 description="entity key '<Type>:<canonical name>', as search_entities returns it")]
+EdgeKey = Annotated[str, Field(pattern=r"^[0-9a-f]{24}$", description="24 hex digits, as entity_neighbourhood returns it")]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _graph(context: ToolContext, name: str) -> Graph:
+    if context.graph is None:
+        raise KgrNeo4jUnavailable(f"{name} needs a Neo4j connection")
+    return context.graph
+
+
+# -- graph_status -----------------------------------------------------------------------------------
+
+
+class GraphStatusInput(_In):
+    """No arguments."""
+
+
+class GraphStatusOutput(_Out):
+    database: str
+    version: int = Field(description="current version of the promoted graph")
+    hash: str = Field(description="content hash of the promoted graph at that version")
+    entities: int
+    documents: int
+    chunks: int
+    votes: int
+    decisions: int
+    promoted: int = Field(description="current promoted edges")
+    pending_by_status: dict[str, int] = Field(description="PENDING_REL edges per status")
+
+
+def graph_status(params: GraphStatusInput, *, context: ToolContext) -> GraphStatusOutput:
+    """Counts of the knowledge graph (entities, documents, chunks, votes, pending edges by status, promoted edges, decisions) with the current version and content hash. Read-only."""
+    st = admin.status(_graph(context, "graph_status"))
+    return GraphStatusOutput(database=st.database, version=st.version, hash=st.hash, entities=st.entities,
+                             documents=st.documents, chunks=st.chunks, votes=st.votes, decisions=st.decisions,
+                             promoted=st.promoted, pending_by_status=st.pending_by_status)
+
+
+# -- search_entities --------------------------------------------------------------------------------
+
+
+class SearchEntitiesInput(_In):
+    query: Annotated[str, Field(min_length=1, max_length=200, description="a name or part of one; fuzzy")]
+    type: Annotated[str, Field(pattern=IDENTIFIER_RE.pattern, max_length=64)] | None = Field(
+        None, description="only entities of this type")
+    limit: Annotated[int, Field(ge=1, le=50)] = Field(10, description="most results (1-50)")
+
+
+class EntityHit(_Out):
+    key: str
+    name: str
+    type: str | None
+    aliases: list[str]
+    score: float = Field(description="fulltext relevance; higher is better")
+
+
+class SearchEntitiesOutput(_Out):
+    query: str
+    results: list[EntityHit]
+
+
+def search_entities(params: SearchEntitiesInput, *, context: ToolContext) -> SearchEntitiesOutput:
+    """Find entities whose name or alias matches a query (case-insensitive, punctuation-insensitive, fuzzy), best match first, optionally of one type. Returns keys to pass to entity_neighbourhood. Read-only."""
+    graph = _graph(context, "search_entities")
+    query = lucene_query(params.query)
+    if not query:  # no letters or digits: nothing can match
+        return SearchEntitiesOutput(query=params.query, results=[])
+    fetch = params.limit if params.type is None else min(1000, params.limit * 20)
+    rows = graph.read("server_search_entities", {"query": query, "type": params.type, "limit": params.limit,
+                                                 "fetch": fetch})
+    return SearchEntitiesOutput(query=params.query, results=[
+        EntityHit(key=r["key"], name=r["name"], type=r["type"], aliases=[str(a) for a in r["aliases"] or []],
+                  score=round(float(r["score"]), 4))
+        for r in rows if r["key"] is not None
+    ])
+
+
+# -- entity_neighbourhood ---------------------------------------------------------------------------
+
+
+class EntityNeighbourhoodInput(_In):
+    key: EntityKey
+    limit: Annotated[int, Field(ge=1, le=200)] = Field(50, description="most edges returned (1-200)")
+    statuses: list[PendingStatus] = Field(
+        default_factory=lambda: ["pending", "held"], max_length=5,
+        description="which staged (PENDING_REL) edges to include besides the promoted ones")
+
+
+class EntityRef(_Out):
+    key: str
+    name: str
+    type: str | None
+
+
+class NeighbourEdge(_Out):
+    relation: str
+    key: str | None = Field(description="edge key (pass to explain_edge)")
+    direction: Literal["out", "in"] = Field(description="out: the entity is the subject")
+    status: str = Field(description="'promoted' for a current promoted edge, else the PENDING_REL status")
+    votes: int | None
+    confidence: float | None
+    neighbour: EntityRef
+
+
+class EntityNeighbourhoodOutput(_Out):
+    entity: EntityRef
+    aliases: list[str]
+    edges: list[NeighbourEdge]
+    truncated: bool = Field(description="more edges exist than limit")
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def entity_neighbourhood(params: EntityNeighbourhoodInput, *, context: ToolContext) -> EntityNeighbourhoodOutput:
+    """An entity (by key) and its one-hop neighbourhood: current promoted edges first, then staged edges, at most limit of them, each with direction, status, votes, confidence and the edge key. Read-only."""
+    graph = _graph(context, "entity_neighbourhood")
+    statuses = list(dict.fromkeys(params.statuses))
+    rows = graph.read("server_entity_neighbourhood", {"key": params.key, "statuses": statuses,
+                                                      "fetch": params.limit + 1})
+    if not rows:
+        raise KgrNotFound(f"no entity with key {params.key[:120]!r} (find keys with search_entities)")
+    row = rows[0]
+    edges = [e for e in row["edges"] if e is not None]
+    out = [
+        NeighbourEdge(relation=str(e["relation"]), key=e["key"], direction="out" if e["outgoing"] else "in",
+                      status=str(e["status"]), votes=None if e["votes"] is None else int(e["votes"]),
+                      confidence=_num(e["confidence"]),
+                      neighbour=EntityRef(key=str(e["neighbour"]["key"]), name=str(e["neighbour"]["name"]),
+                                          type=e["neighbour"]["type"]))
+        for e in edges[: params.limit]
+    ]
+    return EntityNeighbourhoodOutput(entity=EntityRef(key=row["key"], name=row["name"], type=row["type"]),
+                                     aliases=[str(a) for a in row["aliases"] or []], edges=out,
+                                     truncated=len(edges) > params.limit)
+
+
+# -- explain_edge ------------------------------------------------------------------------------------
+
+
+class ExplainEdgeInput(_In):
+    key: EdgeKey
+
+
+class DecisionRecord(_Out):
+    action: str
+    version: int | None
+    at: float | None = Field(description="Unix time of the decision")
+    reason: str
+    inputs: dict[str, Any] = Field(description="what the policy looked at: votes, gauge terms, gates, rewards, thresholds")
+
+
+class ExplainEdgeOutput(_Out):
+    key: str
+    subject: str
+    relation: str
+    object: str
+    status: str
+    votes: int
+    confidence: float
+    decisions: list[DecisionRecord] = Field(description="oldest first")
+
+
+def _inputs(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        data = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {"raw": str(raw)}
+    return data if isinstance(data, dict) else {"value": data}
+
+
+def explain_edge(params: ExplainEdgeInput, *, context: ToolContext) -> ExplainEdgeOutput:
+    """Why an edge is (or is not) in the graph: its staged state (status, votes, confidence) and every promote/hold/reject/expire/retire/restore decision recorded about it, with the inputs the policy used. Read-only."""
+    graph = _graph(context, "explain_edge")
+    rows = graph.read("decisions_for_edge", {"key": params.key})
+    if not rows or rows[0]["status"] is None:
+        raise KgrNotFound(f"no staged edge with key {params.key!r}")
+    row = rows[0]
+    decisions = [
+        DecisionRecord(action=str(d["action"]), version=None if d.get("version") is None else int(d["version"]),
+                       at=_num(d.get("at")), reason=str(d.get("reason") or ""), inputs=_inputs(d.get("inputs")))
+        for d in row["decisions"] if d and d.get("action") is not None
+    ]
+    return ExplainEdgeOutput(key=params.key, subject=str(row["subject"]), relation=str(row["relation"]),
+                             object=str(row["object"]), status=str(row["status"]), votes=int(row["votes"] or 0),
+                             confidence=float(row["confidence"] or 0.0), decisions=decisions)
+
+
+# -- list_snapshots ----------------------------------------------------------------------------------
+
+
+class ListSnapshotsInput(_In):
+    """No arguments."""
+
+
+class SnapshotInfo(_Out):
+    name: str
+    version: int
+    hash: str
+    created_at: float
+    edges: int
+    note: str
+
+
+class ListSnapshotsOutput(_Out):
+    snapshots: list[SnapshotInfo]
+
+
+def list_snapshots(params: ListSnapshotsInput, *, context: ToolContext) -> ListSnapshotsOutput:
+    """The named snapshots of the promoted graph (name, version, content hash, edge count, note), oldest first. Read-only."""
+    snaps = versions.list_snapshots(_graph(context, "list_snapshots"))
+    return ListSnapshotsOutput(snapshots=[SnapshotInfo(**s.model_dump()) for s in snaps])
+
+
+# -- the specs ----------------------------------------------------------------------------------------
+
+
+def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel]) -> ToolSpec:
+    doc = " ".join((func.__doc__ or "").split("\n\n", 1)[0].split())
+    return ToolSpec(name=func.__name__, description=doc, input_model=input_model, output_model=output_model,
+                    func=func, read_only=True, destructive=False, idempotent=True, needs_graph=True)
+
+
+#: The helper tools, in the order they are listed.
+HELPERS: tuple[ToolSpec, ...] = (
+    _spec(graph_status, GraphStatusInput, GraphStatusOutput),
+    _spec(search_entities, SearchEntitiesInput, SearchEntitiesOutput),
+    _spec(entity_neighbourhood, EntityNeighbourhoodInput, EntityNeighbourhoodOutput),
+    _spec(explain_edge, ExplainEdgeInput, ExplainEdgeOutput),
+    _spec(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
+)
+
+
+def helper_specs() -> list[ToolSpec]:
+    """The helper tools' specs."""
+    return list(HELPERS)

@@ -1,0 +1,264 @@
+"""The transport-independent core of the server: one tool call, with limits and error mapping.
+
+:class:`ToolService` owns the Neo4j connection (:class:`GraphProvider`), the KG schema, the metrics
+and a bounded pool of worker threads. :meth:`ToolService.call` runs one tool in a worker thread
+(the tools and the Neo4j driver block; the event loop must not), under the per-request time
+limit, and returns a :class:`CallOutcome`: the output data, or a :class:`ToolFailure` with the
+HTTP status, a stable error ``type``, a one-line message and the failing field. MCP and the JSON
+API both render outcomes; neither decides error semantics on its own.
+
+Error mapping (``type`` → HTTP status):
+
+======================  ======  ===========================================================
+``validation_error``    422     the input does not match the tool's model (``field`` says where)
+``not_found``           404     no such tool, entity, edge
+``bad_request``         400     any other :class:`~kgr.errors.KgrError` caused by the input
+``unavailable``         503     Neo4j is unreachable (or kept failing transiently)
+``timeout``             504     the call exceeded the request time limit
+``internal_error``      500     anything else: a bug. The response carries an error id only;
+                                the traceback goes to the server log under that id.
+======================  ======  ===========================================================
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
+from kgr.model.schema import KGSchema, load_schema
+from kgr.server.catalog import get_served, invoke
+from kgr.server.metrics import MetricsRecorder
+from kgr.server.security import ServerConfig
+from kgr.store.connection import Graph, Neo4jSettings, connect
+from kgr.tools.context import ToolContext
+
+__all__ = ["ToolFailure", "CallOutcome", "GraphProvider", "ToolService", "failure_from_exception"]
+
+log = logging.getLogger("kgr.server")
+
+#: Seconds between two connection attempts after a failure (no stampede on a dead database).
+RECONNECT_BACKOFF = 2.0
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """Why a call failed, ready to render."""
+
+    status: int
+    type: str
+    message: str
+    field: str | None = None
+    details: tuple[dict[str, Any], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.field is not None:
+            err["field"] = self.field
+        if self.details:
+            err["details"] = list(self.details)
+        return {"error": err}
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """The result of one tool call: ``data`` on success, else ``failure``."""
+
+    tool: str
+    data: dict[str, Any] | None
+    failure: ToolFailure | None
+    ms: float
+    body: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _details(exc: KgrValidationError) -> tuple[dict[str, Any], ...]:
+    out = []
+    for d in exc.details[:20]:
+        out.append({"loc": ".".join(str(p) for p in d.get("loc", ())), "type": str(d.get("type", "")),
+                    "msg": str(d.get("msg", ""))[:300]})
+    return tuple(out)
+
+
+def _first_line(exc: BaseException, limit: int = 500) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line[:limit]
+
+
+def failure_from_exception(exc: BaseException, *, tool: str | None = None) -> ToolFailure:
+    """Map an exception raised by a tool call to a :class:`ToolFailure` (see the module table)."""
+    if isinstance(exc, KgrValidationError):
+        return ToolFailure(422, "validation_error", _first_line(exc), exc.field or None, _details(exc))
+    if isinstance(exc, KgrNotFound):
+        return ToolFailure(404, "not_found", _first_line(exc))
+    if isinstance(exc, KgrNeo4jUnavailable):
+        return ToolFailure(503, "unavailable", _first_line(exc))
+    if isinstance(exc, KgrError):
+        return ToolFailure(400, "bad_request", _first_line(exc))
+    if isinstance(exc, TimeoutError):
+        return ToolFailure(504, "timeout", "the tool call exceeded the server's time limit")
+    try:
+        from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
+
+        if isinstance(exc, (TransientError, ServiceUnavailable, SessionExpired)):
+            return ToolFailure(503, "unavailable", f"Neo4j could not complete the call ({type(exc).__name__}); retry")
+    except ImportError:  # pragma: no cover - neo4j is a hard dependency
+        pass
+    error_id = uuid.uuid4().hex[:12]
+    log.error("internal error %s in tool %s: %s", error_id, tool or "?", type(exc).__name__,
+              exc_info=(type(exc), exc, exc.__traceback__))
+    return ToolFailure(500, "internal_error", f"internal error (id {error_id}); the server log has the details")
+
+
+class GraphProvider:
+    """The server's Neo4j connection, opened on first need and reopened after a failure.
+
+    Parameters
+    ----------
+    graph:
+        An already open :class:`Graph` to use (tests, embedding); the provider does not close it.
+    settings:
+        Where to connect otherwise (default: the ``NEO4J_*`` environment).
+    start_managed:
+        Let the first connection attempt start kgr's managed local Neo4j when ``NEO4J_URI`` is unset.
+    init:
+        Run ``kgr init`` (idempotent constraints and indexes) once per new connection.
+    schema:
+        Passed to ``init`` (relation types are validated as identifiers).
+    """
+
+    def __init__(self, graph: Graph | None = None, *, settings: Neo4jSettings | None = None,
+                 start_managed: bool = True, init: bool = True, schema: KGSchema | None = None):
+        self._graph = graph
+        self._owned = graph is None
+        self._settings = settings
+        self._start_managed = start_managed
+        self._init = init and graph is None
+        self._schema = schema
+        self._lock = threading.Lock()
+        self._last_failure = 0.0
+        self._last_error: KgrNeo4jUnavailable | None = None
+        self._attempts = 0
+
+    def peek(self) -> Graph | None:
+        """The connection if open (no attempt to connect)."""
+        return self._graph
+
+    def get(self) -> Graph:
+        """The connection, opening it if needed.
+
+        Raises
+        ------
+        KgrNeo4jUnavailable
+            Neo4j cannot be reached (attempts are spaced by :data:`RECONNECT_BACKOFF` seconds).
+        """
+        g = self._graph
+        if g is not None:
+            return g
+        with self._lock:
+            if self._graph is not None:
+                return self._graph
+            if self._last_error is not None and time.monotonic() - self._last_failure < RECONNECT_BACKOFF:
+                raise KgrNeo4jUnavailable(str(self._last_error))
+            try:
+                graph = connect(self._settings, start_managed=self._start_managed and self._attempts == 0)
+            except KgrError as exc:
+                self._attempts += 1
+                self._last_failure = time.monotonic()
+                self._last_error = KgrNeo4jUnavailable(str(exc))
+                raise KgrNeo4jUnavailable(str(exc)) from None
+            self._attempts += 1
+            if self._init:
+                from kgr.store.admin import init_store
+
+                try:
+                    init_store(graph, self._schema)
+                except Exception:
+                    graph.close()
+                    raise
+            self._graph = graph
+            self._last_error = None
+            return graph
+
+    def close(self) -> None:
+        with self._lock:
+            if self._graph is not None and self._owned:
+                self._graph.close()
+            if self._owned:
+                self._graph = None
+
+
+class ToolService:
+    """Runs served tools for the transports (see the module docstring)."""
+
+    def __init__(self, config: ServerConfig, *, graph: Graph | None = None, schema: KGSchema | None = None,
+                 settings: Neo4jSettings | None = None):
+        self.config = config
+        self.schema = schema if schema is not None else (load_schema(config.schema_path) if config.schema_path else None)
+        self.graphs = GraphProvider(graph, settings=settings, init=config.init_store, schema=self.schema)
+        self.metrics = MetricsRecorder()
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        # created lazily: a CapacityLimiter belongs to the event loop that first uses it
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.config.max_workers)
+        return self._limiter
+
+    def context_for(self, name: str) -> ToolContext:
+        """The :class:`ToolContext` of one call (connecting when the tool needs the graph)."""
+        spec = get_served(name)
+        graph = self.graphs.get() if spec.needs_graph else self.graphs.peek()
+        return ToolContext(graph=graph, schema=self.schema)
+
+    def call_sync(self, name: str, payload: object) -> dict[str, Any]:
+        """Run a tool in the calling thread (raises on failure)."""
+        get_served(name)
+        return invoke(name, payload, self.context_for(name))
+
+    def _call_and_encode(self, name: str, payload: object) -> tuple[dict[str, Any], bytes]:
+        data = self.call_sync(name, payload)
+        try:
+            body = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        except ValueError as exc:  # NaN or infinity in a tool's output: a tool bug
+            raise RuntimeError(f"tool {name} returned a non-finite number") from exc
+        return data, body
+
+    async def call(self, name: str, payload: object, *, channel: str = "http") -> CallOutcome:
+        """Run a tool in a worker thread under the time limit; never raises for tool errors."""
+        started = time.perf_counter()
+        self.metrics.begin()
+        known = True
+        try:
+            try:
+                get_served(name)
+            except KgrNotFound:
+                known = False
+                raise
+            with anyio.fail_after(self.config.request_timeout):
+                data, body = await anyio.to_thread.run_sync(self._call_and_encode, name, payload,
+                                                            limiter=self.limiter, abandon_on_cancel=True)
+            failure = None
+        except Exception as exc:  # noqa: BLE001 - every failure is mapped, bugs logged with an id
+            data, body, failure = None, b"", failure_from_exception(exc, tool=name)
+        ms = (time.perf_counter() - started) * 1000
+        status = (str(failure.status) if failure else "200") if channel == "http" else (
+            "mcp_error" if failure else "mcp_ok")
+        self.metrics.end(name if known else None, status, ms, error=failure is not None)
+        return CallOutcome(tool=name, data=data, failure=failure, ms=ms, body=body)
+
+    async def aclose(self) -> None:
+        self.graphs.close()

@@ -1,0 +1,368 @@
+"""Text analysis shared by the agent tools: tokens, sentences, mentions, terms, name lookup.
+
+Conventions (the tools' documented numbers depend on them):
+
+* **Tokens** are runs of letters/digits (``[^\\W_]+``), each CJK ideograph, kana or hangul syllable
+  on its own, and each other non-space character (punctuation, symbols). No subword model: an LLM
+  tokenizer gives roughly 1.2-1.4 times more tokens on English prose.
+* **Words** are the tokens made of letters or digits (``"COVID-19"`` is two words and three tokens).
+* **Sentences** end at ``.``, ``!``, ``?`` or ``…`` (plus closing quotes/brackets) followed by
+  whitespace and then an upper-case letter, a digit, an opening quote or bracket or a CJK character,
+  or by the end of the text; at ``。！？``; and at blank lines. A period right after a known
+  abbreviation (``Dr.``, ``Inc.``, ``e.g.``) or a single letter (the initial in ``J. Smith``) does not
+  end a sentence. Only segments containing a word count.
+* **Entity mentions** are maximal runs of capitalised words joined by single spaces (or, without
+  spaces, by ``.``, ``-``, ``&``, ``'`` as in ``I.B.M.`` or ``AT&T``; by ``". "`` after a title such
+  as ``Dr``) that do not cross a sentence start, minus a leading function word that stands apart
+  (a sentence-initial ``The``), plus stand-alone years (1000-2099).
+* **Technical terms** are words mixing letters and digits (``H2O``), all-capital words of two or more
+  letters (``DNA``), camelCase words, and words of 13 or more characters.
+* **Name lookup**: a name occurs in the text when its canonical form (the rules of
+  :mod:`kgr.model.canonical`) occurs as a whole-token sequence in the canonical text. Names with
+  CJK characters are looked up as substrings of the NFKC-casefolded text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+__all__ = [
+    "TextProfile",
+    "analyze_text",
+    "safe_canonical",
+    "norm_key",
+    "split_type_words",
+    "has_cjk",
+    "ABBREVIATIONS",
+    "MENTION_STOPWORDS",
+]
+
+T = TypeVar("T")
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+|[^\s]")
+_CJK_RE = re.compile(rf"[{_CJK}]")
+_WORDCHAR_RE = re.compile(r"[^\W_]")
+_SENT_END_RE = re.compile("[.!?\u2026]+[\"'\u201d\u2019)\\]]*(?=\\s|$)|[\u3002\uff01\uff1f]+|\\n[ \\t]*\\n")
+_YEAR_RE = re.compile(r"^(?:1\d{3}|20\d{2})$")
+_NEXT_CHAR_RE = re.compile(r"\s*(\S)")
+_LAST_WORD_RE = re.compile(r"(\w+)$")
+
+#: A period right after one of these (case-insensitive) does not end a sentence.
+ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt inc corp ltd co llc plc vs etc eg ie al fig no vol dept univ gen col lt sgt rev".split()
+)
+#: Capitalised words that do not start a mention (sentence-initial function words, pronouns).
+MENTION_STOPWORDS = frozenset(
+    """a an the this that these those it its he she they we i you his her their our my your
+    in on at of for from by with as to into onto after before during when while since until
+    but and or nor so yet however although though because if then there here also thus hence
+    yesterday today tomorrow meanwhile moreover furthermore finally first second third next last
+    many most some several all both each every no not one two three""".split()
+)
+_LEGAL_SUFFIXES = frozenset("inc corp corporation ltd llc plc co gmbh ag sa limited company".split())
+_DELETE = frozenset(".'\u2019\u2018")
+_TITLES = frozenset("mr mrs ms dr prof sir st".split())
+
+
+class _CanonTable(dict):
+    """``str.translate`` table for the canonical-name rules, filled lazily per character."""
+
+    def __missing__(self, code: int) -> str | None:
+        ch = chr(code)
+        if ch in _DELETE:
+            out: str | None = None
+        elif unicodedata.category(ch)[0] in "PSZC":
+            out = " "
+        else:
+            out = ch
+        self[code] = out
+        return out
+
+
+_TABLE = _CanonTable()
+_WS = re.compile(r"\s+")
+
+
+def safe_canonical(name: str) -> str:
+    """The canonical form of ``name`` (same rules as :func:`kgr.model.canonical.canonical_name`).
+
+    Unlike ``canonical_name`` it accepts any length and returns ``""`` instead of raising when
+    nothing is left, so it can canonicalise whole texts.
+
+    >>> safe_canonical("  I.B.M. "), safe_canonical("!!!")
+    ('ibm', '')
+    """
+    if len(name) <= 256:
+        return _canonical_short(name)
+    return _canonical(name)
+
+
+def _canonical(name: str) -> str:
+    text = unicodedata.normalize("NFKC", name).casefold().translate(_TABLE)
+    return _WS.sub(" ", text).strip()
+
+
+_canonical_short = functools.lru_cache(maxsize=65536)(_canonical)
+
+
+def has_cjk(s: str) -> bool:
+    """Whether ``s`` contains a CJK ideograph, kana or hangul syllable."""
+    return _CJK_RE.search(s) is not None
+
+
+def norm_key(name: str) -> str:
+    """Canonical name without a leading ``the`` and without a trailing legal-form suffix.
+
+    Two names with the same ``norm_key`` under one type are naming variants of one entity
+    (``"Microsoft Corp."`` and ``"Microsoft"``; ``"The Beatles"`` and ``"Beatles"``).
+
+    >>> norm_key("The Microsoft Corp."), norm_key("Co")
+    ('microsoft', 'co')
+    """
+    toks = safe_canonical(name).split(" ")
+    if len(toks) > 1 and toks[0] == "the":
+        toks = toks[1:]
+    if len(toks) > 1 and toks[-1] in _LEGAL_SUFFIXES:
+        toks = toks[:-1]
+    return " ".join(toks)
+
+
+_CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def split_type_words(type_name: str) -> list[str]:
+    """Words of a type name, lower-cased.
+
+    >>> split_type_words("MedicalCondition"), split_type_words("HTTPServer"), split_type_words("BORN_IN")
+    (['medical', 'condition'], ['http', 'server'], ['born', 'in'])
+    """
+    out: list[str] = []
+    for part in re.split(r"[_\W]+", type_name):
+        if not part:
+            continue
+        if part.isupper() or part.islower() or part.isdigit():
+            out.append(part.lower())
+        else:
+            out.extend(w.lower() for w in _CAMEL_SPLIT.findall(part))
+    return out
+
+
+def _is_word(tok: str) -> bool:
+    return tok[0].isalnum() or has_cjk(tok)
+
+
+def _count_technical(words: list[str]) -> int:
+    n = 0
+    for w in words:
+        if w.islower() and w.isalpha():  # the common case, decided by C string methods
+            n += len(w) >= 13 and not has_cjk(w)
+        elif _is_technical(w):
+            n += 1
+    return n
+
+
+def _is_technical(word: str) -> bool:
+    if has_cjk(word) or not any(c.isalpha() for c in word):
+        return False
+    if any(c.isdigit() for c in word):
+        return True
+    if len(word) >= 2 and word.isupper():
+        return True
+    if len(word) >= 13:
+        return True
+    return any(a.islower() and b.isupper() for a, b in zip(word, word[1:]))
+
+
+@dataclass
+class TextProfile:
+    """Everything the tools need to know about one text, computed once per text."""
+
+    text: str
+    token_count: int
+    word_count: int
+    character_count: int
+    sentences: list[tuple[int, int]]  # (start, end) character spans of the sentences
+    mentions: list[str]  # surface forms of entity mentions, in order of appearance
+    technical_terms: int
+    canonical_text: str  # " " + canonical text + " "
+    canonical_sentences: list[str]  # " " + canonical sentence + " "
+    folded_text: str  # NFKC-casefolded text, whitespace collapsed (CJK lookup)
+    folded_sentences: list[str]
+    _found: dict[str, bool] = field(default_factory=dict, repr=False)
+    _sent: dict[str, frozenset[int]] = field(default_factory=dict, repr=False)
+    _memo: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, once per profile and key (derived data the tools reuse)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
+
+    @property
+    def sentence_count(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def avg_sentence_length(self) -> float:
+        """Words per sentence (0.0 without sentences)."""
+        return self.word_count / self.sentence_count if self.sentences else 0.0
+
+    def _index(self) -> dict[str, list[int]]:
+        """Canonical token (and CJK character) → ids of the sentences containing it."""
+        def build() -> dict[str, list[int]]:
+            idx: dict[str, list[int]] = {}
+            for i, sent in enumerate(self.canonical_sentences):
+                keys = set(sent.split())
+                keys.update(_CJK_RE.findall(self.folded_sentences[i]))
+                for k in keys:
+                    idx.setdefault(k, []).append(i)
+            return idx
+
+        return self.memo("_index", build)
+
+    def _candidates(self, needle: str, raw: bool) -> list[int]:
+        """Sentences that may contain ``needle``: those holding its rarest token (CJK: character)."""
+        idx = self._index()
+        keys = [c for c in needle if has_cjk(c)] if raw else needle.split()
+        if not keys:
+            return list(range(len(self.sentences)))
+        return min((idx.get(k, []) for k in keys), key=len)
+
+    def _needle(self, name: str) -> tuple[str, bool]:
+        if has_cjk(name):
+            return " ".join(unicodedata.normalize("NFKC", name).casefold().split()), True
+        canon = safe_canonical(name)
+        return (f" {canon} " if canon else ""), False
+
+    def contains(self, name: str) -> bool:
+        """Whether ``name`` occurs in a sentence of the text (whole tokens; see the module docstring).
+
+        Lookups go through an index of sentences by token, so many names on a long text stay cheap.
+        """
+        hit = self._found.get(name)
+        if hit is None:
+            hit = bool(self.sentences_with(name))
+            self._found[name] = hit
+        return hit
+
+    def contains_fragment(self, name: str) -> bool:
+        """Whether the canonical form of ``name`` occurs in the canonical text at all, even inside a word."""
+        needle = safe_canonical(name)
+        return bool(needle) and needle in self.canonical_text
+
+    def sentences_with(self, name: str) -> frozenset[int]:
+        """Indices of the sentences in which ``name`` occurs (same matching as :meth:`contains`)."""
+        got = self._sent.get(name)
+        if got is None:
+            needle, raw = self._needle(name)
+            pool = self.folded_sentences if raw else self.canonical_sentences
+            got = frozenset(i for i in self._candidates(needle, raw) if needle in pool[i]) if needle else frozenset()
+            self._sent[name] = got
+        return got
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENT_END_RE.finditer(text):
+        end = m.end()
+        mark = m.group(0)
+        follow = _NEXT_CHAR_RE.match(text, end)
+        if mark[0] in ".!?\u2026" and follow:
+            nxt = follow.group(1)
+            if nxt.isalpha() and not nxt.isupper() and not has_cjk(nxt):
+                continue  # "approx. the": a lower-case word follows
+            if mark[0] == ".":
+                last = _LAST_WORD_RE.search(text[max(start, m.start() - 64) : m.start()])
+                word = last.group(1) if last else ""
+                if word.casefold() in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+                    continue  # "Dr. Smith", "J. Smith"
+        spans.append((start, end))
+        start = end
+    if start < len(text):
+        spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if _WORDCHAR_RE.search(text, a, b)]
+
+
+def _mentions(text: str, words: list[re.Match[str]], first_words: set[int]) -> list[str]:
+    out: list[str] = []
+    run: list[re.Match[str]] = []
+
+    def flush() -> None:
+        # a leading function word is dropped only when it stands apart ("The Hague" -> "Hague",
+        # but "AT&T" and "I.B.M." stay whole)
+        while run and run[0].group(0).casefold() in MENTION_STOPWORDS and (
+            len(run) == 1 or text[run[0].end() : run[1].start()] == " "
+        ):
+            run.pop(0)
+        if run:
+            out.append(text[run[0].start() : run[-1].end()])
+        run.clear()
+
+    prev_end = -1
+    for m in words:
+        w = m.group(0)
+        if len(w) == 1 and has_cjk(w):  # CJK characters are one-character tokens
+            flush()
+            prev_end = -1
+            continue
+        if _YEAR_RE.match(w):
+            flush()
+            out.append(w)
+            prev_end = -1
+            continue
+        if w[0].isupper():
+            gap = text[prev_end : m.start()] if prev_end >= 0 else None
+            joined = gap is not None and (
+                gap == " "
+                or (0 < len(gap) <= 2 and all(c in ".-&'\u2019" for c in gap))
+                or (gap == ". " and run and run[-1].group(0).casefold() in _TITLES)
+            )
+            if not (run and joined and m.start() not in first_words):
+                flush()
+            run.append(m)
+            prev_end = m.end()
+        else:
+            if run:
+                flush()
+            prev_end = -1
+    flush()
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def analyze_text(text: str) -> TextProfile:
+    """Profile ``text`` (cached: one agent turn calls several tools on the same text)."""
+    tokens = [m for m in _TOKEN_RE.finditer(text)]
+    words = [m for m in tokens if _is_word(m.group(0))]
+    spans = _sentence_spans(text)
+    starts = [m.start() for m in words]
+    first_words: set[int] = set()
+    for a, _ in spans:
+        i = bisect.bisect_left(starts, a)
+        if i < len(starts):
+            first_words.add(starts[i])
+    mentions = _mentions(text, words, first_words)
+    tech = _count_technical([m.group(0) for m in words])
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    canon = safe_canonical(text)
+    return TextProfile(
+        text=text,
+        token_count=len(tokens),
+        word_count=len(words),
+        character_count=len(text),
+        sentences=spans,
+        mentions=mentions,
+        technical_terms=tech,
+        canonical_text=f" {canon} " if canon else " ",
+        canonical_sentences=[f" {safe_canonical(text[a:b])} " for a, b in spans],
+        folded_text=" ".join(folded.split()),
+        folded_sentences=[" ".join(unicodedata.normalize("NFKC", text[a:b]).casefold().split()) for a, b in spans],
+    )

@@ -1,0 +1,53 @@
+"""What a tool call may use besides its input: the store connection, the KG schema, the source.
+
+The pure tools ignore the context; ``query_entity_disambiguation`` and ``query_kg_storage`` need
+``graph``. The server and the CLI build one :class:`ToolContext` per session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the pure tools must not need the driver
+    from kgr.model.schema import KGSchema
+    from kgr.store.connection import Graph
+
+__all__ = ["ToolContext", "EmbedFn"]
+
+#: Maps texts to vectors (one per text, same dimension). Used by semantic disambiguation when set.
+EmbedFn = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+
+
+@dataclass
+class ToolContext:
+    """Per-session resources of the tools.
+
+    Attributes
+    ----------
+    graph:
+        The Neo4j connection (:class:`kgr.store.connection.Graph`); required by the two store tools.
+    schema:
+        The KG schema file in force: its alias table resolves names before lookup and staging, and a
+        closed schema rejects unknown types at storage.
+    source:
+        The vote source for ``query_kg_storage`` (a chunk or document id). When set it wins over the
+        input's ``source``, so an agent cannot vote under another source's name.
+    embed:
+        Optional embedding function for ``semantic_similarity`` disambiguation.
+    batch_size:
+        Rows per staging transaction and names per disambiguation query.
+    candidates_per_name:
+        Fulltext candidates fetched per extracted name.
+    relationships_per_entity:
+        Relationships fetched per candidate entity.
+    """
+
+    graph: "Graph | None" = None
+    schema: "KGSchema | None" = None
+    source: str | None = None
+    embed: EmbedFn | None = None
+    batch_size: int = 2000
+    candidates_per_name: int = 5
+    relationships_per_entity: int = 10

@@ -1,0 +1,237 @@
+"""The tool registry: one decorator declares a tool, its models and its side effects.
+
+A tool is a plain function ``fn(params: InputModel, *, context: ToolContext) -> OutputModel``
+decorated with :func:`tool`. The decorator reads the input and output models from the type hints,
+the description from the docstring's first paragraph, and records three flags that become MCP
+annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``):
+
+>>> from kgr.tools.registry import function_definition
+>>> function_definition("query_coverage_feedback")["function"]["name"]
+'query_coverage_feedback'
+
+:func:`call_tool` is the one entry point for JSON callers (the CLI, the MCP and HTTP servers): it
+validates the payload strictly, raising :class:`~kgr.errors.KgrValidationError` that names the
+failing field, runs the tool and returns the output as JSON-able data. Function definitions for
+OpenAI-style function calling are generated from the same input models, never written by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.tools.context import ToolContext
+
+__all__ = [
+    "ToolSpec",
+    "tool",
+    "get_tool",
+    "list_tools",
+    "tool_names",
+    "function_definition",
+    "function_definitions",
+    "mcp_annotations",
+    "validate_input",
+    "call_tool",
+    "TOOL_MODULES",
+]
+
+#: Modules whose import registers the six tools, in the appendix's order.
+TOOL_MODULES = (
+    "kgr.tools.density",
+    "kgr.tools.coverage",
+    "kgr.tools.quality",
+    "kgr.tools.feedback",
+    "kgr.tools.disambiguation",
+    "kgr.tools.storage",
+)
+
+F = TypeVar("F", bound=Callable[..., BaseModel])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool."""
+
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    func: Callable[..., BaseModel]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    needs_graph: bool
+
+    def input_schema(self) -> dict[str, Any]:
+        """JSON Schema of the input (the function's ``parameters``, MCP's ``inputSchema``)."""
+        return self.input_model.model_json_schema(mode="validation")
+
+    def output_schema(self) -> dict[str, Any]:
+        """JSON Schema of the output (MCP's ``outputSchema``)."""
+        return self.output_model.model_json_schema(mode="serialization")
+
+
+_REGISTRY: dict[str, ToolSpec] = {}
+
+
+def _first_paragraph(doc: str | None) -> str:
+    text = inspect.cleandoc(doc or "")
+    para = text.split("\n\n", 1)[0]
+    return " ".join(para.split())
+
+
+def tool(*, read_only: bool, idempotent: bool, destructive: bool = False, needs_graph: bool = False,
+         name: str | None = None) -> Callable[[F], F]:
+    """Register the decorated function as an agent tool.
+
+    Parameters
+    ----------
+    read_only:
+        The tool changes nothing (MCP ``readOnlyHint``).
+    idempotent:
+        Calling it again with the same input has no further effect (MCP ``idempotentHint``).
+    destructive:
+        It may delete or overwrite data (MCP ``destructiveHint``); meaningful only when not read-only.
+    needs_graph:
+        It needs ``context.graph`` (a Neo4j connection).
+    name:
+        The tool name; defaults to the function name.
+
+    Raises
+    ------
+    TypeError
+        When the function's first parameter or return annotation is not a pydantic model.
+    """
+
+    def register(func: F) -> F:
+        hints = typing.get_type_hints(func)
+        params = list(inspect.signature(func).parameters)
+        input_model = hints.get(params[0]) if params else None
+        output_model = hints.get("return")
+        for what, model in (("input", input_model), ("output", output_model)):
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise TypeError(f"tool {func.__name__}: the {what} annotation must be a pydantic model")
+        spec = ToolSpec(
+            name=name or func.__name__,
+            description=_first_paragraph(func.__doc__),
+            input_model=input_model,  # type: ignore[arg-type]
+            output_model=output_model,  # type: ignore[arg-type]
+            func=func,
+            read_only=read_only,
+            destructive=destructive and not read_only,
+            idempotent=idempotent,
+            needs_graph=needs_graph,
+        )
+        _REGISTRY[spec.name] = spec
+        func.tool_spec = spec  # type: ignore[attr-defined]
+        return func
+
+    return register
+
+
+def _load() -> None:
+    for mod in TOOL_MODULES:
+        importlib.import_module(mod)
+
+
+def list_tools() -> list[ToolSpec]:
+    """Every registered tool, in the appendix's order."""
+    _load()
+    order = {m.rsplit(".", 1)[-1]: i for i, m in enumerate(TOOL_MODULES)}
+    return sorted(_REGISTRY.values(), key=lambda s: (order.get(s.func.__module__.rsplit(".", 1)[-1], 99), s.name))
+
+
+def tool_names() -> list[str]:
+    """Names of the registered tools."""
+    return [s.name for s in list_tools()]
+
+
+def get_tool(name: str) -> ToolSpec:
+    """The tool called ``name``.
+
+    Raises
+    ------
+    KgrNotFound
+        Naming the known tools.
+    """
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KgrNotFound(f"no tool named {name[:80]!r}; known tools: {', '.join(tool_names())}") from None
+
+
+def function_definition(name: str) -> dict[str, Any]:
+    """The OpenAI-style function definition of a tool:
+    ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+    spec = get_tool(name)
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": spec.description, "parameters": spec.input_schema()},
+    }
+
+
+def function_definitions() -> list[dict[str, Any]]:
+    """The function definitions of every tool."""
+    return [function_definition(s.name) for s in list_tools()]
+
+
+def mcp_annotations(name: str) -> dict[str, bool]:
+    """The MCP tool annotations of a tool (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``)."""
+    spec = get_tool(name)
+    return {
+        "readOnlyHint": spec.read_only,
+        "destructiveHint": spec.destructive,
+        "idempotentHint": spec.idempotent,
+        "openWorldHint": False,
+    }
+
+
+def validate_input(name: str, payload: object) -> BaseModel:
+    """Validate a JSON payload against a tool's input model (strictly).
+
+    Raises
+    ------
+    KgrValidationError
+        Naming the first failing field (``extracted_kg.entities.Person.0``), with the pydantic error
+        list in ``details``.
+    KgrNotFound
+        For an unknown tool name.
+    """
+    spec = get_tool(name)
+    if not isinstance(payload, dict):
+        raise KgrValidationError(f"{name} input must be a JSON object, got {type(payload).__name__}", field="$")
+    try:
+        return spec.input_model.model_validate(payload, strict=True)
+    except ValidationError as exc:
+        raise KgrValidationError.from_pydantic(exc) from None
+    except KgrValidationError:
+        raise
+    except ValueError as exc:  # e.g. a validator raising outside pydantic's wrapping
+        raise KgrValidationError(str(exc)) from None
+
+
+def call_tool(name: str, payload: object, *, context: ToolContext | None = None) -> dict[str, Any]:
+    """Validate ``payload``, run the tool ``name`` and return its output as JSON-able data.
+
+    Raises
+    ------
+    KgrValidationError
+        The payload is not a valid input (the message and ``field`` name the failing field).
+    KgrNotFound
+        No tool has that name.
+    KgrNeo4jUnavailable
+        A store tool was called without a reachable database.
+    """
+    spec = get_tool(name)
+    params = validate_input(name, payload)
+    result = spec.func(params, context=context or ToolContext())
+    return result.model_dump(mode="json", by_alias=True)

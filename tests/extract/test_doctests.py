@@ -1,0 +1,23 @@
+"""Run the doctests of the extraction and ingestion modules (pytest only doctests kgr/gauge by default)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "kgr.extract",
+    "kgr.extract.rules",
+    "kgr.extract.llm",
+    "kgr.ingest.chunking",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0

@@ -1,0 +1,330 @@
+"""The LLM extractor end to end: litellm over real HTTP against the local OpenAI-compatible stub."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from kgr.errors import KgrExtractionError
+from kgr.extract import make_extractor
+from kgr.extract.base import ExtractionResult, extract_concurrently
+from kgr.extract.llm import LLMExtractor, RetryPolicy, build_messages, parse_reply
+from kgr.model.schema import KGSchema
+from tests.support.llm_stub import StubReply
+
+SCHEMA = KGSchema.model_validate(
+    {
+        "name": "test",
+        "entity_types": {
+            "Person": {"description": "A human being", "names": ["Ada Lovelace"]},
+            "Place": {"description": "A city"},
+            "Machine": {},
+        },
+        "relation_types": {
+            "BORN_IN": {"domain": ["Person"], "range": ["Place"], "functional": True},
+            "DESIGNED": {"domain": ["Person"], "range": ["Machine"]},
+        },
+    }
+)
+TEXT = "Charles Babbage was born in London. He designed the Analytical Engine."
+GOOD = {
+    "entities": {"Person": ["Charles Babbage"], "Place": ["London"], "Machine": ["Analytical Engine"]},
+    "relations": {
+        "BORN_IN": [{"subject": "Charles Babbage", "object": "London"}],
+        "DESIGNED": [{"subject": "Charles Babbage", "object": "Analytical Engine"}],
+    },
+}
+FAST = RetryPolicy(max_attempts=3, initial_backoff=0.01, max_backoff=0.05, jitter=0.0)
+
+
+def make(stub, **kw) -> LLMExtractor:
+    kw.setdefault("retry", FAST)
+    kw.setdefault("timeout", 5.0)
+    return LLMExtractor("openai/stub-model", api_base=stub.base_url, api_key="stub-key", **kw)
+
+
+def triples(result: ExtractionResult) -> set[tuple[str, str, str]]:
+    return {(p.subject, r, p.object) for r, ps in result.kg.relations.items() for p in ps}
+
+
+# -- normal extraction -------------------------------------------------------------------------
+
+
+def test_normal_extraction_over_http(llm_stub):
+    llm_stub.enqueue(StubReply.json(GOOD, usage={"prompt_tokens": 120, "completion_tokens": 30}))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+
+    assert triples(result) == {
+        ("Charles Babbage", "BORN_IN", "London"),
+        ("Charles Babbage", "DESIGNED", "Analytical Engine"),
+    }
+    assert result.kg.entities == GOOD["entities"]
+    assert result.proposed_types.is_empty and result.rejected == []
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens) == (120, 30, 150)
+    assert result.llm_calls == 1
+    assert result.cost_usd == 0.0  # litellm cannot price "stub-model"
+    assert result.extractor == "llm:openai/stub-model"
+
+    (req,) = llm_stub.requests
+    assert req.path == "/v1/chat/completions"
+    assert req.body["model"] == "stub-model"
+    assert req.headers["authorization"] == "Bearer stub-key"
+    assert req.body["response_format"] == {"type": "json_object"}
+    system, user = req.messages
+    assert system["role"] == "system" and user["role"] == "user"
+    # the prompt is conditioned on the schema: types, domain -> range, functional flag, descriptions
+    assert "- Person: A human being (e.g. Ada Lovelace)" in system["content"]
+    assert "- BORN_IN (Person -> Place) [functional: at most one object per subject]" in system["content"]
+    assert "- DESIGNED (Person -> Machine)" in system["content"]
+    assert TEXT in user["content"]
+    assert "Recommendations" not in user["content"]
+
+
+def test_guidance_goes_into_the_prompt(llm_stub):
+    llm_stub.enqueue(StubReply.json(GOOD))
+    make(llm_stub).extract(TEXT, SCHEMA, guidance=["Extract more Machine entities", "Check BORN_IN relations"])
+    user = llm_stub.last_request.messages[-1]["content"]
+    assert "Recommendations from the assessment of the previous extraction" in user
+    assert "- Extract more Machine entities\n- Check BORN_IN relations" in user
+    assert user.index("Recommendations") < user.index(TEXT)
+
+
+def test_code_fenced_json_is_accepted_without_repair(llm_stub):
+    llm_stub.enqueue(StubReply.text("Here you go:\n```json\n" + json.dumps(GOOD) + "\n```"))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+    assert len(triples(result)) == 2
+    assert result.llm_calls == 1 and len(llm_stub.requests) == 1
+
+
+# -- repair ----------------------------------------------------------------------------------------
+
+
+def test_malformed_json_is_repaired_with_one_request(llm_stub):
+    bad = '{"entities": {"Person": ["Charles Babbage"], "Place": ["London"]}, "relations": {"BORN_IN": ['
+    llm_stub.enqueue(
+        StubReply.text(bad, usage={"prompt_tokens": 100, "completion_tokens": 10}),
+        StubReply.json(GOOD, usage={"prompt_tokens": 130, "completion_tokens": 40}),
+    )
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+
+    assert len(triples(result)) == 2
+    assert result.llm_calls == 2
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (230, 50)
+    first, repair = llm_stub.requests
+    # the repair request replays the conversation, the bad reply, and the parse error
+    assert repair.messages[:2] == first.messages
+    assert repair.messages[2] == {"role": "assistant", "content": bad}
+    assert repair.messages[3]["role"] == "user"
+    assert "invalid JSON" in repair.messages[3]["content"]
+    assert "corrected JSON" in repair.messages[3]["content"]
+
+
+def test_wrong_shape_is_repaired_too(llm_stub):
+    llm_stub.enqueue(StubReply.json({"entities": ["Charles Babbage"]}), StubReply.json(GOOD))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+    assert len(triples(result)) == 2
+    assert "does not match the required format at entities" in llm_stub.last_request.messages[-1]["content"]
+
+
+def test_still_invalid_after_repair_fails_with_reason(llm_stub):
+    llm_stub.enqueue(StubReply.text("not json"), StubReply.text("{still: not json}"))
+    with pytest.raises(KgrExtractionError, match="still invalid after one repair request") as info:
+        make(llm_stub).extract(TEXT, SCHEMA)
+    assert info.value.reason == "invalid_output"
+    assert info.value.llm_calls == 2
+    assert len(llm_stub.requests) == 2  # exactly one repair attempt
+
+
+# -- retries ---------------------------------------------------------------------------------------
+
+
+def test_rate_limit_then_success(llm_stub):
+    llm_stub.enqueue(StubReply.error(429, "slow down", retry_after=0), StubReply.json(GOOD))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+    assert len(triples(result)) == 2
+    assert result.llm_calls == 2
+    assert len(llm_stub.requests) == 2
+    assert llm_stub.requests[0].body == llm_stub.requests[1].body  # the same request, retried
+
+
+def test_server_error_then_success(llm_stub):
+    llm_stub.enqueue(StubReply.error(503), StubReply.error(500), StubReply.json(GOOD))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+    assert len(triples(result)) == 2 and result.llm_calls == 3
+
+
+def test_rate_limited_on_every_attempt_fails_after_max_attempts(llm_stub):
+    llm_stub.enqueue(*[StubReply.error(429, "quota exceeded")] * 5)
+    with pytest.raises(KgrExtractionError, match=r"rate limited \(HTTP 429\) on each of 3 attempt") as info:
+        make(llm_stub).extract(TEXT, SCHEMA)
+    assert info.value.reason == "rate_limited"
+    assert len(llm_stub.requests) == 3
+    assert llm_stub.pending == 2
+
+
+def test_backoff_grows_between_attempts(llm_stub):
+    llm_stub.enqueue(*[StubReply.error(503)] * 3)
+    policy = RetryPolicy(max_attempts=3, initial_backoff=0.15, max_backoff=1.0, jitter=0.0)
+    with pytest.raises(KgrExtractionError):
+        make(llm_stub, retry=policy).extract(TEXT, SCHEMA)
+    t = [r.received_at for r in llm_stub.requests]
+    assert t[1] - t[0] >= 0.14 and t[2] - t[1] >= 0.29  # 0.15 s, then 0.30 s
+
+
+def test_timeout_fails_with_clear_reason(llm_stub):
+    llm_stub.enqueue(StubReply.sleep(3.0), StubReply.sleep(3.0))
+    ex = make(llm_stub, timeout=0.3, retry=RetryPolicy(max_attempts=2, initial_backoff=0.01, jitter=0.0))
+    started = time.monotonic()
+    with pytest.raises(KgrExtractionError, match=r"timed out after 0.3 s on each of 2 attempt\(s\)") as info:
+        ex.extract(TEXT, SCHEMA)
+    assert time.monotonic() - started < 2.5
+    assert info.value.reason == "timeout"
+    assert info.value.attempts == 2
+    assert len(llm_stub.requests) == 2
+
+
+def test_non_transient_error_is_not_retried(llm_stub):
+    llm_stub.enqueue(StubReply.error(401, "invalid api key"), StubReply.json(GOOD))
+    with pytest.raises(KgrExtractionError, match="HTTP 401") as info:
+        make(llm_stub).extract(TEXT, SCHEMA)
+    assert info.value.reason == "request_error"
+    assert len(llm_stub.requests) == 1
+    assert "stub-key" not in str(info.value)
+
+
+# -- schema violations -------------------------------------------------------------------------------
+
+
+def test_schema_violations_are_proposed_or_rejected(llm_stub):
+    reply = {
+        "entities": {
+            "Person": ["Charles Babbage", "Ada Lovelace"],
+            "Place": ["London"],
+            "Machine": ["Analytical Engine"],
+            "Language": ["Note G"],
+        },
+        "relations": {
+            "DESIGNED": [
+                {"subject": "Charles Babbage", "object": "Analytical Engine"},
+                {"subject": "London", "object": "Analytical Engine"},  # wrong domain
+            ],
+            "BORN_IN": [{"subject": "Ada Lovelace", "object": "Ada Lovelace"}],  # wrong range (and a loop)
+            "WROTE": [{"subject": "Ada Lovelace", "object": "Note G"}],  # unknown relation type
+        },
+    }
+    llm_stub.enqueue(StubReply.json(reply))
+    result = make(llm_stub).extract(TEXT, SCHEMA)
+
+    assert triples(result) == {("Charles Babbage", "DESIGNED", "Analytical Engine")}
+    assert "Language" not in result.kg.entities
+    assert result.proposed_types.entities == {"Language": ["Note G"]}
+    (wrote,) = result.proposed_types.relations["WROTE"]
+    assert (wrote.subject, wrote.subject_type, wrote.object, wrote.object_type) == (
+        "Ada Lovelace", "Person", "Note G", "Language",
+    )
+    reasons = {(r.type, r.subject, r.object): r.reason for r in result.rejected}
+    assert reasons[("DESIGNED", "London", "Analytical Engine")] == "DESIGNED domain is ['Person'], got Place"
+    assert "BORN_IN range is ['Place'], got Person" in reasons[("BORN_IN", "Ada Lovelace", "Ada Lovelace")]
+
+
+# -- async and concurrency ---------------------------------------------------------------------------
+
+
+def test_aextract(llm_stub):
+    llm_stub.enqueue(StubReply.error(429), StubReply.json(GOOD))
+    result = asyncio.run(make(llm_stub).aextract(TEXT, SCHEMA))
+    assert len(triples(result)) == 2 and result.llm_calls == 2
+
+
+def test_batch_with_a_timed_out_chunk_completes_the_rest(llm_stub_factory):
+    def responder(body):
+        if "SLOW" in body["messages"][-1]["content"]:
+            return StubReply.sleep(3.0)
+        return StubReply.json(GOOD)
+
+    stub = llm_stub_factory(default=responder, latency=0.2)
+    ex = make(stub, timeout=0.8, retry=RetryPolicy(max_attempts=1))
+    texts = [f"chunk {i}: {TEXT}" for i in range(7)] + ["SLOW chunk"]
+    started = time.monotonic()
+    results = asyncio.run(extract_concurrently(ex, texts, SCHEMA, concurrency=8))
+    elapsed = time.monotonic() - started
+
+    assert [isinstance(r, ExtractionResult) for r in results] == [True] * 7 + [False]
+    assert isinstance(results[-1], KgrExtractionError) and results[-1].reason == "timeout"
+    assert all(len(triples(r)) == 2 for r in results[:7])
+    assert elapsed < 0.8 + 0.2 * 7  # concurrent, not sequential
+    assert stub.max_inflight >= 4
+
+
+def test_max_concurrency_bounds_requests_in_flight(llm_stub_factory):
+    stub = llm_stub_factory(default=StubReply.json(GOOD), latency=0.15)
+    ex = make(stub, max_concurrency=2)
+    results = asyncio.run(extract_concurrently(ex, [TEXT] * 6, SCHEMA, concurrency=6))
+    assert all(isinstance(r, ExtractionResult) for r in results)
+    assert stub.max_inflight == 2
+
+
+def test_cost_is_accounted_for_models_litellm_can_price(llm_stub):
+    llm_stub.enqueue(StubReply.json(GOOD, usage={"prompt_tokens": 1000, "completion_tokens": 1000}))
+    ex = LLMExtractor("openai/gpt-4o-mini", api_base=llm_stub.base_url, api_key="k", retry=FAST)
+    result = ex.extract(TEXT, SCHEMA)
+    assert result.cost_usd > 0
+    assert result.usage.total_tokens == 2000
+
+
+# -- pieces ------------------------------------------------------------------------------------------
+
+
+def test_make_extractor_picks_llm_when_a_model_is_given(llm_stub):
+    ex = make_extractor(model="openai/stub-model", api_base=llm_stub.base_url, api_key="x")
+    assert isinstance(ex, LLMExtractor)
+    with pytest.raises(KgrExtractionError, match="needs --model"):
+        make_extractor("llm")
+    with pytest.raises(KgrExtractionError, match="unknown extractor"):
+        make_extractor("magic")  # type: ignore[arg-type]
+
+
+def test_parse_reply_accepts_text_around_the_object_and_nulls():
+    out = parse_reply('Sure! {"entities": {"Person": ["Ada"]}, "relations": null} Hope this helps.')
+    assert out.entities == {"Person": ["Ada"]} and out.relations == {}
+
+
+def test_build_messages_for_an_open_schema():
+    system, user = build_messages("Some text.", KGSchema())
+    assert "(open: choose descriptive PascalCase types)" in system["content"]
+    assert user["content"].endswith('"""\nSome text.\n"""')
+
+
+def test_retry_policy_respects_retry_after_within_the_cap():
+    p = RetryPolicy(initial_backoff=0.1, max_backoff=2.0, jitter=0.0)
+    assert p.wait_seconds(1) == pytest.approx(0.1)
+    assert p.wait_seconds(3) == pytest.approx(0.4)
+    assert p.wait_seconds(1, retry_after=30) == pytest.approx(2.0)
+
+
+def test_invalid_construction():
+    with pytest.raises(KgrExtractionError, match="model name"):
+        LLMExtractor("")
+    with pytest.raises(KgrExtractionError, match="timeout"):
+        LLMExtractor("openai/x", timeout=0)
+
+
+def test_local_server_without_a_key(llm_stub, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm_stub.enqueue(StubReply.json(GOOD))
+    ex = LLMExtractor("openai/stub-model", api_base=llm_stub.base_url, retry=FAST)
+    assert len(triples(ex.extract(TEXT, SCHEMA))) == 2
+    assert llm_stub.last_request.headers["authorization"] == "Bearer kgr-no-key"
+
+
+def test_unreachable_server_is_a_connection_error(llm_stub_factory):
+    stub = llm_stub_factory()
+    base = stub.base_url
+    stub.stop()
+    ex = LLMExtractor("openai/stub-model", api_base=base, api_key="k", retry=RetryPolicy(max_attempts=2, jitter=0))
+    with pytest.raises(KgrExtractionError, match="connection failed on each of 2 attempt") as info:
+        ex.extract(TEXT, SCHEMA)
+    assert info.value.reason == "connection_error"

@@ -1,0 +1,253 @@
+"""Document loaders: every format, directories, errors, streaming and bounded memory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+import tracemalloc
+import types
+
+import pytest
+
+from kgr.errors import KgrValidationError
+from kgr.ingest.chunking import ChunkingConfig, iter_chunks
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, iter_files, load_file, text_document
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A minimal valid PDF (Helvetica text, one content stream per page), offsets computed exactly."""
+    n_pages = len(pages)
+    objs: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
+    font_ref = 3 + 2 * n_pages
+    for i, lines in enumerate(pages):
+        ops = " ".join(f"({line}) Tj 0 -16 Td" for line in lines)
+        stream = f"BT /F1 12 Tf 72 720 Td {ops} ET".encode()
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
+            f"/Resources << /Font << /F1 {font_ref} 0 R >> >> >>".encode()
+        )
+        objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    info_ref = None
+    if title:
+        objs.append(f"<< /Title ({title}) >>".encode())
+        info_ref = len(objs)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    info = f" /Info {info_ref} 0 R" if info_ref else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+# -- formats -----------------------------------------------------------------------------------------
+
+
+def test_txt_and_md(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"\xef\xbb\xbfFirst line.\r\nSecond line.\r\n")
+    (tmp_path / "b.md").write_text("# Title\n\nBody text.\n", encoding="utf-8")
+    a, b = iter_documents(tmp_path)
+    assert a.text == "First line.\nSecond line.\n"  # BOM removed, newlines normalised
+    assert a.id == sha(a.text) and a.path == str(tmp_path / "a.txt")
+    assert a.metadata == {"format": "txt"}
+    assert b.metadata == {"format": "md"} and b.text.startswith("# Title")
+
+
+def test_jsonl_documents_and_bad_lines(tmp_path):
+    lines = [
+        json.dumps({"id": "doc-1", "text": "Ada wrote notes.", "metadata": {"lang": "en"}, "title": "Ada"}),
+        "",
+        "{not json",
+        json.dumps({"id": "doc-3"}),
+        json.dumps(["a", "list"]),
+        json.dumps({"text": "No id here."}),
+        json.dumps({"text": "   "}),
+        json.dumps({"id": 7, "text": "wrong id type"}),
+    ]
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(("\n".join(lines) + "\n").encode() + b'{"text": "bad \xff byte"}\n')
+    issues: list[LoadIssue] = []
+    docs = list(iter_documents(path, on_error=issues.append))
+
+    assert [d.id for d in docs] == ["doc-1", sha("No id here.")]
+    assert docs[0].metadata == {"lang": "en", "title": "Ada", "format": "jsonl", "line": 1}
+    assert docs[1].metadata == {"format": "jsonl", "line": 6}
+    by_line = {i.line: i.error for i in issues}
+    assert sorted(by_line) == [3, 4, 5, 7, 8, 9]
+    assert by_line[3].startswith("malformed JSON")
+    assert by_line[4] == "text: Field required"
+    assert by_line[5] == "expected a JSON object with a 'text' field"
+    assert by_line[7] == "empty text"
+    assert by_line[8].startswith("id: Input should be a valid string")
+    assert by_line[9].startswith("not valid UTF-8")
+    assert str(issues[0]) == f"{path}:3: {by_line[3]}"
+
+
+def test_jsonl_bad_lines_are_logged_without_a_callback(tmp_path, caplog):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "ok"}\n{broken\n', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="kgr.ingest"):
+        docs = list(iter_documents(path))
+    assert [d.text for d in docs] == ["ok"]
+    assert f"{path}:2: malformed JSON" in caplog.text
+
+
+def test_pdf_text_pages_and_title(tmp_path):
+    path = tmp_path / "paper.pdf"
+    pages = [["Charles Babbage designed the", "Difference Engine."], ["Page two text."]]
+    path.write_bytes(make_pdf(pages, title="Engines"))
+    (doc,) = load_file(path)
+    assert "Charles Babbage designed the" in doc.text and "Difference Engine." in doc.text
+    assert doc.text.index("Difference Engine.") < doc.text.index("Page two text.")
+    assert doc.metadata == {"format": "pdf", "pages": 2, "title": "Engines"}
+    assert doc.id == sha(doc.text)
+
+
+def test_pdf_without_pypdf_names_the_extra(tmp_path, monkeypatch):
+    path = tmp_path / "paper.pdf"
+    path.write_bytes(make_pdf([["x"]]))
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf -> ImportError
+    with pytest.raises(KgrValidationError, match=r"needs the optional dependency pypdf.*pip install kgr\[pdf\]"):
+        list(load_file(path))
+
+
+def test_broken_pdf(tmp_path):
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.4\nthis is not really a pdf")
+    with pytest.raises(KgrValidationError, match=r"broken\.pdf: not a readable PDF"):
+        list(load_file(path))
+
+
+def test_pdf_without_text_yields_nothing(tmp_path, caplog):
+    path = tmp_path / "blank.pdf"
+    path.write_bytes(make_pdf([[]]))
+    with caplog.at_level(logging.WARNING, logger="kgr.ingest"):
+        assert list(load_file(path)) == []
+    assert "no extractable text" in caplog.text
+
+
+# -- directories and errors --------------------------------------------------------------------------
+
+
+def test_directories_are_walked_recursively_in_sorted_order(tmp_path):
+    for rel in ["b.txt", "a/z.md", "a/c/d.txt", "a/b.jsonl", ".hidden/x.txt", "a/.secret.txt", "notes.docx", "A.txt"]:
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"text": rel}) if rel.endswith(".jsonl") else f"text of {rel}", encoding="utf-8")
+    names = [p.relative_to(tmp_path).as_posix() for p in iter_files(tmp_path)]
+    assert names == ["A.txt", "a/b.jsonl", "a/c/d.txt", "a/z.md", "b.txt"]
+    texts = [d.text for d in iter_documents([tmp_path / "b.txt", tmp_path / "a"])]
+    assert texts == ["text of b.txt", "a/b.jsonl", "text of a/c/d.txt", "text of a/z.md"]
+
+
+def test_identical_files_share_an_id(tmp_path):
+    (tmp_path / "one.txt").write_text("Same text.", encoding="utf-8")
+    (tmp_path / "two.md").write_text("Same text.", encoding="utf-8")
+    a, b = iter_documents(tmp_path)
+    assert a.id == b.id == sha("Same text.") and a.path != b.path
+
+
+def test_undecodable_file_raises_naming_file_and_byte(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"caf\xe9 au lait")
+    expected = r"latin1\.txt: not valid UTF-8 at byte 3 \(invalid continuation byte\)"
+    with pytest.raises(KgrValidationError, match=expected):
+        list(iter_documents(path))
+
+
+def test_unreadable_unsupported_and_missing_paths(tmp_path):
+    (tmp_path / "dir.txt").mkdir()
+    with pytest.raises(KgrValidationError, match=r"cannot read .*dir\.txt: Is a directory"):
+        list(load_file(tmp_path / "dir.txt"))
+    (tmp_path / "x.docx").write_text("x")
+    with pytest.raises(KgrValidationError, match=r"x\.docx: unsupported file type \.docx"):
+        list(iter_documents(tmp_path / "x.docx"))
+    with pytest.raises(KgrValidationError, match="no such file or directory"):
+        list(iter_documents(tmp_path / "missing"))
+
+
+def test_on_error_reports_bad_files_and_continues(tmp_path):
+    (tmp_path / "1.txt").write_text("Good one.", encoding="utf-8")
+    (tmp_path / "2.txt").write_bytes(b"\xff\xfe\x00bad")
+    (tmp_path / "3.pdf").write_bytes(b"garbage")
+    (tmp_path / "4.md").write_text("Good two.", encoding="utf-8")
+    issues: list[LoadIssue] = []
+    texts = [d.text for d in iter_documents(tmp_path, on_error=issues.append)]
+    assert texts == ["Good one.", "Good two."]
+    assert [(i.path.rsplit("/", 1)[-1], i.line) for i in issues] == [("2.txt", None), ("3.pdf", None)]
+    assert issues[0].error.startswith("not valid UTF-8 at byte 0")
+    assert issues[1].error.startswith("not a readable PDF")
+
+
+def test_empty_files_yield_nothing(tmp_path):
+    (tmp_path / "empty.txt").write_text("  \n\n", encoding="utf-8")
+    assert list(iter_documents(tmp_path)) == []
+
+
+# -- streaming ---------------------------------------------------------------------------------------
+
+
+def test_loading_is_lazy(tmp_path):
+    (tmp_path / "a.txt").write_text("First.", encoding="utf-8")
+    (tmp_path / "b.txt").write_bytes(b"\xff")
+    stream = iter_documents(tmp_path)
+    assert isinstance(stream, types.GeneratorType)
+    assert next(stream).text == "First."  # b.txt not read yet
+    with pytest.raises(KgrValidationError, match="b.txt"):
+        next(stream)
+
+
+def test_huge_text_file_is_split_into_bounded_parts(tmp_path):
+    paragraphs = [f"Paragraph {i}. " + "Some words here. " * 30 for i in range(200)]
+    text = "\n\n".join(paragraphs)
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    parts = list(load_file(tmp_path / "big.txt", max_document_chars=20_000))
+    assert len(parts) > 5
+    assert all(len(p.text) <= 20_000 for p in parts)
+    assert [p.metadata["part"] for p in parts] == list(range(len(parts)))
+    assert "".join(p.text for p in parts) == text
+    assert all(p.text.startswith("\n\nParagraph") or p.text.startswith("Paragraph") for p in parts)
+
+
+def test_memory_stays_bounded_over_a_corpus(tmp_path):
+    body = ("Charles Babbage designed the Difference Engine in London. " * 400).strip()  # ~23 kB
+    for i in range(120):  # ~3 MB on disk
+        sub = tmp_path / f"d{i // 50}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"f{i:03}.txt").write_text(f"Document {i}. {body}", encoding="utf-8")
+    with (tmp_path / "many.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(120):
+            fh.write(json.dumps({"id": f"j{i}", "text": f"Line document {i}. {body}"}) + "\n")
+    cfg = ChunkingConfig(size=512, overlap=64)
+    tracemalloc.start()
+    try:
+        n_chunks = 0
+        ids = set()
+        for chunk in iter_chunks(iter_documents(tmp_path), config=cfg):
+            n_chunks += 1
+            ids.add(chunk.document_id)
+        n_docs = len(ids)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n_docs == 240 and n_chunks > 2500
+    assert peak < 3_000_000, f"peak {peak / 1e6:.1f} MB for a ~6 MB corpus"
+
+
+def test_text_document_helper():
+    d = text_document("Hello.", path="x.txt", metadata={"k": 1})
+    assert d == Document(id=sha("Hello."), path="x.txt", text="Hello.", metadata={"k": 1})

@@ -1,0 +1,149 @@
+"""The JSON API against the real Neo4j: the six tools, the helpers, and every error path."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from kgr.server.catalog import served_tools
+from kgr.server.service import ToolService
+from kgr.store.promotion import promote_by_quorum
+from kgr.store.versions import create_snapshot
+from kgr.tools.registry import function_definitions, get_tool
+
+from .conftest import KG, SCHEMA, TEXT, six_calls
+
+pytestmark = pytest.mark.neo4j
+
+
+def test_function_definitions_and_openapi(http_server):
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        defs = c.get("/tools").json()
+        assert [d["function"]["name"] for d in defs] == [s.name for s in served_tools()]
+        assert c.get("/tools", params={"only": "agent"}).json() == function_definitions()
+        assert all(d["function"]["name"] not in {x["function"]["name"] for x in function_definitions()}
+                   for d in c.get("/tools", params={"only": "helpers"}).json())
+        bad = c.get("/tools", params={"only": "all"})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "only"
+        doc = c.get("/openapi.json").json()
+        assert doc["openapi"] == "3.1.0" and "/tools/query_kg_storage" in doc["paths"]
+        health = c.get("/health").json()
+        assert health == {"status": "ok", "version": health["version"], "neo4j": "up", "tools": len(served_tools())}
+
+
+def test_six_tools_over_http(http_server, graph):
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        for name, args in six_calls("http-doc"):
+            r = c.post(f"/tools/{name}", json=args)
+            assert r.status_code == 200, (name, r.text)
+            get_tool(name).output_model.model_validate(r.json())
+        metrics = c.get("/metrics").json()
+    assert all(metrics["tools"][n]["calls"] == 1 and metrics["tools"][n]["errors"] == 0 for n, _ in six_calls())
+    assert metrics["responses_by_status"]["200"] >= 6
+    assert graph.read("graph_counts")[0]["votes"] == 3
+
+
+def test_helpers_show_the_graph(http_server, graph):
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        for src in ("a", "b"):
+            assert c.post("/tools/query_kg_storage", json={"extracted_kg": KG, "source": src}).status_code == 200
+        promote_by_quorum(graph, quorum=2)
+        create_snapshot(graph, "after-round-1", note="two sources")
+
+        st = c.post("/tools/graph_status").json()  # no body: the empty input
+        assert (st["entities"], st["votes"], st["promoted"], st["version"]) == (5, 6, 3, 1)
+
+        hits = c.post("/tools/search_entities", json={"query": "bletchly park", "type": "Organization"}).json()
+        assert hits["results"][0]["key"] == "Organization:bletchley park"
+        assert c.post("/tools/search_entities", json={"query": "turing", "type": "Organization"}).json()["results"] == []
+        assert c.post("/tools/search_entities", json={"query": "?!"}).json()["results"] == []
+
+        hood = c.post("/tools/entity_neighbourhood", json={"key": "Organization:bletchley park", "limit": 2}).json()
+        assert hood["entity"]["name"] == "Bletchley Park" and hood["truncated"] is True
+        assert len(hood["edges"]) == 2 and {e["status"] for e in hood["edges"]} == {"promoted"}
+        assert all(e["direction"] == "in" and e["votes"] == 2 for e in hood["edges"])
+        everything = c.post("/tools/entity_neighbourhood",
+                            json={"key": "Organization:bletchley park", "statuses": ["promoted"]}).json()
+        assert len(everything["edges"]) == 6  # 3 promoted edges + their 3 PENDING_REL (status promoted)
+
+        why = c.post("/tools/explain_edge", json={"key": hood["edges"][0]["key"]}).json()
+        assert why["status"] == "promoted" and why["votes"] == 2
+        assert why["decisions"][0]["action"] == "promote" and isinstance(why["decisions"][0]["inputs"], dict)
+
+        snaps = c.post("/tools/list_snapshots", json={}).json()["snapshots"]
+        assert [(s["name"], s["version"], s["edges"]) for s in snaps] == [("after-round-1", 1, 3)]
+
+        missing = c.post("/tools/entity_neighbourhood", json={"key": "Person:nobody"})
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
+        assert c.post("/tools/explain_edge", json={"key": "0" * 24}).status_code == 404
+
+
+def test_error_paths(http_server):
+    url = http_server.url
+    with httpx.Client(base_url=url, timeout=30) as c:
+        r = c.post("/tools/query_extraction_density", json={"text": TEXT, "schema": SCHEMA,
+                                                            "extracted_kg": {"entities": {"Person": [1]}}})
+        assert r.status_code == 422
+        assert r.json()["error"]["field"] == "extracted_kg.entities.Person.0"
+        r = c.post("/tools/query_kg_storage", json={"extracted_kg": KG, "unexpected": 1})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "unexpected"
+        r = c.post("/tools/query_extraction_density", json={"text": "x" * 1_000_001, "schema": SCHEMA, "extracted_kg": KG})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "text"
+        r = c.post("/tools/query_kg_storage", json=[1, 2])
+        assert r.status_code == 422 and r.json()["error"]["field"] == "$"
+        r = c.post("/tools/query_kg_storage", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "invalid JSON" in r.json()["error"]["message"]
+        r = c.post("/tools/query_kg_storage", content=b'{"x": NaN}', headers={"content-type": "application/json"})
+        assert r.status_code == 400
+        r = c.post("/tools/query_kg_storage", content=b"{}", headers={"content-type": "text/plain"})
+        assert r.status_code == 415
+        r = c.post("/tools/no_such_tool", json={})
+        assert r.status_code == 404 and "query_kg_storage" in r.json()["error"]["message"]
+        assert c.get("/tools/query_kg_storage").status_code == 405
+        assert c.get("/nowhere").json()["error"]["type"] == "not_found"
+        huge = b'{"text": "' + b"x" * (9 * 1024 * 1024) + b'"}'
+        r = c.post("/tools/query_extraction_density", content=huge, headers={"content-type": "application/json"})
+        assert r.status_code == 413
+
+        def chunks():  # no Content-Length: counted while read
+            for _ in range(10):
+                yield b"x" * (1024 * 1024)
+
+        r = c.post("/tools/query_extraction_density", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        # DNS rebinding: a foreign Host header is refused on a loopback server
+        r = c.get("/tools", headers={"host": "attacker.example:80"})
+        assert r.status_code == 400
+
+
+def test_internal_error_has_no_trace(http_server, monkeypatch, caplog):
+    def boom(self, name, payload):  # noqa: ANN001
+        raise RuntimeError("secret-detail password=hunter2")
+
+    monkeypatch.setattr(ToolService, "call_sync", boom)
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        r = c.post("/tools/query_coverage_feedback", json={})
+    assert r.status_code == 500
+    body = r.text
+    assert r.json()["error"]["type"] == "internal_error"
+    assert "hunter2" not in body and "Traceback" not in body and "secret-detail" not in body
+    error_id = r.json()["error"]["message"].split("id ")[1].split(")")[0]
+    assert any(error_id in rec.getMessage() for rec in caplog.records)  # findable in the server log
+
+
+def test_time_limit(graph, monkeypatch):
+    from kgr.server.app import BackgroundServer
+    from kgr.server.security import ServerConfig
+
+    def slow(self, name, payload):  # noqa: ANN001
+        time.sleep(1.5)
+        return {}
+
+    monkeypatch.setattr(ToolService, "call_sync", slow)
+    with BackgroundServer(ServerConfig(port=0, request_timeout=0.3), graph=graph) as srv:
+        t0 = time.perf_counter()
+        r = httpx.post(srv.url + "/tools/query_coverage_feedback", json={}, timeout=30)
+        assert r.status_code == 504 and r.json()["error"]["type"] == "timeout"
+        assert time.perf_counter() - t0 < 1.2
