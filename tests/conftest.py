@@ -39,11 +39,19 @@ def _docker_answers() -> bool:
         return False
 
 
+def test_home_name() -> str:
+    """One server home per test Bolt port, so parallel runs on other ports never share data."""
+    return "test-neo4j-home" if TEST_BOLT_PORT == 17687 else f"test-neo4j-home-{TEST_BOLT_PORT}"
+
+
+test_home_name.__test__ = False  # type: ignore[attr-defined]
+
+
 def test_runtime_env() -> dict[str, str]:
     """Environment that points the managed launcher at the test instance."""
     cache = Path(os.environ.get("KGR_CACHE_DIR", Path.home() / ".cache" / "kgr"))
     return {
-        "KGR_NEO4J_HOME": str(cache / "test-neo4j-home"),
+        "KGR_NEO4J_HOME": str(cache / test_home_name()),
         "KGR_NEO4J_BOLT_PORT": str(TEST_BOLT_PORT),
         "KGR_NEO4J_HTTP_PORT": str(TEST_HTTP_PORT),
     }

@@ -276,7 +276,9 @@ def vn_entropy_slq(
     sw = np.sqrt(W)
     coef, *_ = np.linalg.lstsq(V * sw[:, None], _xlogx(T) * sw, rcond=None)
     exact_part = float(coef @ np.asarray(traces))
-    resid = np.mean([n * float(w @ (_xlogx(th) - (coef[0] + coef[1] * th + coef[2] * th**2))) for th, w in zip(ritz, weights)])
+    resid = np.mean(
+        [n * float(w @ (_xlogx(th) - (coef[0] + coef[1] * th + coef[2] * th**2))) for th, w in zip(ritz, weights)]
+    )
     tr_g_scaled = exact_part + resid
     tr_g = s * tr_g_scaled + s * math.log(s) * traces[1]
     S = math.log(t) - tr_g / t

@@ -6,7 +6,8 @@ or a local ball of it), with :math:`X = \{u, v\}`:
 .. math::
 
     \mathcal{F}_h = \Delta\mathrm{EPC}^{(h)}_{\text{norm}} - \lambda\,\Delta\mathrm{IG}^{(h)}_{\text{norm}},
-    \qquad \Delta\mathrm{IG}^{(h)}_{\text{norm}} = \Delta H^{(h)}_{\text{gain}} + \gamma\,\Delta\mathrm{SP}^{(h)}_{\text{rel}}
+    \qquad \Delta\mathrm{IG}^{(h)}_{\text{norm}}
+    = \Delta H^{(h)}_{\text{gain}} + \gamma\,\Delta\mathrm{SP}^{(h)}_{\text{rel}}
 
 evaluated on the ball :math:`S_h` for :math:`h = 0, 1, \ldots, H`, and
 :math:`g_0 = \mathcal{F}_0`, :math:`g_{\min} = \min_{1 \le h \le H}\mathcal{F}_h`,
@@ -70,10 +71,10 @@ Defaults and why
 edge between existing nodes, 1 with one new node and 3/2 with two, and the default
 :math:`\theta_{AG} = 0.75` makes AG a novelty alert for new entities. ``lam = 1``,
 ``gamma = 1`` (the paper's RAG default; path shortening counts fully). With them a chord that
-completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)` exactly and
-:math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it is never accepted at
-:math:`\theta_{DG} = 0`, while a bridge that shortens paths across two clusters reaches
-:math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node
+completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)` exactly
+(:math:`|E|` edges after) and :math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it
+is never accepted at :math:`\theta_{DG} = 0`, while a bridge that shortens paths across two
+clusters reaches :math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node
 detour) and ``k_max = 64`` (all pairs fit in ``max_sp_pairs = 4096``; a ball costs about a
 millisecond).
 

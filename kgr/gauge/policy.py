@@ -27,6 +27,8 @@ Steps of a round
 
 Thresholds are read from the state once at the start of the round and the state is updated
 after it, in key order, so a round's decisions do not depend on the order of the candidates.
+Each candidate feeds the threshold quantiles and the :math:`\lambda` warm-up once, at its
+first evaluation (one frame per candidate, as in the paper's stream of episodes).
 
 Locality and cost
 -----------------
@@ -38,8 +40,9 @@ per candidate at the defaults, whatever the size of the graph.
 Greedy guarantee
 ----------------
 With ``weight_vn = 0`` and ``coverage_hops = 1`` the marginal reward is monotone submodular
-(coverage; constraint and temporal terms are constant per candidate) and lazy greedy returns
-exactly the plain greedy selection, within :math:`1 - 1/e` of the best ``k``-set. The von
+(coverage; the constraint and temporal terms are fixed per candidate) and lazy greedy returns
+exactly the plain greedy selection, whose coverage gain is within :math:`1 - 1/e` of the best
+``k``-set's. The von
 Neumann term is not submodular, and neither is coverage for :math:`h \ge 2`: then lazy greedy is
 a heuristic (set ``lazy_greedy=False`` for plain greedy).
 
@@ -55,6 +58,7 @@ structure around it at all and is handled by step 3.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import zlib
 from collections.abc import Sequence
@@ -62,7 +66,7 @@ from typing import Annotated, Literal
 
 import networkx as nx
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from kgr.errors import KgrValidationError
 from kgr.gauge._graph import GraphView, check_simple_undirected
@@ -169,6 +173,11 @@ class PromotionConfig(BaseModel):
     quantile_decay, quantile_window, quantile_warmup : default 0.99, 512, 50
         EWQ decay :math:`\rho` (about 100 effective samples), window, and values before the
         quantiles replace the fixed thresholds.
+    calibration_memory : int, default 65536
+        Only a candidate's *first* gauge evaluation feeds the quantiles and :math:`\lambda`
+        warm-up; the state remembers this many keys (64-bit hashes). Re-feeding held candidates
+        every round would pull :math:`\theta_{DG}` onto the backlog's own values, where their
+        margins are too thin for the audit, and stall it. 0 feeds every evaluation.
     reject_margin : float or None, default None
         Reject when :math:`b - \theta_{DG}` exceeds it. None: the gauge never rejects, it only
         holds — it measures structural value, which can grow as the neighbourhood grows;
@@ -182,8 +191,9 @@ class PromotionConfig(BaseModel):
         disables the rule.
     audit : bool, default True
         Run the StabilityAudit before accepting.
-    audit_rel_jitter, audit_abs_jitter, audit_trials, audit_eps : default 0.05, 0.01, 8, 0.0
-        Jitter (the paper's ±5 %), number of re-evaluations, required margin.
+    audit_rel_jitter, audit_abs_jitter, audit_trials, audit_eps : default 0.05, 0.005, 8, 0.0
+        Relative jitter of the gauge terms (the paper's ±5 %), additive jitter of
+        :math:`\theta_{DG}`, number of re-evaluations, required margin.
     cooldown : int, default 0
         Promotions during which a just-promoted node may not be promoted again (0: off; see
         :class:`~kgr.gauge.gates.Cooldown`).
@@ -238,11 +248,12 @@ class PromotionConfig(BaseModel):
     quantile_decay: float = Field(0.99, gt=0.0, le=1.0)
     quantile_window: int = Field(512, ge=1)
     quantile_warmup: int = Field(50, ge=1)
+    calibration_memory: int = Field(65536, ge=0)
     reject_margin: float | None = Field(None, ge=0.0, allow_inf_nan=False)
     bootstrap_context_edges: int = Field(1, ge=0)
     audit: bool = True
     audit_rel_jitter: float = Field(0.05, ge=0.0, allow_inf_nan=False)
-    audit_abs_jitter: float = Field(0.01, ge=0.0, allow_inf_nan=False)
+    audit_abs_jitter: float = Field(0.005, ge=0.0, allow_inf_nan=False)
     audit_trials: int = Field(8, ge=1)
     audit_eps: Finite = 0.0
     cooldown: int = Field(0, ge=0)
@@ -284,6 +295,9 @@ class PolicyState(BaseModel):
         :math:`\lambda_0` once variance balancing has fixed it.
     lam_epc, lam_ig : list of float
         Warm-up samples for variance balancing.
+    fed : list of int
+        64-bit hashes of the candidate keys whose first evaluation has fed the calibration,
+        oldest first (at most ``calibration_memory``).
     rounds : int
         Rounds decided so far.
     """
@@ -295,7 +309,26 @@ class PolicyState(BaseModel):
     lam: float | None = None
     lam_epc: list[float] = Field(default_factory=list)
     lam_ig: list[float] = Field(default_factory=list)
+    fed: list[int] = Field(default_factory=list)
     rounds: int = 0
+    _fed_set: set[int] = PrivateAttr(default_factory=set)
+
+    def first_feed(self, key: str, memory: int) -> bool:
+        """Record that ``key`` fed the calibration; False if it already had (within ``memory`` keys)."""
+        if memory == 0:
+            return True
+        if len(self._fed_set) != len(self.fed):
+            self._fed_set = set(self.fed)
+        h = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+        if h in self._fed_set:
+            return False
+        self.fed.append(h)
+        self._fed_set.add(h)
+        if len(self.fed) > memory:
+            drop = len(self.fed) - memory
+            self._fed_set.difference_update(self.fed[:drop])
+            del self.fed[:drop]
+        return True
 
     @classmethod
     def initial(cls, config: PromotionConfig) -> "PolicyState":
@@ -565,7 +598,10 @@ def decide_round(
         if r_contr > config.max_contr:
             rec.update(
                 action="reject",
-                reason=f"constraint penalty R_contr={_fmt(r_contr)} > max_contr={_fmt(config.max_contr)} ({', '.join(violated)})",
+                reason=(
+                    f"constraint penalty R_contr={_fmt(r_contr)} > max_contr={_fmt(config.max_contr)} "
+                    f"({', '.join(violated)})"
+                ),
             )
             continue
         seed = _candidate_seed(config.seed, c.key)
@@ -608,17 +644,24 @@ def decide_round(
                     ),
                 )
             else:
-                basis[idx] = f"DG fired (b={_fmt(b)} <= theta_DG={_fmt(theta_dg)})" + (", audit passed" if audit else "")
+                audited = ", audit passed" if audit else ""
+                basis[idx] = f"DG fired (b={_fmt(b)} <= theta_DG={_fmt(theta_dg)}){audited}"
                 eligible.append(idx)
         elif config.reject_margin is not None and b - theta_dg > config.reject_margin:
             rec.update(
                 action="reject",
-                reason=f"b={_fmt(b)} exceeds theta_DG={_fmt(theta_dg)} by more than reject_margin={_fmt(config.reject_margin)}",
+                reason=(
+                    f"b={_fmt(b)} exceeds theta_DG={_fmt(theta_dg)} "
+                    f"by more than reject_margin={_fmt(config.reject_margin)}"
+                ),
             )
         elif gates.ag:
             rec.update(
                 action="hold",
-                reason=f"AG fired (g0={_fmt(g0)} > theta_AG={_fmt(theta_ag)}): ambiguous; multi-hop b={_fmt(b)} > theta_DG={_fmt(theta_dg)}",
+                reason=(
+                    f"AG fired (g0={_fmt(g0)} > theta_AG={_fmt(theta_ag)}): ambiguous; "
+                    f"multi-hop b={_fmt(b)} > theta_DG={_fmt(theta_dg)}"
+                ),
             )
         else:
             rec.update(action="hold", reason=f"no gate fired: b={_fmt(b)} > theta_DG={_fmt(theta_dg)}")
@@ -632,6 +675,8 @@ def decide_round(
 
     # State updates after the round, in key order (order-independent).
     for key, g0, b, gauge in sorted(samples, key=lambda s: s[0]):
+        if not state.first_feed(key, config.calibration_memory):
+            continue  # a held candidate re-evaluated: one frame per candidate
         state.thresholds.update(g0=g0, b=b)
         if config.lam is None and state.lam is None:
             for h in gauge.hops[1:]:

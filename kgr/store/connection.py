@@ -20,7 +20,10 @@ from typing import Any, TypeVar
 
 import neo4j
 from neo4j import GraphDatabase, RoutingControl
-from neo4j.exceptions import AuthError, ClientError, DatabaseUnavailable, ServiceUnavailable, SessionExpired
+import tenacity
+from neo4j.exceptions import (
+    AuthError, ClientError, DatabaseUnavailable, ServiceUnavailable, SessionExpired, TransientError,
+)
 from pydantic import BaseModel, ConfigDict
 
 from kgr.errors import KgrNeo4jUnavailable
@@ -139,13 +142,21 @@ class Graph:
         """
         text = render(template, **identifiers)
         statements = [s.strip() for s in text.split(";\n") if _has_code(s)]
+        # auto-commit transactions are not retried by the driver: retry transient errors here
+        # (every statement kgr runs this way is idempotent)
+        run = tenacity.retry(retry=tenacity.retry_if_exception_type(TransientError), reraise=True,
+                             stop=tenacity.stop_after_attempt(5),
+                             wait=tenacity.wait_exponential(multiplier=0.2, max=3))(self._run_auto)
         try:
-            with self.driver.session(database=self.database) as session:
-                for stmt in statements:
-                    session.run(stmt, params or {}).consume()
+            for stmt in statements:
+                run(stmt, params or {})
         except _GONE as exc:
             raise _unavailable(exc, self.uri) from exc
         return len(statements)
+
+    def _run_auto(self, statement: str, params: dict[str, Any]) -> None:
+        with self.driver.session(database=self.database) as session:
+            session.run(statement, params).consume()
 
     def ping(self) -> None:
         """Raise :class:`KgrNeo4jUnavailable` unless the database answers."""

@@ -15,12 +15,10 @@ and all its inputs (:func:`kgr.store.promotion.apply_decisions`).
 - functional relations: how many different objects the subject already has for ``r``;
 - self loops.
 
-**New components.** The gauge judges an edge by the structure around it. A candidate whose two
-endpoints are both absent from the promoted graph has none: its hop-0 cost is always
-(2·c_node + c_edge)/(c_node + c_edge) = 1.5 > θ_AG, so AG would hold it forever (and an empty
-graph could never start). Such candidates — and only when AG held them — are decided on evidence
-alone: promoted when votes ≥ quorum and R_contr = 0, with that reason recorded. Every later edge
-that touches them is gauged as usual.
+**No structure yet.** A candidate whose h-ball holds no promoted edge has nothing for the gauge to
+judge (its hop-0 cost is (2·c_node + c_edge)/(c_node + c_edge) = 1.5 > θ_AG whatever happens), so
+the decision core accepts it on votes and constraints alone and says so in the reason
+(``PromotionConfig.bootstrap_context_edges``); every later edge that touches it is gauged as usual.
 
 **Grace-period audit.** After a round is written, its promotions are checked on the new graph:
 no two current edges of a functional relation may leave the same subject. A round that breaks this
@@ -139,16 +137,8 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
         r = by_key[d.key]
         inputs = json.loads(d.model_dump_json())
         inputs.pop("key", None)
-        action, reason = d.action, d.reason
-        new_component = d.subject not in G and d.object not in G
-        if (action == "hold" and new_component and d.gates is not None and d.gates.ag
-                and d.votes >= cfg.quorum and d.r_contr == 0):
-            action = "promote"
-            reason = (f"new component (no promoted structure around it): accepted on votes {d.votes} >= quorum "
-                      f"{cfg.quorum} and R_contr 0; gauge said: {d.reason}")
-        inputs["new_component"] = new_component
         decisions.append(EdgeDecision(key=d.key, subject_key=r["subject_key"], object_key=r["object_key"],
-                                      action=action, reason=reason, inputs=inputs))
+                                      action=d.action, reason=d.reason, inputs=inputs))
     t0 = time.perf_counter()
     summary = apply_decisions(graph, decisions, note="gedig policy")
     graph.write("policy_state_write", {"state": state.model_dump_json()})

@@ -42,7 +42,8 @@ def test_audit_jitter_rejects_thin_margins_and_keeps_wide_ones(square):
     assert not thin.passed and thin.margin > 0 and thin.min_margin < 0
     assert wide.passed and wide.min_margin > 0.15
     # Seeded: the same seed gives the same verdict and numbers, another seed other numbers.
-    assert stability_audit(square, theta_dg=square.b + 0.05, seed=3) == stability_audit(square, theta_dg=square.b + 0.05, seed=3)
+    theta = square.b + 0.05
+    assert stability_audit(square, theta_dg=theta, seed=3) == stability_audit(square, theta_dg=theta, seed=3)
     assert stability_audit(square, theta_dg=square.b + 0.05, seed=3).min_margin != stability_audit(
         square, theta_dg=square.b + 0.05, seed=4
     ).min_margin

@@ -290,3 +290,24 @@ def test_latency_on_a_100k_edge_graph():
         times.append(time.perf_counter() - t0)
     p50 = statistics.median(times[20:])  # skip warm-up of caches
     assert p50 <= 0.005, f"P50 {p50 * 1e3:.2f} ms"
+
+
+def test_each_candidate_feeds_calibration_once():
+    G = two_cliques()
+    cands = [cand("chord", "a1", "p"), cand("bridge", "a2", "b2")]
+    cfg = PromotionConfig()
+    state = PolicyState.initial(cfg)
+    decide_round(G, cands, cfg, state)
+    decide_round(G, cands, cfg, state)  # both re-evaluated (one may be held, one promoted again)
+    assert len(state.thresholds.b.values) == 2 and len(state.fed) == 2
+    every = PolicyState.initial(cfg)
+    cfg0 = cfg.model_copy(update={"calibration_memory": 0})
+    decide_round(G, cands, cfg0, every)
+    decide_round(G, cands, cfg0, every)
+    assert len(every.thresholds.b.values) == 4 and every.fed == []
+    # The memory is bounded: the oldest keys are forgotten first, and the state round-trips as JSON.
+    small = PolicyState.initial(cfg)
+    assert [small.first_feed(k, 2) for k in ["x", "y", "x", "z", "x"]] == [True, True, False, True, True]
+    assert len(small.fed) == 2
+    again = PolicyState.model_validate_json(small.model_dump_json())
+    assert again.first_feed("x", 2) is False and again.first_feed("y", 2) is True
