@@ -60,7 +60,7 @@ def build_case(seed: int = 7) -> tuple[str, dict[str, Any], dict[str, list[str]]
         sentences.append(f"At {org}, {p} collaborated closely with {other} on several projects.")
         knows.append((p, other))
         sentences.extend(rng.sample(FILLER, 2))
-        if i % 3 == 0:
+        if i % 4 != 3:
             sentences.append(rng.choice(FILLER))
     for i, org in enumerate(ORGS):
         place = PLACES[(i + 5) % len(PLACES)]

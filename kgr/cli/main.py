@@ -29,7 +29,7 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
     app.add_typer(_sub.app, name=_noun)
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
-for _module in ("kgr.cli.serve", "kgr.cli.browser"):
+for _module in ("kgr.cli.serve", "kgr.cli.browser", "kgr.cli.metrics"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
@@ -52,12 +52,14 @@ def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
 @app.command()
 @errors_to_exit
 def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], schema: SchemaOpt = None,
-          batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000, json_: JsonOpt = False) -> None:
+          batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000,
+          workers: Annotated[int, typer.Option(min=1, max=16, help="Concurrent writer lanes (by edge key).")] = 2,
+          json_: JsonOpt = False) -> None:
     """Stage a triple JSONL file as PENDING_REL votes (bad lines are reported and skipped)."""
     with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                              console=err, transient=True) as bar:
         task = bar.add_task("staging…")
-        rep = kg.stage_file(path, batch_size=batch_size,
+        rep = kg.stage_file(path, batch_size=batch_size, workers=workers,
                             on_batch=lambda r: bar.update(task, description=f"staging… {r.rows} rows, {r.new_votes} new votes"))
     for b in rep.bad_lines:
         err.print(f"{path}:{b.line}: skipped: {b.error}", markup=False)
@@ -129,11 +131,15 @@ def status(json_: JsonOpt = False) -> None:
 @app.command()
 @errors_to_exit
 def demo(json_: JsonOpt = False) -> None:
-    """Ingest examples/ with the offline rules extractor on the managed Neo4j and promote."""
+    """Ingest examples/ with the offline rules extractor, promote, and print the report and the Browser URL.
+
+    Uses NEO4J_URI when set, else the managed local Neo4j (started on first use). Safe to re-run:
+    a second run finds every chunk already processed and stages nothing new.
+    """
     from kgr.demo import run_demo
 
     report = run_demo(progress=not json_)
-    emit(report, json_, lambda r: out.print(r.render(), markup=False))
+    emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
 
 
 def main() -> None:  # pragma: no cover
@@ -145,9 +151,11 @@ def main() -> None:  # pragma: no cover
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .jsonl .pdf).")],
            schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
            extractor: Annotated[str, typer.Option(help="rules (offline, default) or llm.")] = "rules",
-           model: Annotated[str | None, typer.Option(help="litellm model name for --extractor llm.")] = None,
-           api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
-           concurrency: Annotated[int, typer.Option(min=1, max=256)] = 4,
+           model: Annotated[str | None, typer.Option(help="litellm model name for --extractor llm (e.g. openai/gpt-4o-mini).")] = None,
+           api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (the key comes from the provider's environment variable).")] = None,
+           timeout: Annotated[float, typer.Option(min=0.1, max=3600, help="Seconds per LLM request.")] = 60.0,
+           max_attempts: Annotated[int, typer.Option(min=1, max=20, help="LLM requests per call, retries included.")] = 4,
+           concurrency: Annotated[int, typer.Option(min=1, max=256, help="Chunks (LLM requests) in flight.")] = 4,
            chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
            chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
            max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Extraction rounds per chunk.")] = 3,
@@ -155,22 +163,37 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
            policy: Annotated[str, typer.Option(help="gedig or quorum.")] = "gedig",
            json_: JsonOpt = False) -> None:
-    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote."""
+    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
+
+    Resumable: chunks already processed are skipped, so re-run an interrupted job as it was.
+    Exit code 0 when every chunk was processed, 2 when some failed (they are listed; a re-run retries them).
+    """
+    from kgr.errors import KgrValidationError
     from kgr.ingest.chunking import ChunkingConfig
     from kgr.ingest.pipeline import IngestConfig, ingest as run_ingest
 
-    if policy not in ("gedig", "quorum") or extractor not in ("rules", "llm"):
-        from kgr.errors import KgrValidationError
-
-        raise KgrValidationError("expected --policy gedig|quorum and --extractor rules|llm", field="policy")
-    cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, concurrency=concurrency,  # type: ignore[arg-type]
+    if extractor not in ("rules", "llm"):
+        raise KgrValidationError(f"expected --extractor rules or llm, got {extractor!r}", field="extractor")
+    if policy not in ("gedig", "quorum"):
+        raise KgrValidationError(f"expected --policy gedig or quorum, got {policy!r}", field="policy")
+    cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, timeout=timeout,  # type: ignore[arg-type]
+                       max_attempts=max_attempts, concurrency=concurrency,
                        chunking=ChunkingConfig(size=chunk_size, overlap=min(chunk_overlap, chunk_size - 1)),
                        max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)  # type: ignore[arg-type]
     with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
                                              TimeElapsedColumn(), console=err, transient=True) as bar:
         kg.init()
-        tasks = {k: bar.add_task(k) for k in ("documents", "chunks", "llm_calls", "triples")}
-        report = run_ingest(kg.graph, paths, kg.schema, config=cfg,
-                            on_progress=lambda event, n: bar.advance(tasks[event], n),
+        tasks: dict[str, object] = {}
+
+        def progress(event: str, n: int) -> None:
+            if event not in tasks:
+                tasks[event] = bar.add_task(event.replace("_", " "))
+            bar.advance(tasks[event], n)  # type: ignore[arg-type]
+
+        report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
                             promote=lambda: kg.promote(policy=policy))
-    emit(report, json_, lambda r: out.print(r.render(), markup=False))
+    emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
+    if report.chunks_failed:
+        err.print(f"Error: {len(report.chunks_failed)} chunk(s) failed (listed in the report); "
+                  "re-run the same command to retry them", markup=False, soft_wrap=True)
+        raise typer.Exit(2)

@@ -406,7 +406,12 @@ Severity = Literal["high", "medium", "low"]
 
 
 class FeedbackEntry(BaseModel):
-    """One earlier round's feedback: its score and the issues it raised (all optional)."""
+    """One earlier round's feedback (all optional).
+
+    ``issues`` feed the recurring-problem analysis; ``iteration``, ``quality_score`` and
+    ``recommendations`` are accepted for the caller's bookkeeping (progress is measured by
+    re-scoring the extraction history, not by trusting reported scores).
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

@@ -161,6 +161,8 @@ def _is_word(tok: str) -> bool:
 def _count_technical(words: list[str]) -> int:
     n = 0
     for w in words:
+        if len(w) == 1:  # one character (incl. CJK) is never a technical term
+            continue
         if w.islower() and w.isalpha():  # the common case, decided by C string methods
             n += len(w) >= 13 and not has_cjk(w)
         elif _is_technical(w):
@@ -298,42 +300,41 @@ def _mentions(text: str, words: list[re.Match[str]], first_words: set[int]) -> l
     def flush() -> None:
         # a leading function word is dropped only when it stands apart ("The Hague" -> "Hague",
         # but "AT&T" and "I.B.M." stay whole)
-        while run and run[0].group(0).casefold() in MENTION_STOPWORDS and (
-            len(run) == 1 or text[run[0].end() : run[1].start()] == " "
+        i = 0
+        while i < len(run) and run[i].group(0).casefold() in MENTION_STOPWORDS and (
+            i == len(run) - 1 or text[run[i].end() : run[i + 1].start()] == " "
         ):
-            run.pop(0)
-        if run:
-            out.append(text[run[0].start() : run[-1].end()])
+            i += 1
+        if i < len(run):
+            out.append(text[run[i].start() : run[-1].end()])
         run.clear()
 
     prev_end = -1
     for m in words:
         w = m.group(0)
-        if len(w) == 1 and has_cjk(w):  # CJK characters are one-character tokens
-            flush()
-            prev_end = -1
-            continue
-        if _YEAR_RE.match(w):
-            flush()
-            out.append(w)
-            prev_end = -1
-            continue
-        if w[0].isupper():
+        c = w[0]
+        if c.isupper():
             gap = text[prev_end : m.start()] if prev_end >= 0 else None
             joined = gap is not None and (
                 gap == " "
-                or (0 < len(gap) <= 2 and all(c in ".-&'\u2019" for c in gap))
+                or (0 < len(gap) <= 2 and all(ch in ".-&'\u2019" for ch in gap))
                 or (gap == ". " and run and run[-1].group(0).casefold() in _TITLES)
             )
-            if not (run and joined and m.start() not in first_words):
+            if run and not (joined and m.start() not in first_words):
                 flush()
             run.append(m)
             prev_end = m.end()
-        else:
+        elif c.isdigit() and len(w) == 4 and _YEAR_RE.match(w):
+            if run:
+                flush()
+            out.append(w)
+            prev_end = -1
+        else:  # lower-case words, numbers, CJK characters (no case) end a run
             if run:
                 flush()
             prev_end = -1
-    flush()
+    if run:
+        flush()
     return out
 
 

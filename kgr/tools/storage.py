@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,6 +47,7 @@ from pydantic import ValidationError
 from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG, RelationPair
+from kgr.model.schema import KGSchema
 from kgr.model.tools import (
     DatabaseConfig,
     DuplicatesDetected,
@@ -109,6 +111,151 @@ def _rate(n: int, seconds: float) -> float:
     return round(n / seconds, 2) if seconds > 0 else 0.0
 
 
+@dataclass
+class _Plan:
+    """What the input asks to store, after validation (nothing written yet)."""
+
+    total_entities: int = 0
+    total_relations: int = 0
+    entity_rows: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # key -> (type, given, stored name)
+    entity_failed: list[str] = field(default_factory=list)
+    entity_repeats: int = 0
+    assertions: list[TripleAssertion] = field(default_factory=list)
+    relation_failed: list[str] = field(default_factory=list)
+    relation_repeats: int = 0
+
+
+@dataclass
+class _Phase:
+    """What one phase wrote: batches committed in order until the first failure."""
+
+    committed: int = 0  # rows of committed batches
+    new: int = 0  # new entities / new votes
+    repeated: int = 0  # repeated votes
+    new_entities: int = 0
+    kept: list[TripleAssertion] = field(default_factory=list)  # committed, not rejected
+    rejected: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _plan(kg: ExtractedKG, schema: KGSchema | None, source: str) -> _Plan:
+    plan = _Plan(total_entities=kg.entity_count, total_relations=kg.relation_count)
+    closed = schema is not None and not schema.is_open
+    invalid: set[tuple[str, str]] = set()
+    for etype, names in kg.entities.items():
+        for name in names:
+            try:
+                if closed and not schema.has_entity_type(etype):  # type: ignore[union-attr]
+                    raise KgrValidationError(f"entity type {etype} is not in the KG schema")
+                stored_name = schema.resolve_name(etype, name) if schema is not None else name
+                key = entity_key(etype, stored_name)
+            except KgrValidationError as exc:
+                plan.entity_failed.append(f"{etype} '{name}': {exc}")
+                invalid.add((etype, name))
+                continue
+            if key in plan.entity_rows:
+                plan.entity_repeats += 1
+            else:
+                plan.entity_rows[key] = (etype, name, stored_name)
+
+    index = EntityIndex(kg)
+    seen: set[str] = set()
+    for rtype, pairs in kg.relations.items():
+        for p in pairs:
+            ends: list[tuple[str, str]] = []
+            problems: list[str] = []
+            for role, name in (("subject", p.subject), ("object", p.object)):
+                hits = index.lookup(name)
+                types = sorted({t for t, _ in hits})
+                if not hits:
+                    problems.append(f"{role} '{name}' is not among the entities")
+                elif len(types) > 1:
+                    problems.append(f"{role} '{name}' is listed under several types ({', '.join(types)})")
+                elif hits[0] in invalid:
+                    problems.append(f"{role} '{name}' failed validation")
+                else:
+                    ends.append(hits[0])
+            if closed and not schema.has_relation_type(rtype):  # type: ignore[union-attr]
+                problems.append(f"relation type {rtype} is not in the KG schema")
+            label = f"{rtype}('{p.subject}', '{p.object}')"
+            if problems:
+                plan.relation_failed.append(f"{label}: {'; '.join(problems)}")
+                continue
+            (s_type, s_name), (o_type, o_name) = ends
+            try:
+                a = TripleAssertion(subject=s_name, subject_type=s_type, relation=rtype, object=o_name,
+                                    object_type=o_type, source=source)
+            except ValidationError as exc:
+                plan.relation_failed.append(f"{label}: {KgrValidationError.from_pydantic(exc)}")
+                continue
+            if a.key in seen:
+                plan.relation_repeats += 1
+                continue
+            seen.add(a.key)
+            plan.assertions.append(a)
+    return plan
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _stage_entities(graph: Any, rows: list[tuple[str, str, str]], schema: KGSchema | None, batch: int,
+                    *, nothing_written_yet: bool) -> _Phase:
+    phase = _Phase()
+    started = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        chunk = rows[i : i + batch]
+        try:
+            rep = stage(graph, [], schema=schema, entities=[(t, n) for t, n, _ in chunk], batch_size=batch)
+        except _db_errors() as exc:
+            if nothing_written_yet and phase.committed == 0:
+                raise
+            phase.error = _one_line(exc)
+            break
+        phase.new += rep.new_entities
+        phase.committed += len(chunk)
+    phase.seconds = time.perf_counter() - started
+    return phase
+
+
+def _stage_relations(graph: Any, assertions: list[TripleAssertion], schema: KGSchema | None, batch: int,
+                     *, nothing_written_yet: bool) -> _Phase:
+    phase = _Phase()
+    started = time.perf_counter()
+    for i in range(0, len(assertions), batch):
+        chunk = assertions[i : i + batch]
+        try:
+            rep = stage(graph, chunk, schema=schema, batch_size=batch)
+        except _db_errors() as exc:
+            if nothing_written_yet and phase.committed == 0:
+                raise
+            phase.error = _one_line(exc)
+            break
+        except KgrError as exc:  # a check the store makes beyond ours: this batch and the rest fail
+            phase.error = str(exc)
+            break
+        reasons = {r.index: r.reason for r in rep.rejected}
+        for j, a in enumerate(chunk):
+            if j in reasons:
+                phase.rejected.append(f"{a.relation}('{a.subject}', '{a.object}'): {reasons[j]}")
+            else:
+                phase.kept.append(a)
+        phase.new += rep.new_votes
+        phase.repeated += rep.repeated_votes
+        phase.new_entities += rep.new_entities
+        phase.committed += len(chunk)
+    phase.seconds = time.perf_counter() - started
+    return phase
+
+
+def _listed(what: str, items: list[str]) -> str:
+    more = " ..." if len(items) > _MAX_LISTED else ""
+    return f"{len(items)} {what} not stored: " + "; ".join(items[:_MAX_LISTED]) + more
+
+
 @tool(read_only=False, destructive=False, idempotent=True, needs_graph=True)
 def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStorageOutput:
     """Call after query_entity_disambiguation, with its final_kg: stores the entities and relations in Neo4j through the staging area (entities as nodes, each relation as one vote of the source on a pending edge; nothing is promoted directly) and reports per-kind status codes (0 success, -1 failure), stored/skipped/failed counts, duplicates, timings, throughput, warnings, and final_kg: exactly what was stored. Storing the same KG again from the same source adds nothing.
@@ -118,13 +265,10 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
     graph = context.graph
     if graph is None:
         raise KgrNeo4jUnavailable("query_kg_storage needs a Neo4j connection (ToolContext.graph)")
-    kg = params.extracted_kg
-    schema = context.schema
-    closed = schema is not None and not schema.is_open
+    kg, schema = params.extracted_kg, context.schema
     batch = max(1, context.batch_size)
     warnings: list[str] = []
     recs: list[str] = []
-    db_errors = _db_errors()
 
     if context.source:
         source = context.source
@@ -138,157 +282,44 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
                         "the same KG again adds no votes.")
 
     started = time.perf_counter()
-    # -- validate entities ---------------------------------------------------------------------
-    total_e = sum(len(v) for v in kg.entities.values())
-    ent_failed: list[str] = []
-    bad_entity: set[tuple[str, str]] = set()
-    ent_rows: dict[str, tuple[str, str, str]] = {}  # key -> (type, name as given, name as stored)
-    ent_dups = 0
-    for etype, names in kg.entities.items():
-        for name in names:
-            try:
-                if closed and not schema.has_entity_type(etype):  # type: ignore[union-attr]
-                    raise KgrValidationError(f"entity type {etype} is not in the KG schema")
-                stored_name = schema.resolve_name(etype, name) if schema is not None else name
-                key = entity_key(etype, stored_name)
-            except KgrValidationError as exc:
-                ent_failed.append(f"{etype} '{name}': {exc}")
-                bad_entity.add((etype, name))
-                continue
-            if key in ent_rows:
-                ent_dups += 1
-            else:
-                ent_rows[key] = (etype, name, stored_name)
-
-    # -- validate relations --------------------------------------------------------------------
-    index = EntityIndex(kg)
-    total_r = sum(len(v) for v in kg.relations.values())
-    rel_failed: list[str] = []
-    assertions: list[TripleAssertion] = []
-    rel_dups = 0
-    seen_keys: set[str] = set()
-    for rtype, pairs in kg.relations.items():
-        for p in pairs:
-            label = f"{rtype}('{p.subject}', '{p.object}')"
-            ends = []
-            for role, name in (("subject", p.subject), ("object", p.object)):
-                hits = index.lookup(name)
-                types = sorted({t for t, _ in hits})
-                if not hits:
-                    ends.append(f"{role} '{name}' is not among the entities")
-                elif len(types) > 1:
-                    ends.append(f"{role} '{name}' is listed under several types ({', '.join(types)})")
-                elif (hits[0][0], hits[0][1]) in bad_entity:
-                    ends.append(f"{role} '{name}' failed validation")
-                else:
-                    ends.append(hits[0])  # type: ignore[arg-type]
-            problems = [e for e in ends if isinstance(e, str)]
-            if closed and not schema.has_relation_type(rtype):  # type: ignore[union-attr]
-                problems.append(f"relation type {rtype} is not in the KG schema")
-            if problems:
-                rel_failed.append(f"{label}: {'; '.join(problems)}")
-                continue
-            (s_type, s_name), (o_type, o_name) = ends  # type: ignore[misc]
-            try:
-                a = TripleAssertion(subject=s_name, subject_type=s_type, relation=rtype, object=o_name,
-                                    object_type=o_type, source=source)
-            except (ValidationError, KgrValidationError) as exc:
-                msg = str(KgrValidationError.from_pydantic(exc)) if isinstance(exc, ValidationError) else str(exc)
-                rel_failed.append(f"{label}: {msg}")
-                continue
-            if a.key in seen_keys:
-                rel_dups += 1
-                continue
-            seen_keys.add(a.key)
-            assertions.append(a)
-
-    # -- entities phase ------------------------------------------------------------------------
-    rows = list(ent_rows.values())
-    e_new = 0
-    e_committed = 0
-    e_error: str | None = None
-    t_e = time.perf_counter()
-    for i in range(0, len(rows), batch):
-        chunk = rows[i : i + batch]
-        try:
-            rep = stage(graph, [], schema=schema, entities=[(t, n) for t, n, _ in chunk], batch_size=batch)
-        except db_errors as exc:
-            if e_committed == 0:
-                raise
-            e_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-            break
-        e_new += rep.new_entities
-        e_committed += len(chunk)
-    entities_time = time.perf_counter() - t_e
-
-    # -- relations phase -----------------------------------------------------------------------
-    r_new = r_repeat = r_committed = 0
-    committed: list[TripleAssertion] = []
-    r_error: str | None = None
-    t_r = time.perf_counter()
-    if e_error is None:
-        for i in range(0, len(assertions), batch):
-            chunk = assertions[i : i + batch]
-            try:
-                rep = stage(graph, chunk, schema=schema, batch_size=batch)
-            except db_errors as exc:
-                if e_committed == 0 and r_committed == 0:
-                    raise
-                r_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                break
-            except KgrError as exc:  # a validation the store does beyond ours: report the chunk as failed
-                r_error = str(exc)
-                break
-            rejected = {r.index for r in rep.rejected}
-            for j, a in enumerate(chunk):
-                if j in rejected:
-                    rel_failed.append(f"{a.relation}('{a.subject}', '{a.object}'): "
-                                      f"{next(r.reason for r in rep.rejected if r.index == j)}")
-                else:
-                    committed.append(a)
-            r_new += rep.new_votes
-            r_repeat += rep.repeated_votes
-            r_committed += len(chunk)
-            e_new += rep.new_entities
+    plan = _plan(kg, schema, source)
+    rows = list(plan.entity_rows.values())
+    ents = _stage_entities(graph, rows, schema, batch, nothing_written_yet=True)
+    if ents.error is None:
+        rels = _stage_relations(graph, plan.assertions, schema, batch, nothing_written_yet=ents.committed == 0)
     else:
-        r_error = "not attempted: the entity phase failed"
-    relations_time = time.perf_counter() - t_r
+        rels = _Phase(error="not attempted: the entity phase failed")
     total_time = time.perf_counter() - started
 
-    # -- report --------------------------------------------------------------------------------
-    e_uncommitted = len(rows) - e_committed
-    e_failed = len(ent_failed) + e_uncommitted
-    e_skipped = ent_dups + (e_committed - min(e_new, e_committed))
-    e_stored = total_e - e_failed - e_skipped
-    r_uncommitted = len(assertions) - r_committed
-    r_failed = len(rel_failed) + r_uncommitted
-    r_stored = r_new
-    r_skipped = total_r - r_failed - r_stored
+    # every input item is exactly one of stored / skipped / failed
+    existing = ents.committed - min(ents.new + rels.new_entities, ents.committed)
+    e_failed = len(plan.entity_failed) + len(rows) - ents.committed
+    e_skipped = plan.entity_repeats + existing
+    e_stored = plan.total_entities - e_failed - e_skipped
+    rel_failed = [*plan.relation_failed, *rels.rejected]
+    r_failed = len(rel_failed) + len(plan.assertions) - rels.committed
+    r_stored = rels.new
+    r_skipped = plan.total_relations - r_failed - r_stored
 
-    if e_error:
-        warnings.append(f"Entity storage stopped after {e_committed} of {len(rows)} entities: {e_error}.")
-    if r_error and e_error is None:
-        warnings.append(f"Relation storage stopped after {r_committed} of {len(assertions)} relations: {r_error}.")
-    if ent_failed:
-        warnings.append(f"{len(ent_failed)} entities not stored: " + "; ".join(ent_failed[:_MAX_LISTED]) + (
-            " ..." if len(ent_failed) > _MAX_LISTED else ""))
+    if ents.error:
+        warnings.append(f"Entity storage stopped after {ents.committed} of {len(rows)} entities: {ents.error}.")
+    elif rels.error:
+        warnings.append(f"Relation storage stopped after {rels.committed} of {len(plan.assertions)} relations: "
+                        f"{rels.error}.")
+    if plan.entity_failed:
+        warnings.append(_listed("entities", plan.entity_failed))
     if rel_failed:
-        warnings.append(f"{len(rel_failed)} relations not stored: " + "; ".join(rel_failed[:_MAX_LISTED]) + (
-            " ..." if len(rel_failed) > _MAX_LISTED else ""))
-    existing = e_committed - min(e_new, e_committed)
+        warnings.append(_listed("relations", rel_failed))
     if existing:
         warnings.append(f"{existing} entities already existed in the database (aliases updated).")
-    if r_repeat:
-        warnings.append(f"{r_repeat} relations were already voted for by source '{source}': no new votes.")
+    if rels.repeated:
+        warnings.append(f"{rels.repeated} relations were already voted for by source '{source}': no new votes.")
 
-    stored_entities = set(list(ent_rows)[:e_committed])
     final_entities: dict[str, list[str]] = {}
-    for key in ent_rows:
-        if key in stored_entities:
-            etype, _, stored_name = ent_rows[key]
-            final_entities.setdefault(etype, []).append(stored_name)
+    for etype, _, stored_name in rows[: ents.committed]:
+        final_entities.setdefault(etype, []).append(stored_name)
     final_relations: dict[str, list[RelationPair]] = {}
-    for a in committed:
+    for a in rels.kept:
         s_name = schema.resolve_name(a.subject_type, a.subject) if schema is not None else a.subject
         o_name = schema.resolve_name(a.object_type, a.object) if schema is not None else a.object
         final_relations.setdefault(a.relation, []).append(RelationPair(subject=s_name, object=o_name))
@@ -298,28 +329,27 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
                     "facts once they have enough votes.")
     if any("is not among the entities" in f for f in rel_failed):
         recs.append("Add the missing relation endpoints to entities and store again.")
-    if any("not in the KG schema" in f for f in [*ent_failed, *rel_failed]):
+    if any("not in the KG schema" in f for f in [*plan.entity_failed, *rel_failed]):
         recs.append("Map the rejected types to KG schema types, or add them to the schema.")
-    if e_error or r_error:
+    if ents.error or rels.error:
         recs.append("Store again once the database is reachable: staging is idempotent, votes already cast are not "
                     "counted twice.")
-    if total_e + total_r and e_stored == 0 and r_stored == 0 and e_failed == 0 and r_failed == 0:
+    if plan.total_entities + plan.total_relations and not (e_stored or r_stored or e_failed or r_failed):
         recs.append("Nothing new was stored: this source had already stored all of it.")
 
     return KGStorageOutput(
         storage_status=StorageStatus(
             overall_success=e_failed == 0 and r_failed == 0,
-            entities_storage=_status("entities", e_stored, e_skipped, e_failed, e_error),
-            relations_storage=_status("relations", r_stored, r_skipped, r_failed, r_error),
+            entities_storage=_status("entities", e_stored, e_skipped, e_failed, ents.error),
+            relations_storage=_status("relations", r_stored, r_skipped, r_failed, rels.error),
         ),
         storage_details=StorageDetails(
-            total_entities=total_e,
-            total_relations=total_r,
+            total_entities=plan.total_entities,
+            total_relations=plan.total_relations,
             entity_types_processed=list(final_entities),
             relation_types_processed=list(final_relations),
             duplicates_detected=DuplicatesDetected(entity_duplicates=e_skipped, relation_duplicates=r_skipped),
-            processing_time=ProcessingTime(entities_time=round(entities_time, 4),
-                                           relations_time=round(relations_time, 4),
+            processing_time=ProcessingTime(entities_time=round(ents.seconds, 4), relations_time=round(rels.seconds, 4),
                                            total_time=round(total_time, 4)),
         ),
         final_kg=ExtractedKG(entities=final_entities, relations=final_relations),
@@ -328,12 +358,11 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
             database_config=DatabaseConfig(host=_host(getattr(graph, "uri", "")),
                                            database=str(getattr(graph, "database", "neo4j"))),
             performance_metrics=PerformanceMetrics(
-                entities_per_second=_rate(total_e, entities_time),
-                relations_per_second=_rate(total_r, relations_time),
-                overall_throughput=_rate(total_e + total_r, total_time),
+                entities_per_second=_rate(plan.total_entities, ents.seconds),
+                relations_per_second=_rate(plan.total_relations, rels.seconds),
+                overall_throughput=_rate(plan.total_entities + plan.total_relations, total_time),
             ),
         ),
         warnings=warnings,
         recommendations=recs,
     )
-
