@@ -102,7 +102,7 @@ def _print_explanation(row: dict) -> None:
 @app.command()
 @errors_to_exit
 def age(xi: Annotated[float, typer.Option(min=0, help="Decay rate of pending edges, 1/day.")] = 0.1,
-        ttl_days: Annotated[float, typer.Option(min=0.0001, help="Days without a new vote before expiry.")] = 30.0,
+        ttl_days: Annotated[float, typer.Option(min=1e-9, help="Days without a new vote before expiry.")] = 30.0,
         json_: JsonOpt = False) -> None:
     """Decay pending edges (w = c·exp(−ξ·age)) and expire those past the TTL, recording why."""
     from kgr.store.aging import AgingConfig

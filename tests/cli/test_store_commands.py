@@ -1,0 +1,110 @@
+"""The store commands through the real CLI (typer's CliRunner) against the real Neo4j."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from kgr.cli.main import app
+from kgr.store.export import load_laplacian
+
+pytestmark = pytest.mark.neo4j
+
+
+@pytest.fixture
+def kgr(graph, neo4j_settings, monkeypatch):
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    runner = CliRunner()
+
+    def run(*args: str, code: int = 0):
+        res = runner.invoke(app, list(args))
+        assert res.exit_code == code, (res.stdout, res.stderr)
+        return res
+
+    return run
+
+
+def line(s, o, src, r="KNOWS", st="Person", ot="Person"):
+    return json.dumps({"subject": s, "subject_type": st, "relation": r, "object": o, "object_type": ot,
+                       "source": src})
+
+
+def test_stage_reports_bad_lines_and_keeps_good_ones(kgr, tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join([
+        line("a", "b", "s1"),
+        "{not json",
+        json.dumps({"subject": "a", "relation": "KNOWS"}),
+        line("a", "b", "s2"),
+        line("x", "y", "s1", st="Bad Type"),
+        "",
+        line("b", "c", "s1"),
+    ]) + "\n")
+    res = kgr("stage", str(f), "--json")
+    data = json.loads(res.stdout)
+    assert (data["new_votes"], data["new_edges"]) == (3, 2)
+    assert [b["line"] for b in data["bad_lines"]] == [2, 3, 5]
+    assert f"{f}:2: skipped: malformed JSON" in res.stderr and f"{f}:5: skipped" in res.stderr
+    again = json.loads(kgr("stage", str(f), "--json").stdout)
+    assert again["new_votes"] == 0 and again["repeated_votes"] == 3
+
+
+def test_missing_file_is_one_line_error(kgr, tmp_path):
+    res = kgr("stage", str(tmp_path / "nope.jsonl"), code=1)
+    assert res.stderr.strip() == f"Error: path: no such file: {tmp_path / 'nope.jsonl'}"
+
+
+def test_promote_snapshot_diff_rollback_export(kgr, tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(line(f"p{i}", f"p{i + 1}", s) for i in range(4) for s in ("s1", "s2")) + "\n")
+    kgr("stage", str(f))
+    s = json.loads(kgr("promote", "--policy", "quorum", "--json").stdout)
+    assert s["promoted"] == 4 and s["version"] == 1
+    snap = json.loads(kgr("snapshot", "create", "first", "--json").stdout)
+    assert snap["edges"] == 4 and snap["version"] == 1
+
+    g = tmp_path / "more.jsonl"
+    g.write_text("\n".join(line("q0", "q1", s) for s in ("s1", "s2")) + "\n" + line("lonely", "x", "s1") + "\n")
+    kgr("stage", str(g))
+    kgr("promote", "--policy", "quorum")
+    d = json.loads(kgr("snapshot", "diff", "first", "--json").stdout)
+    assert [(e["subject"], e["object"]) for e in d["added"]] == [("q0", "q1")] and d["removed"] == []
+    assert "+ (q0:Person) -[KNOWS]-> (q1:Person)" in kgr("snapshot", "diff", "first").stdout
+
+    promoted = [json.loads(x) for x in kgr("export", "jsonl").stdout.splitlines()]
+    assert len(promoted) == 5 and {p["status"] for p in promoted} == {"promoted"}
+    assert all(p["votes"] == 2 and set(p["source"].split(",")) == {"s1", "s2"} for p in promoted)
+    pending = [json.loads(x) for x in kgr("export", "jsonl", "--pending", "--status", "held").stdout.splitlines()]
+    assert [(p["subject"], p["votes"], p["status"]) for p in pending] == [("lonely", 1, "held")]
+
+    rb = json.loads(kgr("snapshot", "rollback", "first", "--json").stdout)
+    assert (rb["retired"], rb["restored"]) == (1, 0) and rb["hash"] == snap["hash"]
+    assert len(kgr("export", "jsonl").stdout.splitlines()) == 4
+    names = [x["name"] for x in json.loads(kgr("snapshot", "list", "--json").stdout)]
+    assert names == ["first"]
+    assert kgr("snapshot", "rollback", "nope", code=1).stderr.startswith("Error: no snapshot named 'nope'")
+
+    out = tmp_path / "g.npz"
+    lap = json.loads(kgr("export", "laplacian", "--out", str(out), "--json").stdout)
+    assert (lap["nodes"], lap["edges"]) == (5, 4)  # the path p0..p4
+    L, nodes = load_laplacian(out)
+    assert sorted(nodes) == [f"Person:p{i}" for i in range(5)]
+    assert np.allclose(L.toarray().sum(axis=1), 0) and sorted(L.diagonal()) == [1, 1, 2, 2, 2]
+
+
+def test_status_init_and_age(kgr, tmp_path):
+    first = json.loads(kgr("init", "--json").stdout)
+    assert json.loads(kgr("init", "--json").stdout) == first  # idempotent
+    f = tmp_path / "t.jsonl"
+    f.write_text(line("a", "b", "s1") + "\n")
+    kgr("stage", str(f))
+    st = json.loads(kgr("status", "--json").stdout)
+    assert (st["entities"], st["votes"], st["pending_by_status"]) == (2, 1, {"pending": 1})
+    # a fresh vote is not expired by a 30-day TTL; a tiny TTL expires it, with a recorded reason
+    assert json.loads(kgr("age", "--json").stdout)["expired"] == 0
+    assert json.loads(kgr("age", "--ttl-days", "0.000001", "--json").stdout)["expired"] == 1
+    st = json.loads(kgr("status", "--json").stdout)
+    assert st["pending_by_status"] == {"expired": 1} and st["decisions"] == 1
