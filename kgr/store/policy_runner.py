@@ -3,7 +3,9 @@
 Reads the candidates (undecided PENDING_REL edges) and the promoted graph's undirected projection
 from Neo4j, derives each candidate's constraint values, calls the pure decision core
 (:func:`kgr.gauge.policy.decide_round`), and writes the round as one version with every decision
-and all its inputs (:func:`kgr.store.promotion.apply_decisions`).
+and all its inputs (:func:`kgr.store.promotion.apply_decisions`). An edge held again on the same
+votes as its last decision is counted but not recorded again, so rounds over a standing backlog
+do not pile up identical decisions.
 
 **Constraints** (``R_contr`` inputs), per candidate ``(s:T_s) -[r]-> (o:T_o)``:
 
@@ -133,8 +135,12 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
 
     by_key = {r["key"]: r for r in rows}
     decisions = []
+    unchanged = 0
     for d in round_.decisions:
         r = by_key[d.key]
+        if d.action == "hold" and r["status"] == "held" and r.get("decided_votes") == r["votes"]:
+            unchanged += 1  # held again on the same votes: nothing new to record
+            continue
         inputs = json.loads(d.model_dump_json())
         inputs.pop("key", None)
         decisions.append(EdgeDecision(key=d.key, subject_key=r["subject_key"], object_key=r["object_key"],
@@ -144,6 +150,8 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
     graph.write("policy_state_write", {"state": state.model_dump_json()})
     timings["write"] = time.perf_counter() - t0
 
+    summary.held += unchanged
+    summary.candidates = len(rows)
     conflicts = _functional_conflicts(graph, schema) if summary.promoted else []
     if conflicts:
         rollback(graph, summary.version - 1, reason="grace-period audit failed: " + "; ".join(conflicts[:3]))

@@ -46,7 +46,8 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, kind: st
         ends = {d.key: {"s_key": d.subject_key, "o_key": d.object_key} for d in decisions}
         promote = [{"key": r["key"], **ends[r["key"]], "reason": r["reason"], "decision": r["id"]}
                    for r in rows if r["action"] == "promote"]
-        others = [{"key": d.key, **ends[d.key], "status": _STATUS[d.action], "reason": d.reason}
+        others = [{"key": d.key, **ends[d.key], "status": _STATUS[d.action], "reason": d.reason,
+                   "votes": d.inputs.get("votes")}
                   for d in decisions if d.action in _STATUS]
         done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts}) if promote else []
         if others:

@@ -78,3 +78,17 @@ def test_functional_conflict_in_one_round_is_rolled_back(graph):
     assert summary.promoted == 2 and summary.rolled_back
     assert promoted_edges(graph) == []
     assert [v["kind"] for v in list_versions(graph)] == ["rollback", "promotion"]
+
+
+def test_repeated_rounds_do_not_pile_up_identical_holds(graph):
+    stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "a")], schema=SCHEMA)
+    first = run_round(graph, schema=SCHEMA)
+    second = run_round(graph, schema=SCHEMA)
+    assert (first.held, second.held, second.candidates) == (1, 1, 1)
+    count = graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"]
+    assert count == 1
+    # a new vote changes the evidence: the next round decides (and records) again
+    stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "b")], schema=SCHEMA)
+    third = run_round(graph, schema=SCHEMA)
+    assert third.promoted == 1
+    assert graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"] == 2
