@@ -1,11 +1,12 @@
-"""The Python API: one :class:`Engine` mirroring the command line.
+"""The Python API: one :class:`Engine` mirroring the command line::
 
->>> from kgr.engine import Engine                       # doctest: +SKIP
->>> with Engine.connect(schema="examples/schema.json") as kg:   # doctest: +SKIP
-...     kg.init()
-...     report = kg.stage_file("examples/triples.jsonl")
-...     summary = kg.promote()
-...     kg.snapshot("after-first-round")
+    from kgr.engine import Engine
+
+    with Engine.connect(schema="examples/schema.json") as kg:   # NEO4J_URI or the managed Neo4j
+        kg.init()
+        report = kg.stage_file("examples/triples.jsonl")
+        summary = kg.promote()
+        kg.snapshot("after-first-round")
 
 Every method returns a pydantic model (the same data ``--json`` prints).
 """

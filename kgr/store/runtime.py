@@ -527,9 +527,10 @@ class ManagedNeo4j:
 
     Examples
     --------
-    >>> neo = ManagedNeo4j(RuntimeConfig(bolt_port=17687, http_port=17474))  # doctest: +SKIP
-    >>> neo.start().bolt_uri  # doctest: +SKIP
-    'bolt://127.0.0.1:17687'
+    Starting a server (a real process, so not a doctest)::
+
+        neo = ManagedNeo4j(RuntimeConfig(bolt_port=17687, http_port=17474))
+        neo.start().bolt_uri   # 'bolt://127.0.0.1:17687'
     """
 
     def __init__(self, config: RuntimeConfig | None = None, *, console: Any = None, quiet: bool = False):
