@@ -29,13 +29,18 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
     app.add_typer(_sub.app, name=_noun)
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
-for _module in ("kgr.cli.serve", "kgr.cli.browser", "kgr.cli.metrics"):
+for _module in ("kgr.cli.serve", "kgr.cli.metrics"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
         continue
     app.registered_commands.extend(_sub.app.registered_commands)
     app.registered_groups.extend(_sub.app.registered_groups)
+
+from kgr.cli import browser as _browser  # noqa: E402
+
+app.add_typer(_browser.app, name="browser")
+app.command("browse")(_browser.browse)
 
 
 @app.command()
