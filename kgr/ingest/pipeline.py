@@ -5,39 +5,81 @@ Per chunk, following Agentic-KGR's protocol (Appendix A.4):
 1. **extract** with the configured extractor (rules or LLM);
 2. **density** (mandatory): while ``needs_more_extraction`` and rounds < ``max_rounds``,
    re-extract with the density tool's recommendations as guidance (results are merged);
-3. **coverage** and **quality**, then **iterative feedback**: continue (another guided round) or stop;
+3. **coverage** and **quality**, then **iterative feedback**: continue (another round, guided by
+   the coverage and feedback recommendations) or stop — ``max_rounds`` bounds all rounds together;
 4. **disambiguation** against Neo4j (its ``final_kg`` is what gets stored);
 5. **storage**: the chunk's relations are staged as votes whose source is the chunk id, in ONE
    transaction with the chunk's ``processed_at`` mark and its MENTIONS, so a chunk is processed
-   exactly when its votes are in the graph. Types outside the schema are staged as
-   ``(:SchemaProposal)`` votes; domain/range violations are left to the promotion policy.
+   exactly when its votes are in the graph.
 
-Then promotion rounds run every ``promote_every`` chunks and at the end.
+Then promotion rounds run every ``promote_every`` chunks and at the end (through the ``promote``
+callable the caller passes; the report carries each round's summary).
 
-Resumability: chunk ids are content hashes recorded in Neo4j; chunks already processed are
-skipped, so a killed job re-run finishes with the same graph as an uninterrupted one.
-Memory stays bounded: documents and chunks are streamed, and at most ``2 × concurrency`` chunks
-are in flight.
+What is staged
+--------------
+- Relations whose types and endpoint types fit the schema, as votes (one per chunk and edge).
+  **Symmetric** relations (``RelationTypeSpec.symmetric``) are staged with their endpoints in a
+  canonical order (the smaller entity key first, when the reversed triple also fits the domain and
+  range), so ``A–B`` and ``B–A`` are one pending edge and share votes.
+- Types outside the schema that the extractor proposes are staged as ``(:SchemaProposal)`` votes
+  (one per chunk), never silently dropped and never written as edges.
+- Everything else the extractor or the pipeline could not accept (a domain/range violation, an
+  endpoint of unknown type, a name with no letters) is **rejected**: counted in
+  ``rejected_items``, with the first :data:`MAX_LISTED` reasons in ``IngestReport.rejections``.
+
+Failures
+--------
+A chunk whose extraction fails (an LLM timeout or rate limit after the retries, output still
+invalid after the repair request: :class:`~kgr.errors.KgrExtractionError`) or whose tool input is
+invalid is reported in ``chunks_failed`` with its kind and reason, and is **not** marked processed,
+so a re-run retries it. The rest of the batch goes on. Neo4j becoming unavailable stops the job
+(:class:`~kgr.errors.KgrNeo4jUnavailable`); re-running it resumes. Any other exception is a bug and
+propagates.
+
+Concurrency and throughput
+--------------------------
+Chunks run as coroutines on a private event loop (one thread). An extractor with ``aextract``
+(the LLM extractor) is awaited on that loop, so ``concurrency`` LLM requests are in flight at once
+without a thread each; other extractors run in a thread pool. The analysis tools are CPU-only and
+run on the loop; disambiguation's Neo4j lookup runs in a small thread pool outside the concurrency
+limit, so LLM requests never wait on the database. Storage goes through **one writer** (``writers``)
+that commits the chunks ready at that moment together (at most ``commit_chunks`` per transaction,
+each chunk's votes and mark always in the same transaction): no deadlocks between the job's own
+writes, and far fewer commits at high concurrency. A group that Neo4j refuses for a data
+error is retried chunk by chunk, so one bad chunk cannot fail its neighbours.
+
+Resumability and memory
+-----------------------
+Chunk ids are content hashes recorded in Neo4j; chunks already processed are skipped (and a chunk
+repeated within one run — identical files — is processed once), so a killed job re-run finishes
+with the same graph as an uninterrupted one. Documents and chunks are streamed; at most
+``2 × concurrency + commit_chunks`` chunks are in flight, so memory does not grow with the corpus
+(the set of chunk ids seen in the run, 64 bytes each, is the only per-chunk state kept).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures as cf
+import functools
 import statistics
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import neo4j.exceptions
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable
-from kgr.extract.base import ExtractionResult, Extractor
+from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
 from kgr.ingest.chunking import Chunk, ChunkingConfig, iter_chunks
 from kgr.ingest.loaders import LoadIssue, iter_documents
-from kgr.model.canonical import entity_key
+from kgr.model.canonical import canonical_name, entity_key
 from kgr.model.decisions import RoundSummary
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.schema import KGSchema
@@ -48,7 +90,13 @@ from kgr.store.staging import StageReport, check_assertion, write_batch
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import call_tool
 
-__all__ = ["IngestConfig", "IngestReport", "ChunkOutcome", "ingest", "make_extractor"]
+__all__ = ["IngestConfig", "IngestReport", "ChunkFailure", "Rejection", "ChunkOutcome", "ingest", "make_extractor",
+           "MAX_LISTED"]
+
+#: Most failures and rejections listed in a report (the counts are always complete).
+MAX_LISTED = 100
+#: Chunks read, upserted and checked against Neo4j together.
+_READ_BATCH = 64
 
 
 class IngestConfig(BaseModel):
@@ -59,32 +107,57 @@ class IngestConfig(BaseModel):
     extractor: Literal["rules", "llm"] = "rules"
     model: str | None = Field(None, description="litellm model name (llm extractor)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (llm extractor)")
-    concurrency: int = Field(4, ge=1, le=256, description="chunks processed at once")
+    api_key: str | None = Field(None, repr=False, exclude=True,
+                                description="API key (llm extractor); default: the provider's environment variable")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds per LLM request (each attempt)")
+    max_attempts: int = Field(4, ge=1, le=20, description="LLM requests per call, retries of transient errors included")
+    concurrency: int = Field(4, ge=1, le=256, description="chunks (and so LLM requests) in flight at once")
+    commit_chunks: int = Field(32, ge=1, le=1000, description="most chunks committed together in one write transaction")
+    writers: int = Field(1, ge=1, le=16, description="write transactions in flight at once")
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     max_rounds: int = Field(3, ge=1, le=20, description="extraction rounds per chunk (density/feedback loop)")
     similarity_threshold: float = Field(0.8, ge=0, le=1, description="disambiguation threshold")
     promote_every: int = Field(0, ge=0, description="run a promotion round every N chunks (0 = only at the end)")
     promote: bool = True
-    policy: Literal["gedig", "quorum"] = "gedig"
+    policy: Literal["gedig", "quorum"] = Field(
+        "gedig", description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
 
 class ChunkFailure(BaseModel):
+    """A chunk that was not processed (it stays unmarked: a re-run retries it)."""
+
     chunk_id: str
     document_id: str
+    path: str | None = None
+    kind: str = Field(description="timeout, rate_limited, invalid_output, ... (KgrExtractionError.reason) or the error class")
+    reason: str
+
+
+class Rejection(BaseModel):
+    """One extracted item that was not staged, and why."""
+
+    chunk_id: str
+    kind: Literal["entity", "relation"]
+    type: str
+    item: str = Field(description="the entity name, or 'subject -> object'")
     reason: str
 
 
 class ChunkOutcome(BaseModel):
+    """What the loop did with one chunk (the report sums these)."""
+
     chunk_id: str
-    rounds: int
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    tool_calls: dict[str, int]
-    staged: StageReport
-    proposals: int
-    rejected: int
+    rounds: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    triples: int = Field(0, description="assertions staged (before vote deduplication)")
+    proposals: int = 0
+    rejected: int = 0
+    rejections: list[Rejection] = Field(default_factory=list)
+    failure: ChunkFailure | None = None
 
 
 class IngestReport(BaseModel):
@@ -92,7 +165,7 @@ class IngestReport(BaseModel):
 
     documents: int = 0
     chunks: int = 0
-    chunks_skipped: int = Field(0, description="already processed in an earlier run")
+    chunks_skipped: int = Field(0, description="already processed in an earlier run, or repeated in this one")
     chunks_processed: int = 0
     chunks_failed: list[ChunkFailure] = Field(default_factory=list)
     load_issues: list[str] = Field(default_factory=list)
@@ -104,42 +177,77 @@ class IngestReport(BaseModel):
     rounds_per_chunk: dict[str, float] = Field(default_factory=dict, description="mean, max, histogram")
     triples_staged: int = 0
     new_votes: int = 0
+    repeated_votes: int = 0
     new_edges: int = 0
+    new_entities: int = 0
+    transactions: int = Field(0, description="write transactions that staged chunks")
     schema_proposals: int = 0
     rejected_items: int = 0
+    rejections: list[Rejection] = Field(default_factory=list, description=f"the first {MAX_LISTED}")
     promotion: list[RoundSummary] = Field(default_factory=list)
     seconds: float = 0.0
+    chunks_per_second: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return len(self.chunks_failed)
+
+    def promotion_totals(self) -> dict[str, int]:
+        """Promoted, held, rejected and expired edges over every round of the run."""
+        return {k: sum(getattr(p, k) for p in self.promotion) for k in ("promoted", "held", "rejected", "expired")}
 
     def render(self) -> str:
         lines = [
             f"documents {self.documents}, chunks {self.chunks} ({self.chunks_processed} processed, "
-            f"{self.chunks_skipped} already done, {len(self.chunks_failed)} failed) in {self.seconds:.1f} s",
-            f"triples staged {self.triples_staged}: {self.new_votes} new votes, {self.new_edges} new edges; "
-            f"{self.schema_proposals} schema proposals, {self.rejected_items} rejected items",
+            f"{self.chunks_skipped} already done, {len(self.chunks_failed)} failed) in {self.seconds:.1f} s "
+            f"({self.chunks_per_second:.1f} chunks/s)",
+            f"triples staged {self.triples_staged}: {self.new_votes} new votes, {self.new_edges} new edges, "
+            f"{self.new_entities} new entities; {self.schema_proposals} schema proposals, "
+            f"{self.rejected_items} rejected items",
             f"LLM calls {self.llm_calls}, tokens {self.prompt_tokens}+{self.completion_tokens}, cost ${self.cost_usd:.4f}",
-            "tool calls: " + ", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())),
-            "rounds per chunk: " + ", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()),
+            "tool calls: " + (", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())) or "none"),
+            "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
+        if not self.promotion:
+            lines.append("promotion: not run")
         for p in self.promotion:
-            lines.append(f"promotion v{p.version}: {p.promoted} promoted, {p.held} held, {p.rejected} rejected "
-                         f"of {p.candidates}")
+            what = f"v{p.version}" if p.version is not None else "no change"
+            lines.append(f"promotion {what}: {p.promoted} promoted, {p.held} held, {p.rejected} rejected, "
+                         f"{p.expired} expired of {p.candidates} candidates"
+                         + (" (rolled back by audit)" if p.rolled_back else ""))
         for f in self.chunks_failed[:20]:
-            lines.append(f"failed chunk {f.chunk_id[:12]} ({f.document_id[:12]}): {f.reason}")
+            lines.append(f"failed chunk {f.chunk_id[:12]} ({f.path or f.document_id[:12]}): [{f.kind}] {f.reason}")
+        if len(self.chunks_failed) > 20:
+            lines.append(f"... and {len(self.chunks_failed) - 20} more failed chunks (--json lists them)")
+        for r in self.rejections[:5]:
+            lines.append(f"rejected {r.kind} {r.type} {r.item!r}: {r.reason}")
+        for issue in self.load_issues[:10]:
+            lines.append(f"skipped input {issue}")
         return "\n".join(lines)
 
 
 def make_extractor(config: IngestConfig) -> Extractor:
-    """The configured extractor: ``rules`` (offline, default) or ``llm`` (litellm)."""
+    """The configured extractor, through :func:`kgr.extract.make_extractor`: ``rules`` (offline,
+    default) or ``llm`` (litellm, with the config's api_base/api_key/timeout/attempts and
+    ``max_concurrency = concurrency``).
+
+    Raises
+    ------
+    KgrExtractionError
+        ``llm`` without a model.
+    """
+    from kgr.extract import make_extractor as pick
+
     if config.extractor == "llm":
-        from kgr.errors import KgrValidationError
-        from kgr.extract.llm import LLMExtractor
+        from kgr.extract.llm import RetryPolicy
 
-        if not config.model:
-            raise KgrValidationError("the llm extractor needs --model", field="model")
-        return LLMExtractor(model=config.model, api_base=config.api_base)
-    from kgr.extract.rules import RulesExtractor
+        return pick("llm", model=config.model, api_base=config.api_base, api_key=config.api_key,
+                    timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts),
+                    max_concurrency=config.concurrency)
+    return pick("rules")
 
-    return RulesExtractor()
+
+# -- pure helpers -------------------------------------------------------------------------------
 
 
 def _merge(a: ExtractedKG, b: ExtractedKG) -> ExtractedKG:
@@ -158,10 +266,47 @@ def _tool_schema(schema: KGSchema) -> dict[str, list[str]]:
     return {"entity_schema": sorted(schema.entity_types), "relation_schema": sorted(schema.relation_types)}
 
 
-def _assertions(kg: ExtractedKG, schema: KGSchema, source: str) -> tuple[list[TripleAssertion], int]:
-    """The relations of ``kg`` as assertions from ``source`` (endpoint types looked up in entities)."""
+Resolve = Callable[[str, str], str]
+
+
+def _resolver(schema: KGSchema) -> Resolve:
+    """``schema.resolve_name`` with the alias table built once (it is rebuilt on every call otherwise)."""
+    table = schema.alias_map()
+
+    def resolve(etype: str, name: str) -> str:
+        return table.get((etype, canonical_name(name)), name)
+
+    return resolve
+
+
+def _key_or_none(resolve: Resolve, etype: str, name: str) -> str | None:
+    try:
+        return entity_key(etype, resolve(etype, name))
+    except KgrError:
+        return None
+
+
+def _canonical_order(a: TripleAssertion, schema: KGSchema, resolve: Resolve) -> TripleAssertion:
+    """A symmetric relation's assertion with the smaller entity key as subject (when that fits)."""
+    spec = schema.relation_types.get(a.relation)
+    if spec is None or not spec.symmetric:
+        return a
+    sk, ok = _key_or_none(resolve, a.subject_type, a.subject), _key_or_none(resolve, a.object_type, a.object)
+    if sk is None or ok is None or sk <= ok:
+        return a
+    if (spec.domain and a.object_type not in spec.domain) or (spec.range and a.subject_type not in spec.range):
+        return a  # the reversed triple would break the schema: keep the order given
+    return a.model_copy(update={"subject": a.object, "subject_type": a.object_type,
+                                "object": a.subject, "object_type": a.subject_type})
+
+
+def _assertions(kg: ExtractedKG, schema: KGSchema, source: str,
+                resolve: Resolve | None = None) -> tuple[list[TripleAssertion], list[Rejection]]:
+    """The relations of ``kg`` as assertions from ``source`` (endpoint types looked up in entities),
+    symmetric ones in canonical order; and what could not be staged, with reasons."""
+    resolve = resolve or _resolver(schema)
     out: list[TripleAssertion] = []
-    bad = 0
+    bad: list[Rejection] = []
     for rel, pairs in kg.relations.items():
         spec = schema.relation_types.get(rel)
         for p in pairs:
@@ -169,101 +314,326 @@ def _assertions(kg: ExtractedKG, schema: KGSchema, source: str) -> tuple[list[Tr
             if spec is not None:  # prefer the declared domain/range when a name has several types
                 st = [t for t in st if not spec.domain or t in spec.domain] or st
                 ot = [t for t in ot if not spec.range or t in spec.range] or ot
+            item = f"{p.subject} -> {p.object}"
             if not st or not ot:
-                bad += 1
+                missing = p.subject if not st else p.object
+                bad.append(Rejection(chunk_id=source, kind="relation", type=rel, item=item,
+                                     reason=f"endpoint {missing!r} is not among the extracted entities"))
                 continue
             try:
                 a = TripleAssertion(subject=p.subject, subject_type=st[0], relation=rel, object=p.object,
                                     object_type=ot[0], source=source)
                 check_assertion(a, schema)
-            except (KgrError, ValueError):
-                bad += 1
+                # keys (a name with no letters raises here), then the schema's domain/range and loops
+                sk = entity_key(a.subject_type, resolve(a.subject_type, a.subject))
+                ok = entity_key(a.object_type, resolve(a.object_type, a.object))
+                problems = schema.violations(a.subject_type, rel, a.object_type, self_loop=sk == ok)
+                if problems:
+                    raise ValueError("; ".join(problems))
+            except (KgrError, ValueError) as exc:
+                bad.append(Rejection(chunk_id=source, kind="relation", type=rel, item=item,
+                                     reason=str(exc).splitlines()[0][:300]))
                 continue
-            out.append(a)
+            out.append(_canonical_order(a, schema, resolve))
     return out, bad
 
 
-class _Loop:
-    """The per-chunk extraction loop (thread-safe: no shared mutable state but the graph driver)."""
+def _proposals(res: ExtractionResult) -> list[tuple[str, str, str]]:
+    out: list[tuple[str, str, str]] = []
+    for t, names in res.proposed_types.entities.items():
+        out.append(("entity", t, names[0] if names else ""))
+    for r, rels in res.proposed_types.relations.items():
+        out.append(("relation", r, f"{rels[0].subject} -> {rels[0].object}" if rels else ""))
+    return out
 
-    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, config: IngestConfig):
+
+def _rejections(res: ExtractionResult, chunk_id: str) -> list[Rejection]:
+    return [Rejection(chunk_id=chunk_id, kind=r.kind, type=r.type,
+                      item=r.name if r.kind == "entity" else f"{r.subject} -> {r.object}",
+                      reason=r.reason) for r in res.rejected]
+
+
+def _failure_kind(exc: BaseException) -> str:
+    return str(getattr(exc, "reason", "") or type(exc).__name__)
+
+
+# -- the per-chunk loop ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """A chunk's merged extraction after the rounds, before disambiguation."""
+
+    kg: ExtractedKG
+    calls: Counter[str]
+    proposals: list[tuple[str, str, str]]
+    rejections: list[Rejection]
+    extractor: str
+
+
+@dataclass
+class _Work:
+    """A chunk whose extraction is done, waiting for the writer."""
+
+    chunk: Chunk
+    outcome: ChunkOutcome
+    assertions: list[TripleAssertion]
+    entities: list[tuple[str, str]]
+    keys: list[str]
+    proposals: list[tuple[str, str, str]]
+    extractor: str
+    future: asyncio.Future = field(repr=False, default=None)  # type: ignore[assignment]
+
+
+class _Pipeline:
+    """The extraction loop for every chunk, on one event loop, and the writer(s)."""
+
+    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, config: IngestConfig,
+                 paths: dict[str, str | None]):
         self.graph, self.schema, self.extractor, self.config = graph, schema, extractor, config
+        self.paths = paths
         self.ctx = ToolContext(graph=graph, schema=schema)
+        self.tschema = _tool_schema(schema)
+        self.resolve = _resolver(schema)
+        self.is_async = isinstance(extractor, AsyncExtractor)
+        self.staged = StageReport()
+        self.transactions = 0
+        self._lock = threading.Lock()
+        self._extract_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 32),
+                                                   thread_name_prefix="kgr-extract")
+        self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
+        self._write_pool = cf.ThreadPoolExecutor(max_workers=config.writers, thread_name_prefix="kgr-writer")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="kgr-ingest-loop", daemon=True)
+        self._sem: asyncio.Semaphore | None = None
+        self._queue: asyncio.Queue[_Work] | None = None
+        self._writers: list[asyncio.Task] = []
 
-    def run(self, chunk: Chunk) -> ChunkOutcome:
+    # -- lifecycle (called from the ingesting thread) ----------------------------------------------
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def start(self) -> "_Pipeline":
+        self._thread.start()
+        cf_future = asyncio.run_coroutine_threadsafe(self._setup(), self._loop)
+        cf_future.result()
+        return self
+
+    async def _setup(self) -> None:
+        self._sem = asyncio.Semaphore(self.config.concurrency)
+        self._queue = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        self._writers = [loop.create_task(self._write_forever(), name=f"kgr-writer-{i}")
+                         for i in range(self.config.writers)]
+
+    def submit(self, chunk: Chunk) -> cf.Future:
+        return asyncio.run_coroutine_threadsafe(self.process(chunk), self._loop)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=60)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=60)
+        for pool in (self._extract_pool, self._db_pool, self._write_pool):  # before closing the loop: a
+            pool.shutdown(wait=True, cancel_futures=True)  # finishing job still posts its result to it
+        self._loop.close()
+
+    async def _shutdown(self) -> None:
+        me = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not me]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if "litellm" in sys.modules:  # close the HTTP clients bound to this loop
+            closer = getattr(sys.modules["litellm"], "close_litellm_async_clients", None)
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception:  # noqa: BLE001 - best effort at shutdown; nothing is lost
+                    pass
+        await self._loop.shutdown_asyncgens()
+
+    # -- one chunk ------------------------------------------------------------------------------
+    async def process(self, chunk: Chunk) -> ChunkOutcome:
+        """Extraction rounds under the concurrency limit; then disambiguation (a Neo4j lookup) and the
+        writer outside it, so that LLM requests never wait on the database."""
+        assert self._sem is not None and self._queue is not None
+        out = ChunkOutcome(chunk_id=chunk.id)
+        try:
+            async with self._sem:
+                draft = await self._extract(chunk, out)
+            work = await self._finish(chunk, out, draft)
+        except KgrNeo4jUnavailable:
+            raise
+        except KgrError as exc:
+            return self._failed(chunk, exc, out)
+        work.future = asyncio.get_running_loop().create_future()
+        await self._queue.put(work)
+        return await work.future
+
+    def _failed(self, chunk: Chunk, exc: BaseException, out: ChunkOutcome | None = None) -> ChunkOutcome:
+        """``out`` (the rounds done so far) plus the failed call's own accounting, marked failed."""
+        out = out or ChunkOutcome(chunk_id=chunk.id)
+        usage = getattr(exc, "usage", None)
+        return out.model_copy(update={
+            "llm_calls": out.llm_calls + int(getattr(exc, "llm_calls", 0) or 0),
+            "prompt_tokens": out.prompt_tokens + int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": out.completion_tokens + int(getattr(usage, "completion_tokens", 0) or 0),
+            "cost_usd": out.cost_usd + float(getattr(exc, "cost_usd", 0.0) or 0.0),
+            "failure": ChunkFailure(chunk_id=chunk.id, document_id=chunk.document_id,
+                                    path=self.paths.get(chunk.document_id), kind=_failure_kind(exc),
+                                    reason=(str(exc).splitlines() or [type(exc).__name__])[0][:300]),
+        })
+
+    async def _extract_once(self, text: str, guidance: list[str] | None) -> ExtractionResult:
+        if self.is_async:
+            return await self.extractor.aextract(text, self.schema, guidance=guidance)  # type: ignore[attr-defined]
+        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance)
+        return await asyncio.get_running_loop().run_in_executor(self._extract_pool, call)
+
+    async def _extract(self, chunk: Chunk, out: ChunkOutcome) -> _Draft:
+        """Steps 1-3 of the module docstring for one chunk, accounting into ``out`` as it goes."""
+        cfg = self.config
         calls: Counter[str] = Counter()
-        text, tschema = chunk.text, _tool_schema(self.schema)
+        text = chunk.text
         kg = ExtractedKG()
         history: list[dict] = []
         feedback: list[str] = []
         guidance: list[str] | None = None
-        usage = [0, 0, 0, 0.0]  # llm calls, prompt, completion, cost
         proposals: list[tuple[str, str, str]] = []
-        rejected = 0
-        rounds = 0
+        rejections: list[Rejection] = []
+        extractor_name = ""
 
         def tool(name: str, payload: dict[str, Any]) -> dict[str, Any]:
             calls[name] += 1
             return call_tool(name, payload, context=self.ctx)
 
         while True:
-            rounds += 1
-            res: ExtractionResult = self.extractor.extract(text, self.schema, guidance=guidance)
-            usage[0] += res.llm_calls
-            usage[1] += res.usage.prompt_tokens
-            usage[2] += res.usage.completion_tokens
-            usage[3] += res.cost_usd
-            rejected += len(res.rejected)
-            for t, names in res.proposed_types.entities.items():
-                proposals.append(("entity", t, names[0] if names else ""))
-            for r, rels in res.proposed_types.relations.items():
-                proposals.append(("relation", r, f"{rels[0].subject} -> {rels[0].object}" if rels else ""))
+            out.rounds += 1
+            res = await self._extract_once(text, guidance)
+            out.llm_calls += res.llm_calls
+            out.prompt_tokens += res.usage.prompt_tokens
+            out.completion_tokens += res.usage.completion_tokens
+            out.cost_usd += res.cost_usd
+            extractor_name = res.extractor or extractor_name
+            rejections.extend(_rejections(res, chunk.id))
+            proposals.extend(_proposals(res))
             kg = _merge(kg, res.kg)
-            base = {"text": text, "schema": tschema, "extracted_kg": kg.model_dump()}
+            base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
             density = tool("query_extraction_density", base)
-            if density["needs_more_extraction"] and rounds < self.config.max_rounds:
-                guidance = density["recommendations"]
-                history.append(kg.model_dump())
+            if density["needs_more_extraction"] and out.rounds < cfg.max_rounds:
+                guidance = density["recommendations"] or None
+                history.append(base["extracted_kg"])
                 continue
             coverage = tool("query_coverage_feedback", base)
             quality = tool("query_quality_metrics", base)
-            fb = tool("query_iterative_feedback", {**base, "extraction_history": [*history, kg.model_dump()],
+            fb = tool("query_iterative_feedback", {**base, "extraction_history": [*history, base["extracted_kg"]],
                                                    "feedback_history": feedback[-50:],
-                                                   "max_iterations": self.config.max_rounds})
+                                                   "max_iterations": cfg.max_rounds})
             feedback.extend(quality.get("recommendations", [])[:5])
-            history.append(kg.model_dump())
-            if fb["should_continue_iteration"] and rounds < self.config.max_rounds:
+            history.append(base["extracted_kg"])
+            if fb["should_continue_iteration"] and out.rounds < cfg.max_rounds:
                 guidance = [*coverage.get("recommendations", []), *fb.get("recommendations", [])][:10] or None
                 continue
             break
 
+        out.tool_calls = dict(calls)
+        return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
+                      extractor=extractor_name or self.config.extractor)
+
+    async def _finish(self, chunk: Chunk, out: ChunkOutcome, draft: _Draft) -> _Work:
+        """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
+        kg, rejections = draft.kg, draft.rejections
+        calls = draft.calls
         final = kg
         if kg.entity_count:
-            dis = tool("query_entity_disambiguation", {"extracted_kg": kg.model_dump(),
-                                                      "similarity_threshold": self.config.similarity_threshold,
-                                                      "context": text[:20000]})
+            payload = {"extracted_kg": kg.model_dump(), "similarity_threshold": self.config.similarity_threshold,
+                       "context": chunk.text[:20000]}
+            calls["query_entity_disambiguation"] += 1
+            dis = await asyncio.get_running_loop().run_in_executor(
+                self._db_pool, functools.partial(call_tool, "query_entity_disambiguation", payload, context=self.ctx))
             final = ExtractedKG.model_validate(dis["final_kg"])
-        assertions, bad = _assertions(final, self.schema, chunk.id)
-        entities = [(t, n) for t, names in final.entities.items() if self.schema.has_entity_type(t) for n in names]
-        keys = []
-        for t, n in entities:
+        assertions, bad = _assertions(final, self.schema, chunk.id, self.resolve)
+        rejections.extend(bad)
+        entities: list[tuple[str, str]] = []
+        keys: list[str] = []
+        for t, names in final.entities.items():
+            if not self.schema.has_entity_type(t):
+                continue
+            for n in names:
+                k = _key_or_none(self.resolve, t, n)
+                if k is None:
+                    rejections.append(Rejection(chunk_id=chunk.id, kind="entity", type=t, item=n,
+                                                reason="the name has no letters or digits"))
+                    continue
+                entities.append((t, n))
+                keys.append(k)
+        # one vote per chunk and proposed type
+        props = list({(k, n): (k, n, ex) for k, n, ex in draft.proposals}.values())
+        calls["query_kg_storage"] += 1  # the storage step, committed by the writer in the chunk's transaction
+        out.tool_calls = dict(calls)
+        out.triples = len(assertions)
+        out.proposals = len(props)
+        out.rejected = len(rejections)
+        out.rejections = rejections[:MAX_LISTED]
+        return _Work(chunk=chunk, outcome=out, assertions=assertions, entities=entities, keys=keys,
+                     proposals=props, extractor=draft.extractor)
+
+    # -- the writer -----------------------------------------------------------------------------
+    async def _write_forever(self) -> None:
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            group = [await self._queue.get()]
+            while len(group) < self.config.commit_chunks and not self._queue.empty():
+                group.append(self._queue.get_nowait())
             try:
-                keys.append(entity_key(t, self.schema.resolve_name(t, n)))
-            except KgrError:
-                bad += 1
-        extractor_name = getattr(res, "extractor", "") or self.config.extractor
+                results = await loop.run_in_executor(self._write_pool, self._write_group, group)
+            except BaseException as exc:  # noqa: BLE001 - handed to every waiting chunk, never lost
+                for w in group:
+                    if not w.future.done():
+                        w.future.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for w, res in zip(group, results):
+                if not w.future.done():
+                    w.future.set_result(res)
 
-        def unit(tx: Tx) -> tuple[StageReport, int]:
+    def _write_group(self, group: list[_Work]) -> list[ChunkOutcome]:
+        """Commit ``group`` in one transaction; on a data error, chunk by chunk (runs in the writer thread)."""
+        try:
+            self._commit(group)
+            return [w.outcome for w in group]
+        except neo4j.exceptions.CypherSyntaxError:
+            raise
+        except neo4j.exceptions.ClientError as exc:
+            if len(group) == 1:
+                w = group[0]
+                failed = self._failed(w.chunk, exc)
+                return [w.outcome.model_copy(update={"failure": failed.failure})]
+        return [self._write_group([w])[0] for w in group]
+
+    def _commit(self, group: list[_Work]) -> None:
+        assertions = [a for w in group for a in w.assertions]
+        entities = [e for w in group for e in w.entities]
+
+        def unit(tx: Tx) -> StageReport:
             rep = write_batch(tx, assertions, schema=self.schema, entities=entities)
-            n = provenance.stage_schema_proposals(tx, chunk.id, proposals)
-            provenance.finish_chunk(tx, chunk.id, keys, extractor=extractor_name, rounds=rounds)
-            return rep, n
+            for w in group:
+                if w.proposals:
+                    provenance.stage_schema_proposals(tx, w.chunk.id, w.proposals)
+                provenance.finish_chunk(tx, w.chunk.id, w.keys, extractor=w.extractor, rounds=w.outcome.rounds)
+            return rep
 
-        calls["query_kg_storage"] += 1  # the storage step, in the chunk's own transaction
-        staged, n_props = self.graph.write_unit(unit)
-        return ChunkOutcome(chunk_id=chunk.id, rounds=rounds, llm_calls=usage[0], prompt_tokens=usage[1],
-                            completion_tokens=usage[2], cost_usd=usage[3], tool_calls=dict(calls), staged=staged,
-                            proposals=n_props, rejected=rejected + bad)
+        rep = self.graph.write_unit(unit)
+        with self._lock:
+            self.staged = self.staged.merge(rep)
+            self.transactions += 1
+
+
+# -- the driver -------------------------------------------------------------------------------------
 
 
 def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[list[Chunk]]:
@@ -289,20 +659,28 @@ def ingest(
 ) -> IngestReport:
     """Ingest files/directories into the store (see the module docstring).
 
-    ``on_progress(event, n)`` receives ``documents``, ``chunks``, ``llm_calls`` and ``triples``
-    increments; ``promote`` runs one promotion round (default: none, the caller decides).
+    ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
+    ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls`` and ``triples`` (assertions
+    staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
+    chunks and once at the end when ``config.promote`` (default: no promotion, the caller decides).
+
+    Raises
+    ------
+    KgrNeo4jUnavailable
+        Neo4j went away (a re-run resumes where the job stopped).
+    KgrValidationError
+        A path does not exist.
     """
     cfg = config or IngestConfig()
     ext = extractor or make_extractor(cfg)
-    loop = _Loop(graph, schema, ext, cfg)
     report = IngestReport()
     started = time.perf_counter()
     rounds: list[int] = []
-    lock = threading.Lock()
     tick = on_progress or (lambda event, n: None)
     since_promotion = 0
     issues: list[LoadIssue] = []
     paths_by_doc: dict[str, str | None] = {}
+    seen: set[str] = set()
 
     def documents() -> Iterator:
         for doc in iter_documents([str(p) for p in paths], on_error=issues.append):
@@ -311,70 +689,78 @@ def ingest(
             tick("documents", 1)
             yield doc
 
-    def absorb(fut: Future, chunk: Chunk) -> None:
+    def absorb(fut: cf.Future) -> None:
         nonlocal since_promotion
-        try:
-            out: ChunkOutcome = fut.result()
-        except KgrNeo4jUnavailable:
-            raise
-        except KgrError as exc:
-            with lock:
-                report.chunks_failed.append(ChunkFailure(chunk_id=chunk.id, document_id=chunk.document_id,
-                                                         reason=str(exc).splitlines()[0][:300]))
+        out: ChunkOutcome = fut.result()  # KgrNeo4jUnavailable and bugs propagate
+        report.llm_calls += out.llm_calls
+        report.prompt_tokens += out.prompt_tokens
+        report.completion_tokens += out.completion_tokens
+        report.cost_usd += out.cost_usd
+        if out.llm_calls:
+            tick("llm_calls", out.llm_calls)
+        if out.failure is not None:
+            report.chunks_failed.append(out.failure)
+            tick("failed", 1)
+            tick("chunks", 1)
             return
-        with lock:
-            report.chunks_processed += 1
-            rounds.append(out.rounds)
-            report.llm_calls += out.llm_calls
-            report.prompt_tokens += out.prompt_tokens
-            report.completion_tokens += out.completion_tokens
-            report.cost_usd += out.cost_usd
-            for k, v in out.tool_calls.items():
-                report.tool_calls[k] = report.tool_calls.get(k, 0) + v
-            report.triples_staged += out.staged.rows
-            report.new_votes += out.staged.new_votes
-            report.new_edges += out.staged.new_edges
-            report.schema_proposals += out.proposals
-            report.rejected_items += out.rejected
-            since_promotion += 1
-        tick("llm_calls", out.llm_calls)
-        tick("triples", out.staged.rows)
+        report.chunks_processed += 1
+        rounds.append(out.rounds)
+        for k, v in out.tool_calls.items():
+            report.tool_calls[k] = report.tool_calls.get(k, 0) + v
+        report.triples_staged += out.triples
+        report.schema_proposals += out.proposals
+        report.rejected_items += out.rejected
+        room = MAX_LISTED - len(report.rejections)
+        if room > 0:
+            report.rejections.extend(out.rejections[:room])
+        since_promotion += 1
+        tick("triples", out.triples)
         tick("chunks", 1)
 
-    window = 2 * cfg.concurrency
-    with ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="kgr-ingest") as pool:
-        inflight: dict[Future, Chunk] = {}
-        for batch in _batches(iter_chunks(documents(), config=cfg.chunking), 64):
+    pipe = _Pipeline(graph, schema, ext, cfg, paths_by_doc).start()
+    inflight: set[cf.Future] = set()
+    window = 2 * cfg.concurrency + cfg.commit_chunks
+
+    def drain(until: int) -> None:
+        while len(inflight) > until:
+            done, _ = cf.wait(inflight, return_when=cf.FIRST_COMPLETED)
+            for f in done:
+                inflight.discard(f)
+                absorb(f)
+
+    try:
+        for batch in _batches(iter_chunks(documents(), config=cfg.chunking), _READ_BATCH):
             report.chunks += len(batch)
             provenance.upsert_chunks(graph, batch, paths=paths_by_doc)
             done_ids = provenance.processed_chunk_ids(graph, [c.id for c in batch])
             for chunk in batch:
-                if chunk.id in done_ids:
+                if chunk.id in done_ids or chunk.id in seen:
                     report.chunks_skipped += 1
                     tick("chunks", 1)
                     continue
-                while len(inflight) >= window:
-                    finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        absorb(f, inflight.pop(f))
-                inflight[pool.submit(loop.run, chunk)] = chunk
+                seen.add(chunk.id)
+                drain(window - 1)
+                inflight.add(pipe.submit(chunk))
                 if promote is not None and cfg.promote_every and since_promotion >= cfg.promote_every:
-                    for f in list(inflight):  # a round sees a consistent batch
-                        absorb(f, inflight.pop(f))
+                    drain(0)  # a round sees a consistent batch
                     report.promotion.append(promote())
                     since_promotion = 0
-        for f in list(inflight):
-            absorb(f, inflight.pop(f))
+        drain(0)
+    finally:
+        for f in inflight:
+            f.cancel()
+        pipe.close()
     if promote is not None and cfg.promote:
         report.promotion.append(promote())
-    report.load_issues = [str(i) for i in issues][:100]
+    staged = pipe.staged
+    report.new_votes, report.repeated_votes = staged.new_votes, staged.repeated_votes
+    report.new_edges, report.new_entities = staged.new_edges, staged.new_entities
+    report.transactions = pipe.transactions
+    report.load_issues = [str(i) for i in issues][:MAX_LISTED]
     if rounds:
         hist = Counter(rounds)
         report.rounds_per_chunk = {"mean": round(statistics.fmean(rounds), 3), "max": float(max(rounds)),
                                    **{f"={k}": float(v) for k, v in sorted(hist.items())}}
     report.seconds = time.perf_counter() - started
+    report.chunks_per_second = round(report.chunks_processed / report.seconds, 3) if report.seconds > 0 else 0.0
     return report
-
-
-def iter_paths(paths: Iterable[str]) -> list[Path]:
-    return [Path(p) for p in paths]

@@ -7,6 +7,8 @@ Modules, from the inside out:
 * :mod:`kgr.server.catalog` — the served tools (registry's six + helpers) and one invocation path;
 * :mod:`kgr.server.service` — one tool call in a worker thread, with a time limit, metrics and
   the error → status mapping;
+* :mod:`kgr.server.locks` — admission of concurrent storage calls (no two on the same entity, first
+  come first served), so that they do not deadlock in Neo4j;
 * :mod:`kgr.server.mcp_server` — the MCP server (official ``mcp`` SDK, low-level API);
 * :mod:`kgr.server.http_api`, :mod:`kgr.server.openapi` — the JSON API and its OpenAPI document;
 * :mod:`kgr.server.security` — bind policy, bearer token, body limit, log redaction;

@@ -4,7 +4,7 @@
 Conventions
 -----------
 - Requests and responses are ``application/json`` (UTF-8). A tool call's body is the tool's input
-  object; an empty body counts as ``{}``. A body that is not JSON, or uses ``NaN``/``Infinity``,
+  object; an empty body (zero bytes) counts as ``{}``. A body that is not JSON, or uses ``NaN``/``Infinity``,
   is a 400; a non-JSON ``Content-Type`` with a body is a 415.
 - A 200 response is the tool's output object, exactly as its output model serialises it.
 - Every error is ``{"error": {"type", "message", "field"?, "details"?}}`` with the status of the
@@ -121,9 +121,9 @@ def api_routes(service: ToolService, *, token_required: bool) -> list[Route]:
         name = request.path_params["name"]
         try:
             raw = await read_body(request, service.config.max_body_bytes)
-            if raw.strip() and not _is_json(request.headers.get("content-type")):
+            if raw and not _is_json(request.headers.get("content-type")):
                 raise _BodyError(415, "unsupported_media_type", "send the tool input as application/json")
-            payload: Any = _parse_json(raw) if raw.strip() else {}
+            payload: Any = _parse_json(raw) if raw else {}
         except _BodyError as exc:
             service.metrics.record(None, str(exc.status), error=True)
             access(request, exc.status, started)

@@ -25,7 +25,7 @@ import ipaddress
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -111,6 +111,9 @@ class ServerConfig:
         Largest request body accepted (413 above it).
     max_workers:
         Tool calls running at once (worker threads); more wait their turn.
+    max_writers:
+        Of those, calls of tools that write to Neo4j (``query_kg_storage``) running at once; calls
+        touching the same entities never run together (:mod:`kgr.server.locks`).
     schema_path:
         Optional KG schema file for the tools (alias table, closed vocabulary).
     init_store:
@@ -126,9 +129,9 @@ class ServerConfig:
     request_timeout: float = 60.0
     max_body_bytes: int = 8 * 1024 * 1024
     max_workers: int = 64
+    max_writers: int = 8
     schema_path: str | None = None
     init_store: bool = True
-    extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, *, token_env: str = DEFAULT_TOKEN_ENV, **kwargs: object) -> "ServerConfig":
@@ -167,6 +170,8 @@ class ServerConfig:
             raise KgrValidationError("max body size must be at least 1024 bytes", field="max_body_bytes")
         if self.max_workers < 1:
             raise KgrValidationError("max workers must be at least 1", field="max_workers")
+        if self.max_writers < 1:
+            raise KgrValidationError("max writers must be at least 1", field="max_writers")
         return self
 
     def __repr__(self) -> str:

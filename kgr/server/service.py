@@ -22,6 +22,7 @@ Error mapping (``type`` → HTTP status):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -35,7 +36,8 @@ import anyio.to_thread
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
 from kgr.model.schema import KGSchema, load_schema
-from kgr.server.catalog import get_served, invoke
+from kgr.server.catalog import get_served, invoke, json_numbers
+from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
 from kgr.store.connection import Graph, Neo4jSettings, connect
@@ -210,13 +212,24 @@ class ToolService:
         self.graphs = GraphProvider(graph, settings=settings, init=config.init_store, schema=self.schema)
         self.metrics = MetricsRecorder()
         self._limiter: anyio.CapacityLimiter | None = None
+        self._writers: WriteScheduler | None = None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
-        # created lazily: a CapacityLimiter belongs to the event loop that first uses it
+        """Worker threads for tool calls (created lazily: it belongs to the event loop that first uses it)."""
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.config.max_workers)
         return self._limiter
+
+    @property
+    def writers(self) -> WriteScheduler:
+        """Admission of calls of tools that write to Neo4j (:mod:`kgr.server.locks`)."""
+        if self._writers is None:
+            self._writers = WriteScheduler(self.config.max_writers)
+        return self._writers
+
+    def _entity_keys(self, payload: object) -> list[str]:
+        return entity_keys_of(json_numbers(payload), self.schema)
 
     def context_for(self, name: str) -> ToolContext:
         """The :class:`ToolContext` of one call (connecting when the tool needs the graph)."""
@@ -238,19 +251,32 @@ class ToolService:
         return data, body
 
     async def call(self, name: str, payload: object, *, channel: str = "http") -> CallOutcome:
-        """Run a tool in a worker thread under the time limit; never raises for tool errors."""
+        """Run a tool in a worker thread under the time limit; never raises for tool errors.
+
+        Calls of tools that write to Neo4j are first admitted by the :class:`WriteScheduler`
+        (at most ``max_writers`` at once, never two on the same entity: overlapping calls queue in
+        arrival order instead of deadlocking in Neo4j), inside the time limit. A call abandoned at
+        the time limit keeps its worker thread until its unit of work ends; its admission is
+        released at once.
+        """
         started = time.perf_counter()
         self.metrics.begin()
         known = True
         try:
             try:
-                get_served(name)
+                spec = get_served(name)
             except KgrNotFound:
                 known = False
                 raise
+            writes = spec.needs_graph and not spec.read_only
             with anyio.fail_after(self.config.request_timeout):
-                data, body = await anyio.to_thread.run_sync(self._call_and_encode, name, payload,
-                                                            limiter=self.limiter, abandon_on_cancel=True)
+                admission: Any = contextlib.nullcontext()
+                if writes:
+                    keys = await anyio.to_thread.run_sync(self._entity_keys, payload, limiter=self.limiter)
+                    admission = self.writers.admit(keys)
+                async with admission:
+                    data, body = await anyio.to_thread.run_sync(self._call_and_encode, name, payload,
+                                                                limiter=self.limiter, abandon_on_cancel=True)
             failure = None
         except Exception as exc:  # noqa: BLE001 - every failure is mapped, bugs logged with an id
             data, body, failure = None, b"", failure_from_exception(exc, tool=name)

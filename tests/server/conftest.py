@@ -17,6 +17,7 @@ if _ROOT not in sys.path:
 from kgr.server.app import BackgroundServer  # noqa: E402
 from kgr.server.security import Secret, ServerConfig  # noqa: E402
 from kgr.store.connection import Neo4jSettings  # noqa: E402
+from tests.support.llm_stub import llm_stub, llm_stub_factory  # noqa: E402,F401
 
 ROOT = Path(_ROOT)
 TOKEN = "test-token-3f9c2a7e5b1d4c8a9e6f"

@@ -147,3 +147,35 @@ def test_time_limit(graph, monkeypatch):
         r = httpx.post(srv.url + "/tools/query_coverage_feedback", json={}, timeout=30)
         assert r.status_code == 504 and r.json()["error"]["type"] == "timeout"
         assert time.perf_counter() - t0 < 1.2
+
+
+def test_openai_sdk_drives_the_json_api(http_server, graph, llm_stub):
+    """docs/server.md's 'another framework' loop: the OpenAI SDK with GET /tools and POST /tools/{name}."""
+    import json
+
+    from openai import OpenAI
+
+    from tests.support.llm_stub import StubReply
+
+    def model(body):  # a function-calling model: store once, then stop
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return StubReply.text("stored")
+        return StubReply.tool_calls_reply([{"name": "query_kg_storage", "arguments": {"extracted_kg": KG, "source": "sdk"}}])
+
+    llm_stub.default = model
+    tools = httpx.get(f"{http_server.url}/tools", params={"only": "agent"}).json()
+    llm = OpenAI(base_url=llm_stub.base_url, api_key="sk-stub", max_retries=0)
+    messages: list = [{"role": "user", "content": TEXT}]
+    while True:
+        msg = llm.chat.completions.create(model="stub-model", messages=messages, tools=tools).choices[0].message
+        messages.append(msg)
+        if not msg.tool_calls:
+            break
+        for call in msg.tool_calls:
+            r = httpx.post(f"{http_server.url}/tools/{call.function.name}", content=call.function.arguments,
+                           headers={"Content-Type": "application/json"}, timeout=120)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": r.text})
+    assert llm_stub.requests[0].body["tools"] == function_definitions()
+    stored = json.loads(messages[2]["content"])
+    assert stored["storage_status"]["relations_storage"]["stored_count"] == 3
+    assert graph.read("graph_counts")[0]["votes"] == 3

@@ -1,0 +1,356 @@
+"""Benchmark ``kgr ingest``: LLM throughput against a fixed-latency stub, and peak memory on a 50 MB corpus.
+
+Two parts:
+
+1. **Throughput.** The OpenAI-compatible stub (``tests/support/llm_stub.py``) runs as a separate process
+   with a fixed latency (default 0.2 s per call) and one canned extraction. For each concurrency
+   (default 1, 8, 32), the database is wiped, a warm-up batch is ingested, then ``N`` one-chunk
+   documents are ingested in-process with the LLM extractor (``max_rounds=1``: one LLM call per
+   chunk, then the density/coverage/quality/feedback tools, disambiguation against Neo4j and the
+   staging transaction). Reported: chunks per second and its ratio to the ideal ``concurrency /
+   latency``, CPU milliseconds per chunk of the ingesting process, and for comparison the ceiling of
+   bare ``LLMExtractor.aextract`` calls through litellm at the same concurrency (no tools, no Neo4j).
+2. **Memory.** A corpus of ``--memory-mb`` megabytes (default 50) is generated on disk, 1 MB per file
+   (a quarter facts about gazetteer and generated people and organisations, the rest filler), and ingested
+   with the offline rules extractor by ``python -m kgr.cli ingest`` as a child process. Its resident
+   set size is sampled every second from ``/proc`` and its peak read from ``wait4`` (``ru_maxrss``).
+   Promotion is off unless ``--memory-promote`` (a gedig round over tens of thousands of candidates
+   measures the policy, not ingestion).
+
+The benchmark WIPES the database ``NEO4J_URI`` points at; it refuses to run without ``NEO4J_URI``.
+Start a throwaway server first, e.g.::
+
+    KGR_CACHE_DIR=/tmp/ci-cache KGR_NEO4J_HOME=/tmp/ci-cache/ingest-bench-home \\
+      KGR_NEO4J_BOLT_PORT=47787 KGR_NEO4J_HTTP_PORT=47574 kgr neo4j start
+    NEO4J_URI=bolt://127.0.0.1:47787 python scripts/bench_ingest.py --json bench_ingest.json
+
+Options: ``--concurrency 1,8,32 --latency 0.2 --seconds 10 --memory-mb 50 --memory-concurrency 8``,
+``--skip-throughput``, ``--skip-memory``, ``--memory-timeout SECONDS`` (stop the memory run early and
+report how far it got).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SCHEMA_PATH = ROOT / "examples" / "schema.json"
+# the stub's answer to every chunk; the chunk texts below state exactly these facts
+REPLY = {
+    "entities": {"Person": ["Charles Babbage"], "Place": ["London"], "Machine": ["Difference Engine"]},
+    "relations": {"BORN_IN": [{"subject": "Charles Babbage", "object": "London"}],
+                  "DESIGNED": [{"subject": "Charles Babbage", "object": "Difference Engine"}]},
+}
+TEXT = "Record {tag}. Charles Babbage was born in London. Charles Babbage designed the Difference Engine."
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _reset() -> None:
+    from kgr.engine import Engine
+    from kgr.store.admin import init_store, reset
+
+    with Engine.connect() as kg:
+        reset(kg.graph)
+        init_store(kg.graph)
+
+
+def _write_jsonl(path: Path, tags: list[str]) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for t in tags:
+            fh.write(json.dumps({"id": f"doc-{t}", "text": TEXT.format(tag=t)}) + "\n")
+    return path
+
+
+# -- throughput -----------------------------------------------------------------------------------------
+
+
+class Stub:
+    """``python -m tests.support.llm_stub`` as a separate process."""
+
+    def __init__(self, latency: float, workdir: Path):
+        reply = workdir / "reply.json"
+        reply.write_text(json.dumps(REPLY), encoding="utf-8")
+        self.port = _free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.llm_stub", "--port", str(self.port), "--latency", str(latency),
+             "--reply-file", str(reply)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if "listening" not in line:
+            self.proc.kill()
+            raise SystemExit(f"the LLM stub did not start: {line!r}")
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path) -> dict:
+    from kgr.engine import Engine
+    from kgr.ingest.pipeline import IngestConfig, ingest
+
+    ideal = concurrency / latency
+    n = max(4 * concurrency, round(ideal * seconds))
+    cfg = IngestConfig(extractor="llm", model="openai/stub-model", api_base=stub.base_url, api_key="bench",
+                       timeout=30, concurrency=concurrency, max_rounds=1, promote=False)
+    _reset()
+    warm = _write_jsonl(workdir / f"warm-{concurrency}.jsonl", [f"w{concurrency}-{i}" for i in range(2 * concurrency)])
+    corpus = _write_jsonl(workdir / f"run-{concurrency}.jsonl", [f"r{concurrency}-{i}" for i in range(n)])
+    with Engine.connect(schema=SCHEMA_PATH) as kg:
+        ingest(kg.graph, [warm], kg.schema, config=cfg)
+        cpu0 = time.process_time()
+        rep = ingest(kg.graph, [corpus], kg.schema, config=cfg)
+        cpu = time.process_time() - cpu0
+    if rep.chunks_failed or rep.chunks_processed != n:
+        raise SystemExit(f"concurrency {concurrency}: {len(rep.chunks_failed)} chunks failed: "
+                         f"{rep.chunks_failed[:1]}")
+    cps = rep.chunks_processed / rep.seconds
+    return {"concurrency": concurrency, "chunks": n, "seconds": round(rep.seconds, 2),
+            "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
+            "llm_calls": rep.llm_calls, "transactions": rep.transactions,
+            "cpu_ms_per_chunk": round(1000 * cpu / n, 2)}
+
+
+def bench_bare_llm(stub: Stub, concurrency: int, latency: float, seconds: float) -> dict:
+    """The same calls without the pipeline: ``aextract`` through litellm only."""
+    from kgr.extract.llm import LLMExtractor
+    from kgr.model.schema import load_schema
+
+    schema = load_schema(SCHEMA_PATH)
+    ex = LLMExtractor("openai/stub-model", api_base=stub.base_url, api_key="bench", timeout=30)
+    ideal = concurrency / latency
+    n = max(4 * concurrency, round(ideal * seconds))
+
+    async def run(count: int) -> float:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            async with sem:
+                await ex.aextract(TEXT.format(tag=f"b{i}"), schema)
+
+        t = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(count)))
+        return time.perf_counter() - t
+
+    async def both() -> tuple[float, float]:
+        await run(2 * concurrency)  # warm-up
+        cpu0 = time.process_time()
+        wall = await run(n)
+        return wall, time.process_time() - cpu0
+
+    wall, cpu = asyncio.run(both())
+    return {"concurrency": concurrency, "calls": n, "calls_per_second": round(n / wall, 1),
+            "ratio": round(n / wall / ideal, 3), "cpu_ms_per_call": round(1000 * cpu / n, 2)}
+
+
+# -- memory ------------------------------------------------------------------------------------------------
+
+_SYLLABLES = ["ka", "ro", "mi", "ten", "vo", "la", "shi", "par", "den", "lu", "ber", "nof", "ga", "tri", "sel", "qu"]
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+
+
+_FILLER = [
+    "The committee met again in the spring and the minutes were kept.",
+    "Funding was uncertain for most of the decade, and several projects were delayed.",
+    "Contemporary accounts differ on the details of the early designs.",
+    "Much of the correspondence from this period has been lost.",
+    "The machines of the time filled whole rooms and needed constant attention.",
+    "Reliability, not speed, was the main concern of the engineers.",
+    "Later historians have revisited these claims with more care.",
+    "The work drew on ideas from telephone switching and radar.",
+]
+
+
+def generate_corpus(directory: Path, megabytes: int, *, seed: int = 11) -> tuple[int, int]:
+    """``megabytes`` files of ~1 MB of generated prose, written one paragraph at a time (never held whole).
+
+    A quarter of the sentences state a fact (about 15 entity mentions per 2 kB chunk, like encyclopedic
+    prose); people are the schema's gazetteer names plus 2,000 generated "Dr. <First> <Last>", and
+    organisations the gazetteer's plus 300 generated "<Word> University" (the schema's patterns find
+    them); places, machines and publications come from the gazetteer. Returns (files, bytes)."""
+    from kgr.model.schema import load_schema
+
+    schema = load_schema(SCHEMA_PATH)
+    rng = random.Random(seed)
+    people = [f"Dr. {_word(rng)} {_word(rng)}" for _ in range(2000)] + schema.entity_types["Person"].names
+    orgs = [f"{_word(rng)} {rng.choice(['University', 'Laboratory', 'Corporation'])}" for _ in range(300)]
+    orgs += schema.entity_types["Organization"].names
+    places = schema.entity_types["Place"].names
+    machines = schema.entity_types["Machine"].names
+    pubs = schema.entity_types["Publication"].names
+    facts = [
+        lambda: f"{rng.choice(people)} was born in {rng.choice(places)}.",
+        lambda: f"{rng.choice(people)} studied at {rng.choice(orgs)}.",
+        lambda: f"{rng.choice(people)} worked at {rng.choice(orgs)} for many years.",
+        lambda: f"{rng.choice(people)} designed the {rng.choice(machines)}.",
+        lambda: f"{rng.choice(people)} collaborated with {rng.choice(people)}.",
+        lambda: f"{rng.choice(people)} wrote {rng.choice(pubs)}.",
+        lambda: f"The {rng.choice(orgs)} is located in {rng.choice(places)}.",
+    ]
+    directory.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for i in range(megabytes):
+        path = directory / f"part-{i:04d}.txt"
+        size = 0
+        with path.open("w", encoding="utf-8") as fh:
+            while size < 1_000_000:
+                sents = [rng.choice(facts)() if rng.random() < 0.25 else rng.choice(_FILLER)
+                         for _ in range(rng.randint(3, 7))]
+                para = " ".join(sents) + "\n\n"
+                fh.write(para)
+                size += len(para.encode())
+        total += size
+    return megabytes, total
+
+
+def _rss_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def bench_memory(megabytes: int, concurrency: int, promote: bool, timeout: float | None, workdir: Path) -> dict:
+    corpus = workdir / "corpus"
+    t = time.perf_counter()
+    files, nbytes = generate_corpus(corpus, megabytes)
+    gen_seconds = time.perf_counter() - t
+    _reset()
+    cmd = [sys.executable, "-m", "kgr.cli", "ingest", str(corpus), "--schema", str(SCHEMA_PATH),
+           "--concurrency", str(concurrency), "--json"] + ([] if promote else ["--no-promote"])
+    out_path = workdir / "memory-report.json"
+    samples: list[tuple[float, int]] = []
+    with out_path.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL)
+        started = time.perf_counter()
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                kb = _rss_kb(proc.pid)
+                if kb is not None:
+                    samples.append((time.perf_counter() - started, kb))
+                stop.wait(1.0)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout and time.perf_counter() - started > timeout:
+                timed_out = True
+                proc.send_signal(signal.SIGKILL)
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.5)
+        elapsed = time.perf_counter() - started
+        stop.set()
+        th.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    result: dict = {"megabytes": megabytes, "files": files, "bytes": nbytes, "generate_seconds": round(gen_seconds, 1),
+                    "concurrency": concurrency, "promote": promote, "seconds": round(elapsed, 1),
+                    "exit_code": proc.returncode, "timed_out": timed_out,
+                    "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    if samples:
+        marks = [samples[int(f * (len(samples) - 1))] for f in (0.1, 0.25, 0.5, 0.75, 1.0)]
+        result["rss_mb_over_time"] = [[round(s, 0), round(kb / 1024, 1)] for s, kb in marks]
+    if not timed_out:
+        rep = json.loads(out_path.read_text())
+        result.update(documents=rep["documents"], chunks=rep["chunks"], chunks_processed=rep["chunks_processed"],
+                      chunks_failed=len(rep["chunks_failed"]), triples_staged=rep["triples_staged"],
+                      new_votes=rep["new_votes"], new_entities=rep["new_entities"],
+                      chunks_per_second=rep["chunks_per_second"], transactions=rep["transactions"])
+    else:
+        from kgr.engine import Engine
+
+        with Engine.connect() as kg:
+            n = kg.graph.driver.execute_query(
+                "MATCH (c:Chunk) RETURN count(c) AS all, count(c.processed_at) AS done").records[0]
+        result.update(chunks_seen=n["all"], chunks_processed=n["done"],
+                      chunks_per_second=round(n["done"] / elapsed, 2))
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels")
+    ap.add_argument("--latency", type=float, default=0.2, help="stub seconds per call")
+    ap.add_argument("--seconds", type=float, default=10.0, help="ideal duration of each throughput run")
+    ap.add_argument("--memory-mb", type=int, default=50)
+    ap.add_argument("--memory-concurrency", type=int, default=8)
+    ap.add_argument("--memory-promote", action="store_true")
+    ap.add_argument("--memory-timeout", type=float, default=None)
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--json", dest="json_out", help="write the results to this file too")
+    args = ap.parse_args(argv)
+    if not os.environ.get("NEO4J_URI"):
+        raise SystemExit("set NEO4J_URI to a throwaway database: the benchmark wipes it")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    results: dict = {"machine": {"cpus": os.cpu_count(), "loadavg_start": list(os.getloadavg())},
+                     "latency": args.latency}
+    with tempfile.TemporaryDirectory(prefix="kgr-bench-ingest-") as tmp:
+        work = Path(tmp)
+        if not args.skip_throughput:
+            stub = Stub(args.latency, work)
+            try:
+                levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
+                results["pipeline"] = []
+                results["bare_litellm"] = []
+                for c in levels:
+                    row = bench_concurrency(stub, c, args.latency, args.seconds, work)
+                    results["pipeline"].append(row)
+                    print(f"pipeline   c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal {row['ideal']:6.1f} "
+                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, {row['cpu_ms_per_chunk']} ms CPU/chunk, "
+                          f"{row['transactions']} transactions)", flush=True)
+                    bare = bench_bare_llm(stub, c, args.latency, args.seconds)
+                    results["bare_litellm"].append(bare)
+                    print(f"bare LLM   c={c:3d}: {bare['calls_per_second']:7.1f} calls/s  = {bare['ratio']:.0%} of ideal "
+                          f"({bare['cpu_ms_per_call']} ms CPU/call)", flush=True)
+            finally:
+                stub.stop()
+        if not args.skip_memory:
+            mem = bench_memory(args.memory_mb, args.memory_concurrency, args.memory_promote, args.memory_timeout, work)
+            results["memory"] = mem
+            print(f"memory: {mem['megabytes']} MB corpus, peak RSS {mem['peak_rss_mb']} MB, {mem['seconds']} s, "
+                  f"{mem.get('chunks_processed')} chunks processed ({mem.get('chunks_per_second')} chunks/s)"
+                  + (" [stopped at --memory-timeout]" if mem["timed_out"] else ""), flush=True)
+            print(f"        RSS over time (s, MB): {mem.get('rss_mb_over_time')}", flush=True)
+    results["machine"]["loadavg_end"] = list(os.getloadavg())
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

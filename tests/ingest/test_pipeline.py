@@ -1,0 +1,229 @@
+"""The ingestion pipeline with the offline rules extractor: the density loop, symmetric relations,
+resumability inside one process, progress events and the report. Integration tests use the real Neo4j."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgr.errors import KgrExtractionError
+from kgr.extract import RulesExtractor
+from kgr.extract.base import ExtractionResult
+from kgr.extract.llm import LLMExtractor
+from kgr.ingest.pipeline import IngestConfig, IngestReport, _assertions, ingest, make_extractor
+from kgr.model.kg import ExtractedKG
+from kgr.model.schema import KGSchema, load_schema
+from kgr.store.admin import fingerprint, status
+from kgr.tools.context import ToolContext
+from kgr.tools.registry import call_tool
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCHEMA = load_schema(EXAMPLES / "schema.json")
+
+
+def _kg(entities: dict, relations: dict) -> ExtractedKG:
+    return ExtractedKG.model_validate({"entities": entities, "relations": relations})
+
+
+class Recording:
+    """Wraps an extractor and records the guidance of every call (round)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: list[tuple[str, list[str] | None]] = []
+
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        self.calls.append((chunk_text, None if guidance is None else list(guidance)))
+        return self.inner.extract(chunk_text, schema, guidance=guidance)
+
+
+class Empty:
+    """Finds nothing, ever: the density tool keeps asking for more."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        self.calls += 1
+        return ExtractionResult(extractor="empty")
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+# -- pure pieces ---------------------------------------------------------------------------------
+
+
+def test_symmetric_relations_are_staged_in_canonical_order():
+    assert SCHEMA.relation_types["COLLABORATED_WITH"].symmetric
+    one = _kg({"Person": ["John Mauchly", "J. Presper Eckert"]},
+              {"COLLABORATED_WITH": [{"subject": "John Mauchly", "object": "J. Presper Eckert"}]})
+    other = _kg({"Person": ["J. Presper Eckert", "John Mauchly"]},
+                {"COLLABORATED_WITH": [{"subject": "Eckert", "object": "John Mauchly"}]})
+    other.entities["Person"].append("Eckert")
+    (a,), _ = _assertions(one, SCHEMA, "c1")
+    (b,), _ = _assertions(other, SCHEMA, "c2")
+    # both orders become (Eckert)-[COLLABORATED_WITH]->(Mauchly): "Person:j presper eckert" < "Person:john mauchly"
+    assert (a.subject, a.object) == ("J. Presper Eckert", "John Mauchly")
+    assert (b.subject, b.object) == ("Eckert", "John Mauchly")  # the alias resolves to the same key
+    # a directed relation keeps its order
+    d = _kg({"Person": ["Konrad Zuse"], "Machine": ["Z3"]}, {"DESIGNED": [{"subject": "Konrad Zuse", "object": "Z3"}]})
+    (c,), _ = _assertions(d, SCHEMA, "c3")
+    assert (c.subject, c.object) == ("Konrad Zuse", "Z3")
+
+
+def test_assertions_reject_with_reasons():
+    kg = _kg({"Person": ["Ada Lovelace", "Charles Babbage"], "Place": ["London"]},
+             {"BORN_IN": [{"subject": "London", "object": "Ada Lovelace"},        # domain and range violated
+                          {"subject": "Ada Lovelace", "object": "Nowhere"},       # endpoint never extracted
+                          {"subject": "Charles Babbage", "object": "London"}],    # fine
+              "COLLABORATED_WITH": [{"subject": "Ada Lovelace", "object": "Ada Lovelace"}]})  # self loop
+    good, bad = _assertions(kg, SCHEMA, "chunk-9")
+    assert [(a.subject, a.relation, a.object) for a in good] == [("Charles Babbage", "BORN_IN", "London")]
+    reasons = {r.item: r.reason for r in bad}
+    assert "BORN_IN domain is ['Person'], got Place" in reasons["London -> Ada Lovelace"]
+    assert "'Nowhere' is not among the extracted entities" in reasons["Ada Lovelace -> Nowhere"]
+    assert reasons["Ada Lovelace -> Ada Lovelace"] == "self loop"
+    assert {r.chunk_id for r in bad} == {"chunk-9"}
+
+
+def test_make_extractor_passes_llm_options():
+    ex = make_extractor(IngestConfig(extractor="llm", model="openai/x", api_base="http://127.0.0.1:9/v1",
+                                     api_key="secret", timeout=7.5, max_attempts=2, concurrency=12))
+    assert isinstance(ex, LLMExtractor)
+    assert (ex.timeout, ex.retry.max_attempts, ex.max_concurrency, ex.api_base) == (7.5, 2, 12, "http://127.0.0.1:9/v1")
+    assert isinstance(make_extractor(IngestConfig()), RulesExtractor)
+    with pytest.raises(KgrExtractionError, match="needs --model"):
+        make_extractor(IngestConfig(extractor="llm"))
+    # the key never shows in the config's repr or dump
+    cfg = IngestConfig(extractor="llm", model="m", api_key="secret")
+    assert "secret" not in repr(cfg) and "api_key" not in cfg.model_dump()
+
+
+def test_report_render_lists_failures_and_promotion():
+    from kgr.ingest.pipeline import ChunkFailure
+    from kgr.model.decisions import RoundSummary
+
+    rep = IngestReport(chunks=3, chunks_processed=2, llm_calls=5, triples_staged=4,
+                       chunks_failed=[ChunkFailure(chunk_id="c" * 64, document_id="d" * 64, path="a.txt",
+                                                   kind="timeout", reason="LLM request timed out")],
+                       promotion=[RoundSummary(version=1, candidates=4, promoted=3, held=1)])
+    text = rep.render()
+    assert "LLM calls 5" in text and "triples staged 4" in text
+    assert "promotion v1: 3 promoted, 1 held, 0 rejected, 0 expired of 4 candidates" in text
+    assert "failed chunk cccccccccccc (a.txt): [timeout] LLM request timed out" in text
+    assert rep.promotion_totals() == {"promoted": 3, "held": 1, "rejected": 0, "expired": 0}
+
+
+# -- against Neo4j ---------------------------------------------------------------------------------
+
+
+@pytest.mark.neo4j
+def test_density_loop_reextracts_with_the_density_guidance(graph, tmp_path):
+    # names the gazetteer does not know: round 1 finds little, the density tool asks for more
+    text = ("Joseph Clement built the Difference Engine in London. Joseph Clement was born in Walworth. "
+            "Percy Ludgate designed the Analytical Machine. Percy Ludgate was born in Skibbereen. "
+            "Leonardo Torres built the Electromechanical Arithmometer.")
+    _write(tmp_path, "doc.txt", text)
+    rec = Recording(RulesExtractor())
+    rep = ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=3, concurrency=1), extractor=rec)
+
+    assert rep.chunks_processed == 1 and len(rec.calls) >= 2
+    assert rec.calls[0][1] is None  # round 1: no guidance
+    # round 2's guidance is exactly what the density tool recommended for round 1's extraction
+    first = RulesExtractor().extract(text, SCHEMA)
+    density = call_tool("query_extraction_density",
+                        {"text": text, "schema": {"entity_schema": sorted(SCHEMA.entity_types),
+                                                  "relation_schema": sorted(SCHEMA.relation_types)},
+                         "extracted_kg": first.kg.model_dump()}, context=ToolContext(schema=SCHEMA))
+    assert density["needs_more_extraction"] is True
+    assert rec.calls[1][1] == density["recommendations"] and rec.calls[1][1]
+    assert rep.tool_calls["query_extraction_density"] >= 2
+    # the guided round found more: Joseph Clement is staged as a designer
+    keys = {r["key"] for r in graph.driver.execute_query("MATCH (e:Entity) RETURN e.key AS key").records}
+    assert "Person:joseph clement" in keys and rep.triples_staged > len(first.kg.relations.get("DESIGNED", []))
+
+
+@pytest.mark.neo4j
+def test_density_loop_stops_at_max_rounds(graph, tmp_path):
+    _write(tmp_path, "doc.txt", "Charles Babbage was born in London. He designed the Difference Engine.")
+    empty = Empty()
+    rep = ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=4), extractor=empty)
+    assert empty.calls == 4
+    assert rep.rounds_per_chunk["max"] == 4 and rep.rounds_per_chunk["=4"] == 1
+    assert rep.tool_calls["query_extraction_density"] == 4
+    assert "query_entity_disambiguation" not in rep.tool_calls  # nothing to disambiguate
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.rounds AS r, c.process_count AS n, "
+                                     "c.processed_at IS NOT NULL AS done").records
+    assert [(r["r"], r["n"], r["done"]) for r in rec] == [(4, 1, True)]
+
+
+@pytest.mark.neo4j
+def test_examples_ingest_is_idempotent_and_reports_everything(graph):
+    events: dict[str, int] = {}
+    rounds = []
+
+    def promote():
+        from kgr.store.policy_runner import run_round
+
+        rounds.append(run_round(graph, schema=SCHEMA))
+        return rounds[-1]
+
+    rep = ingest(graph, [EXAMPLES / "corpus"], SCHEMA, config=IngestConfig(concurrency=4, commit_chunks=4),
+                 on_progress=lambda e, n: events.__setitem__(e, events.get(e, 0) + n), promote=promote)
+    st = status(graph)
+    assert rep.chunks == rep.chunks_processed == st.chunks == 20 and rep.chunks_failed == []
+    assert rep.documents == 13 and rep.load_issues == []
+    assert rep.new_votes == st.votes > 100 and rep.new_entities == st.entities
+    assert rep.triples_staged == rep.new_votes + rep.repeated_votes
+    assert rep.transactions >= 5  # at most 4 chunks per commit
+    # progress events carry documents, chunks, triples staged (and LLM calls when there are some)
+    assert events == {"documents": 13, "chunks": 20, "triples": rep.triples_staged}
+    # the report carries the promotion summary
+    assert rep.promotion == rounds and rounds[0].promoted > 0 and "promotion v1" in rep.render()
+    for name in ("query_extraction_density", "query_coverage_feedback", "query_quality_metrics",
+                 "query_iterative_feedback", "query_entity_disambiguation", "query_kg_storage"):
+        assert rep.tool_calls[name] >= 20 if name != "query_entity_disambiguation" else rep.tool_calls[name] > 0
+    assert 1 <= rep.rounds_per_chunk["mean"] <= 3
+
+    fp = fingerprint(graph)
+    again = ingest(graph, [EXAMPLES / "corpus"], SCHEMA)
+    assert (again.chunks_skipped, again.chunks_processed, again.new_votes) == (20, 0, 0)
+    assert fingerprint(graph) == fp
+    counts = {r["n"] for r in graph.driver.execute_query("MATCH (c:Chunk) RETURN c.process_count AS n").records}
+    assert counts == {1}
+
+
+@pytest.mark.neo4j
+def test_symmetric_votes_are_shared_in_the_graph(graph, tmp_path):
+    _write(tmp_path, "a.txt", "John Mauchly worked with J. Presper Eckert.")
+    _write(tmp_path, "b.txt", "J. Presper Eckert collaborated with John Mauchly.")
+    rep = ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=1))
+    assert rep.chunks_processed == 2
+    rows = [r for r in graph.read("pending_edges", {"statuses": None}) if r["relation"] == "COLLABORATED_WITH"]
+    assert len(rows) == 1 and rows[0]["votes"] == 2
+    assert (rows[0]["subject_key"], rows[0]["object_key"]) == ("Person:j presper eckert", "Person:john mauchly")
+
+
+@pytest.mark.neo4j
+def test_a_chunk_repeated_in_one_run_is_processed_once(graph, tmp_path):
+    text = "Konrad Zuse built the Z3 in Berlin. Konrad Zuse was born in Berlin."
+    _write(tmp_path, "a.txt", text)
+    _write(tmp_path, "copy.txt", text)  # same content: same document and chunk ids
+    rep = ingest(graph, [tmp_path], SCHEMA)
+    assert (rep.chunks, rep.chunks_processed, rep.chunks_skipped) == (2, 1, 1)
+    counts = [r["n"] for r in graph.driver.execute_query("MATCH (c:Chunk) RETURN c.process_count AS n").records]
+    assert counts == [1]
+
+
+@pytest.mark.neo4j
+def test_bad_inputs_are_reported_not_fatal(graph, tmp_path):
+    _write(tmp_path, "good.txt", "Konrad Zuse built the Z3.")
+    (tmp_path / "bad.jsonl").write_text('{"text": "Alan Turing was born in London."}\nnot json\n', encoding="utf-8")
+    rep = ingest(graph, [tmp_path], SCHEMA)
+    assert rep.chunks_processed == 2
+    assert len(rep.load_issues) == 1 and "bad.jsonl:2" in rep.load_issues[0]

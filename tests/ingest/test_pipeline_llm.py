@@ -1,0 +1,193 @@
+"""The LLM path end to end: ``ingest(...)`` → LLMExtractor → litellm → real HTTP → the OpenAI-compatible
+stub (tests/support/llm_stub.py) → staging in the real Neo4j → promotion."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:  # --import-mode=importlib: the shared helpers live in the tests.support package
+    sys.path.insert(0, _ROOT)
+
+from kgr.ingest.pipeline import IngestConfig, ingest  # noqa: E402
+from kgr.model.schema import load_schema  # noqa: E402
+from kgr.store.policy_runner import run_round  # noqa: E402
+from kgr.store.promotion import promote_by_quorum  # noqa: E402
+from kgr.store.provenance import schema_proposals  # noqa: E402
+from kgr.store.versions import promoted_edges  # noqa: E402
+from tests.support.llm_stub import StubReply, llm_stub_factory  # noqa: E402,F401
+
+pytestmark = pytest.mark.neo4j
+
+SCHEMA = load_schema(Path(_ROOT) / "examples" / "schema.json")
+USAGE = {"prompt_tokens": 100, "completion_tokens": 20}
+# what the "model" answers for every chunk about Babbage (the text is in the prompt)
+GOOD = {
+    "entities": {"Person": ["Charles Babbage"], "Place": ["London"], "Machine": ["Difference Engine"]},
+    "relations": {"BORN_IN": [{"subject": "Charles Babbage", "object": "London"}],
+                  "DESIGNED": [{"subject": "Charles Babbage", "object": "Difference Engine"}]},
+}
+TEXT = "{tag}: Charles Babbage was born in London. Charles Babbage designed the Difference Engine."
+
+
+def _corpus(tmp_path: Path, tags: list[str]) -> Path:
+    d = tmp_path / "corpus"
+    d.mkdir()
+    for tag in tags:
+        (d / f"{tag}.txt").write_text(TEXT.format(tag=tag), encoding="utf-8")
+    return d
+
+
+def _prompt(body: dict) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
+
+
+def _config(stub, **kw) -> IngestConfig:
+    base = dict(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
+                timeout=1.0, max_attempts=2, concurrency=4, max_rounds=1)
+    return IngestConfig(**{**base, **kw})
+
+
+def _chunk_state(graph) -> dict[str, tuple[bool, int | None]]:
+    """``document tag -> (processed?, process_count)``."""
+    rec = graph.driver.execute_query(
+        "MATCH (c:Chunk) RETURN c.text AS text, c.processed_at IS NOT NULL AS done, c.process_count AS n").records
+    return {r["text"].split(":")[0]: (r["done"], r["n"]) for r in rec}
+
+
+def test_llm_ingest_normal_malformed_429_and_timeout(graph, tmp_path, llm_stub_factory):
+    seen: Counter[str] = Counter()
+
+    def responder(body: dict) -> StubReply:
+        prompt = _prompt(body)
+        tag = next(t for t in ("MALFORMED", "RATELIMIT", "SLOW", "NORMAL") if f"{t}-" in prompt)
+        seen[tag] += 1
+        if tag == "MALFORMED" and seen[tag] == 1:  # a truncated object: repaired by the one repair request
+            return StubReply.text('{"entities": {"Person": ["Charles Babbage"], "Place": ["Lon', usage=USAGE)
+        if tag == "RATELIMIT" and seen[tag] == 1:
+            return StubReply.error(429, "slow down", retry_after=0.05)
+        if tag == "SLOW":  # longer than the 1 s timeout, on every attempt
+            return StubReply.sleep(3.0)
+        return StubReply.json(GOOD, usage=USAGE)
+
+    stub = llm_stub_factory(default=responder)
+    corpus = _corpus(tmp_path, ["NORMAL-1", "NORMAL-2", "NORMAL-3", "MALFORMED-1", "RATELIMIT-1", "SLOW-1"])
+    events: Counter[str] = Counter()
+    rep = ingest(graph, [corpus], SCHEMA, config=_config(stub), on_progress=lambda e, n: events.update({e: n}),
+                 promote=lambda: run_round(graph, schema=SCHEMA))
+
+    # five chunks through, the timed-out one reported with its reason; the batch completed
+    assert (rep.chunks, rep.chunks_processed) == (6, 5)
+    (failed,) = rep.chunks_failed
+    assert failed.kind == "timeout" and "timed out after 1 s on each of 2 attempt(s)" in failed.reason
+    assert failed.path is not None and failed.path.endswith("SLOW-1.txt")
+    # requests: 3 normal + malformed&repair + 429&retry + 2 timed-out attempts
+    assert seen == {"NORMAL": 3, "MALFORMED": 2, "RATELIMIT": 2, "SLOW": 2}
+    assert rep.llm_calls == 3 + 2 + 2 + 2 == events["llm_calls"]
+    # tokens of every answered request (the 429 and the timeouts answered nothing); litellm prices gpt-4o-mini
+    assert (rep.prompt_tokens, rep.completion_tokens) == (6 * 100, 6 * 20)
+    assert rep.cost_usd > 0
+    assert events["failed"] == 1 and events["chunks"] == 6 and events["triples"] == rep.triples_staged == 10
+    # one edge per fact, five votes each; the failed chunk is NOT marked processed
+    pending = graph.read("pending_edges", {"statuses": None})
+    assert sorted((p["relation"], p["votes"]) for p in pending) == [("BORN_IN", 5), ("DESIGNED", 5)]
+    state = _chunk_state(graph)
+    assert state["SLOW-1"] == (False, None)
+    assert all(state[t] == (True, 1) for t in state if t != "SLOW-1")
+    assert rep.promotion and rep.promotion[0].promoted == 2
+    assert "LLM calls 9, tokens 600+120" in rep.render()
+
+    # the model recovers: a re-run retries exactly the failed chunk
+    seen.clear()
+    stub.default = StubReply.json(GOOD, usage=USAGE)
+    again = ingest(graph, [corpus], SCHEMA, config=_config(stub))
+    assert (again.chunks_skipped, again.chunks_processed, again.chunks_failed, again.llm_calls) == (5, 1, [], 1)
+    assert again.new_votes == 2
+    assert set(_chunk_state(graph).values()) == {(True, 1)}
+
+
+def test_guidance_of_the_density_loop_reaches_the_model(graph, tmp_path, llm_stub_factory):
+    # the model first answers almost nothing; the density tool asks for more, the second prompt says so
+    replies = iter([StubReply.json({"entities": {"Person": ["Charles Babbage"]}, "relations": {}}, usage=USAGE)])
+    stub = llm_stub_factory(default=lambda body: next(replies, StubReply.json(GOOD, usage=USAGE)))
+    corpus = _corpus(tmp_path, ["NORMAL-1"])
+    rep = ingest(graph, [corpus], SCHEMA, config=_config(stub, max_rounds=3, concurrency=1))
+    assert rep.chunks_processed == 1 and rep.llm_calls >= 2
+    first, second = stub.requests[0], stub.requests[1]
+    assert "Recommendations from the assessment" not in first.prompt
+    assert "Recommendations from the assessment of the previous extraction" in second.prompt
+    assert rep.triples_staged == 2
+
+
+def test_schema_violations_are_proposed_or_rejected_never_promoted(graph, tmp_path, llm_stub_factory):
+    reply = {
+        "entities": {"Person": ["Charles Babbage", "Ada Lovelace"], "Place": ["London"],
+                     "Spaceship": ["Apollo 11"]},                                             # unknown entity type
+        "relations": {
+            "BORN_IN": [{"subject": "Charles Babbage", "object": "London"},                   # fine
+                        {"subject": "London", "object": "Ada Lovelace"}],                     # wrong domain/range
+            "DESIGNED": [{"subject": "Ada Lovelace", "object": "London"}],                    # wrong range
+            "PILOTED": [{"subject": "Ada Lovelace", "object": "Apollo 11"}],                  # unknown relation type
+        },
+    }
+    stub = llm_stub_factory(default=StubReply.json(reply, usage=USAGE))
+    corpus = _corpus(tmp_path, ["NORMAL-1", "NORMAL-2"])
+    rep = ingest(graph, [corpus], SCHEMA, config=_config(stub))
+    assert rep.chunks_processed == 2 and rep.chunks_failed == []
+
+    # unknown types are staged as schema proposals, one vote per chunk
+    props = {(p["kind"], p["name"], p["votes"]) for p in schema_proposals(graph)}
+    assert props == {("entity", "Spaceship", 2), ("relation", "PILOTED", 2)}
+    assert rep.schema_proposals == 4
+    # the rest is rejected with a recorded reason
+    reasons = {(r.type, r.item): r.reason for r in rep.rejections}
+    assert "domain" in reasons[("BORN_IN", "London -> Ada Lovelace")]
+    assert "range" in reasons[("DESIGNED", "Ada Lovelace -> London")]
+    assert rep.rejected_items >= 4
+
+    # only the valid triple was staged; even the laxest promotion (quorum 1) promotes nothing else
+    pending = graph.read("pending_edges", {"statuses": None})
+    assert [(p["subject"], p["relation"], p["object"]) for p in pending] == [("Charles Babbage", "BORN_IN", "London")]
+    promote_by_quorum(graph, quorum=1)
+    run_round(graph, schema=SCHEMA)
+    promoted = {(e.subject_key, e.relation, e.object_key) for e in promoted_edges(graph)}
+    assert promoted == {("Person:charles babbage", "BORN_IN", "Place:london")}
+    types = {r["t"] for r in graph.driver.execute_query(
+        "MATCH ()-[r]->() WHERE r.valid_from IS NOT NULL RETURN DISTINCT type(r) AS t").records}
+    assert types == {"BORN_IN"}
+
+
+def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_settings, tmp_path, llm_stub_factory,
+                                                                    monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgr.cli.main import app
+
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    if neo4j_settings.password is not None:
+        monkeypatch.setenv("NEO4J_PASSWORD", neo4j_settings.password)
+    stub = llm_stub_factory(default=lambda body: StubReply.sleep(2.0) if "SLOW-" in _prompt(body)
+                            else StubReply.json(GOOD, usage=USAGE))
+    corpus = _corpus(tmp_path, ["NORMAL-1", "SLOW-1"])
+    args = ["ingest", str(corpus), "--schema", str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm",
+            "--model", "openai/stub-model", "--api-base", stub.base_url, "--timeout", "0.5", "--max-attempts", "1",
+            "--max-rounds", "1", "--no-promote", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)
+    assert report["chunks_processed"] == 1 and report["llm_calls"] == 2
+    assert [f["kind"] for f in report["chunks_failed"]] == ["timeout"]
+    assert "Error: 1 chunk(s) failed" in result.stderr and "re-run" in result.stderr
+
+    bad = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", str(Path(_ROOT) / "examples" / "schema.json"),
+                                   "--extractor", "magic"])
+    assert bad.exit_code == 1 and bad.stderr.strip() == "Error: extractor: expected --extractor rules or llm, got 'magic'"
+    no_model = CliRunner().invoke(app, ["ingest", str(corpus), "--schema",
+                                        str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm"])
+    assert no_model.exit_code == 1 and "needs --model" in no_model.stderr

@@ -1,0 +1,147 @@
+"""A 200-chunk ``kgr ingest`` killed with SIGKILL halfway, then re-run, ends with the same graph as an
+uninterrupted run — staged content (fingerprint) and, after a final promotion round, the promoted
+graph's hash — and no chunk is ever processed twice. Subprocesses against the real Neo4j."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kgr.model.canonical import canonical_name
+from kgr.model.schema import KGSchema, load_schema
+from kgr.store.admin import fingerprint, reset
+from kgr.store.policy_runner import run_round
+from kgr.store.versions import current_state
+from kgr.tools.disambiguation import string_similarity
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = ROOT / "examples" / "schema.json"
+N_CHUNKS = 200
+
+
+def _distinct_names(schema: KGSchema) -> dict[str, list[str]]:
+    """Gazetteer names that belong to one type only and are not near-duplicates of each other, so
+    that disambiguation against the store cannot depend on the order chunks are processed in."""
+    types_of: dict[str, set[str]] = {}
+    for t, spec in schema.entity_types.items():
+        for n in [*spec.names, *(a for al in spec.aliases.values() for a in al)]:
+            types_of.setdefault(canonical_name(n), set()).add(t)
+    out: dict[str, list[str]] = {}
+    for t, spec in schema.entity_types.items():
+        keep: list[str] = []
+        for n in spec.names:
+            if types_of[canonical_name(n)] == {t} and all(string_similarity(n, m) < 0.7 for m in keep):
+                keep.append(n)
+        out[t] = keep
+    return out
+
+
+def generate_corpus(path: Path, schema: KGSchema, n_docs: int, *, seed: int = 7, sentences: int = 5) -> Path:
+    """A JSONL corpus of ``n_docs`` one-chunk documents, each a few "<subject> <trigger> <object>."
+    sentences built from the schema's names and triggers (facts repeat, so votes accumulate)."""
+    names = _distinct_names(schema)
+    rels = [(r, s) for r, s in sorted(schema.relation_types.items()) if s.domain and s.range and s.triggers]
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n_docs):
+            parts = [f"Record {i}."]
+            for _ in range(sentences):
+                rel, spec = rng.choice(rels)
+                s, o = rng.choice(names[rng.choice(spec.domain)]), rng.choice(names[rng.choice(spec.range)])
+                trigger = next(t for t in spec.triggers if not t.endswith(" by"))
+                if s != o:
+                    parts.append(f"{s} {trigger} {o}.")
+            fh.write(json.dumps({"id": f"doc-{i:04d}", "text": " ".join(parts)}) + "\n")
+    return path
+
+
+def _env(settings) -> dict[str, str]:
+    env = {**os.environ, "NEO4J_URI": settings.uri, "NEO4J_DATABASE": settings.database}
+    if settings.password is not None:
+        env.update(NEO4J_USERNAME=settings.username, NEO4J_PASSWORD=settings.password)
+    return env
+
+
+def _cmd(corpus: Path) -> list[str]:
+    return [sys.executable, "-m", "kgr.cli", "ingest", str(corpus), "--schema", str(SCHEMA_PATH),
+            "--no-promote", "--concurrency", "4", "--json"]
+
+
+def _run(corpus: Path, env: dict[str, str]) -> dict:
+    proc = subprocess.run(_cmd(corpus), env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def _processed(graph) -> int:
+    rec = graph.driver.execute_query("MATCH (c:Chunk) WHERE c.processed_at IS NOT NULL RETURN count(c) AS n").records
+    return rec[0]["n"]
+
+
+def _process_counts(graph) -> dict[int | None, int]:
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.process_count AS k, count(*) AS n").records
+    return {r["k"]: r["n"] for r in rec}
+
+
+def test_generated_corpus_has_one_chunk_per_document(tmp_path):
+    from kgr.ingest.chunking import ChunkingConfig, iter_chunks
+    from kgr.ingest.loaders import iter_documents
+
+    corpus = generate_corpus(tmp_path / "c.jsonl", load_schema(SCHEMA_PATH), 20)
+    chunks = list(iter_chunks(iter_documents(corpus), config=ChunkingConfig()))
+    assert len(chunks) == 20 and len({c.id for c in chunks}) == 20
+
+
+def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_settings, tmp_path):
+    schema = load_schema(SCHEMA_PATH)
+    corpus = generate_corpus(tmp_path / "corpus.jsonl", schema, N_CHUNKS)
+    env = _env(neo4j_settings)
+
+    # 1. the uninterrupted run, then one promotion round
+    full = _run(corpus, env)
+    assert (full["chunks"], full["chunks_processed"], full["chunks_failed"]) == (N_CHUNKS, N_CHUNKS, [])
+    staged_full = fingerprint(graph)
+    promoted_full = run_round(graph, schema=schema)
+    assert promoted_full.promoted > 0
+    state_full, everything_full = current_state(graph), fingerprint(graph)
+
+    # 2. from scratch: the same job, SIGKILLed once about half the chunks are processed
+    reset(graph)
+    proc = subprocess.Popen(_cmd(corpus), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 180
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _processed(graph) >= N_CHUNKS // 2:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, f"the job ended before it was killed: {err.decode()[-1000:]}"
+    done_at_kill = _processed(graph)
+    assert N_CHUNKS // 2 <= done_at_kill < N_CHUNKS
+
+    # 3. the re-run finishes the job: it skips what was done and processes the rest, once
+    rest = _run(corpus, env)
+    assert rest["chunks_skipped"] == done_at_kill
+    assert rest["chunks_processed"] == N_CHUNKS - done_at_kill and rest["chunks_failed"] == []
+    assert _process_counts(graph) == {1: N_CHUNKS}  # no chunk processed twice
+    assert fingerprint(graph) == staged_full  # entities, pending edges, votes, chunks: identical
+
+    promoted_rest = run_round(graph, schema=schema)
+    assert (promoted_rest.promoted, promoted_rest.held, promoted_rest.rejected) == (
+        promoted_full.promoted, promoted_full.held, promoted_full.rejected)
+    assert current_state(graph) == state_full  # same version, same promoted-graph hash
+    assert fingerprint(graph) == everything_full
