@@ -42,9 +42,14 @@ What it does, in one run:
    candidate (Neo4j read, prepare, decide, write); rounds; and, per false kind, the share promoted.
 4. **Latency at 100k promoted edges**: the pure decision core (local balls on a networkx graph,
    no Neo4j) on the synthetic generator's graph with 100k edges, for held-out true edges and
-   false ones.
+   random ones; and one real ``run_round`` on Neo4j with 100k promoted edges and 500 fresh
+   candidates (``--e2e-edges``; 0 skips it).
 5. **Entropy timings**: exact (dense ``eigvalsh``) vs SLQ on Barabási–Albert graphs (m = 2),
-   n = 1k … 100k; exact only up to ``--exact-max`` nodes (a dense 100k×100k matrix needs 80 GB).
+   n = 1k … 100k; exact only up to ``--exact-max`` nodes (default 10k; a dense 100k×100k matrix
+   needs 80 GB, more than the 24 GB here).
+
+BLAS runs single-threaded unless ``OPENBLAS_NUM_THREADS`` is set (see below). The default run
+takes 5–8 minutes on the shared 2-core machine.
 """
 
 from __future__ import annotations
@@ -615,9 +620,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-edges", type=int, default=100_000, help="promoted edges for the pure-core latency")
     ap.add_argument("--scale-candidates", type=int, default=500)
     ap.add_argument("--entropy-sizes", default="1000,2000,5000,10000,100000")
-    ap.add_argument("--exact-max", type=int, default=5000, help="largest n for the exact eigensolver")
+    ap.add_argument("--exact-max", type=int, default=10_000, help="largest n for the exact eigensolver")
     ap.add_argument("--skip-scale", action="store_true")
-    ap.add_argument("--e2e-edges", type=int, default=0,
+    ap.add_argument("--e2e-edges", type=int, default=100_000,
                     help="also time one real run_round on Neo4j with this many promoted edges (0: skip)")
     ap.add_argument("--skip-entropy", action="store_true")
     ap.add_argument("--functional", choices=("default", "on", "off"), default="default",

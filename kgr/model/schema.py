@@ -21,6 +21,7 @@ A schema file is JSON validated by :class:`KGSchema` (its JSON Schema is committ
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated
@@ -123,6 +124,10 @@ class KGSchema(BaseModel):
 
     def alias_map(self) -> dict[tuple[str, str], str]:
         """``(type, canonical alias) -> canonical target name`` from every type's alias table."""
+        return self._alias_map
+
+    @functools.cached_property
+    def _alias_map(self) -> dict[tuple[str, str], str]:
         out: dict[tuple[str, str], str] = {}
         for t, spec in self.entity_types.items():
             for target, aliases in spec.aliases.items():

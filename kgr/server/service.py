@@ -36,7 +36,7 @@ import anyio.to_thread
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
 from kgr.model.schema import KGSchema, load_schema
-from kgr.server.catalog import get_served, invoke, json_numbers
+from kgr.server.catalog import get_served, invoke, json_numbers, validate_payload
 from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
@@ -238,8 +238,14 @@ class ToolService:
         return ToolContext(graph=graph, schema=self.schema)
 
     def call_sync(self, name: str, payload: object) -> dict[str, Any]:
-        """Run a tool in the calling thread (raises on failure)."""
-        get_served(name)
+        """Run a tool in the calling thread (raises on failure).
+
+        An invalid input is a validation error even while Neo4j is unreachable: before the first
+        connection of a store tool, the input is validated before connecting.
+        """
+        spec = get_served(name)
+        if spec.needs_graph and self.graphs.peek() is None:
+            validate_payload(spec, json_numbers(payload))
         return invoke(name, payload, self.context_for(name))
 
     def _call_and_encode(self, name: str, payload: object) -> tuple[dict[str, Any], bytes]:

@@ -13,6 +13,7 @@ interrupted by a database failure can simply be re-run.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -116,7 +117,7 @@ def stage(
     and left to the promotion policy, which rejects them with a recorded decision). Names pass
     through the schema's alias table. ``on_batch`` is called after each committed batch (progress).
 
-    Rows are routed to ``workers`` lanes by edge key; each lane commits its batches in input order,
+    Inputs longer than one batch are routed to ``workers`` lanes by edge key; each lane commits its batches in input order,
     and lanes run concurrently (the server has cores to spare while a client waits on one
     transaction). Every vote of one edge goes through one lane, in input order, so the result
     (votes, noisy-or confidence) is the same whatever the interleaving. On a database failure the
@@ -154,8 +155,13 @@ def stage(
                 previous.result()  # one batch in flight per lane, in order; raises a lane's failure
             pending[lane] = pool.submit(commit, items, ())
 
+        stream = iter(assertions)
+        head = list(itertools.islice(stream, batch_size + 1))
+        # an input that fits in one batch goes through one lane: one transaction, no lock
+        # contention between lanes over the same entities
+        nlanes = workers if len(head) > batch_size else 1
         try:
-            for a in assertions:
+            for a in itertools.chain(head, stream):
                 index += 1
                 try:
                     check_assertion(a, schema)
@@ -164,7 +170,7 @@ def stage(
                         report.rejected.append(RejectedRow(index=index - 1, reason=str(exc)))
                         report.rows += 1
                     continue
-                lane = int(_resolved_key(a, schema)[:8], 16) % workers
+                lane = int(_resolved_key(a, schema)[:8], 16) % nlanes
                 lanes[lane].append(a)
                 if len(lanes[lane]) >= batch_size:
                     submit(lane, lanes[lane])

@@ -227,3 +227,51 @@ def test_bad_inputs_are_reported_not_fatal(graph, tmp_path):
     rep = ingest(graph, [tmp_path], SCHEMA)
     assert rep.chunks_processed == 2
     assert len(rep.load_issues) == 1 and "bad.jsonl:2" in rep.load_issues[0]
+
+
+@pytest.mark.neo4j
+def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
+    """A group commit that Neo4j refuses for one chunk's data is retried chunk by chunk."""
+    import time
+
+    import neo4j.exceptions
+
+    from kgr.ingest import pipeline
+    from kgr.ingest.chunking import ChunkingConfig, iter_chunks
+    from kgr.ingest.loaders import iter_documents
+    from kgr.store import provenance
+
+    for i, machine in enumerate(["Z1", "Z3", "ENIAC", "EDSAC", "Colossus", "BINAC"]):
+        _write(tmp_path, f"d{i}.txt", f"Konrad Zuse built the {machine}.")
+    bad = next(c for c in iter_chunks(iter_documents(tmp_path), config=ChunkingConfig()) if "ENIAC" in c.text)
+    real_finish, real_commit = provenance.finish_chunk, pipeline._Pipeline._commit
+    groups: list[list[str]] = []
+
+    def finish(tx, chunk_id, *args, **kw):
+        if chunk_id == bad.id:
+            raise neo4j.exceptions.ClientError("refused by the test")
+        return real_finish(tx, chunk_id, *args, **kw)
+
+    def commit(self, group):
+        groups.append([w.chunk.id for w in group])
+        if len(groups) == 1:
+            time.sleep(0.5)  # the others queue up behind the first commit and form one group
+        return real_commit(self, group)
+
+    class SlowOnBad(RulesExtractor):
+        def extract(self, chunk_text, schema, *, guidance=None):
+            if "ENIAC" in chunk_text:
+                time.sleep(0.2)  # never the first to reach the writer
+            return super().extract(chunk_text, schema, guidance=guidance)
+
+    monkeypatch.setattr(provenance, "finish_chunk", finish)
+    monkeypatch.setattr(pipeline._Pipeline, "_commit", commit)
+    rep = ingest(graph, [tmp_path], SCHEMA, extractor=SlowOnBad(),
+                 config=IngestConfig(concurrency=6, commit_chunks=8, max_rounds=1))
+    assert rep.chunks_processed == 5 and [f.chunk_id for f in rep.chunks_failed] == [bad.id]
+    assert rep.chunks_failed[0].kind == "ClientError" and "refused by the test" in rep.chunks_failed[0].reason
+    assert any(bad.id in g and len(g) > 1 for g in groups)  # it was refused inside a group ...
+    assert [bad.id] in groups  # ... then retried alone
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id, c.process_count AS n").records
+    assert {r["id"]: r["n"] for r in rec} == {**{r["id"]: 1 for r in rec if r["id"] != bad.id}, bad.id: None}
+    assert not any(p["object"] == "ENIAC" for p in graph.read("pending_edges", {"statuses": None}))

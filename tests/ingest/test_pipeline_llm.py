@@ -48,7 +48,7 @@ def _prompt(body: dict) -> str:
 
 def _config(stub, **kw) -> IngestConfig:
     base = dict(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
-                timeout=1.0, max_attempts=2, concurrency=4, max_rounds=1)
+                timeout=1.5, max_attempts=2, concurrency=4, max_rounds=1)
     return IngestConfig(**{**base, **kw})
 
 
@@ -70,8 +70,8 @@ def test_llm_ingest_normal_malformed_429_and_timeout(graph, tmp_path, llm_stub_f
             return StubReply.text('{"entities": {"Person": ["Charles Babbage"], "Place": ["Lon', usage=USAGE)
         if tag == "RATELIMIT" and seen[tag] == 1:
             return StubReply.error(429, "slow down", retry_after=0.05)
-        if tag == "SLOW":  # longer than the 1 s timeout, on every attempt
-            return StubReply.sleep(3.0)
+        if tag == "SLOW":  # longer than the 1.5 s timeout, on every attempt
+            return StubReply.sleep(4.0)
         return StubReply.json(GOOD, usage=USAGE)
 
     stub = llm_stub_factory(default=responder)
@@ -83,7 +83,7 @@ def test_llm_ingest_normal_malformed_429_and_timeout(graph, tmp_path, llm_stub_f
     # five chunks through, the timed-out one reported with its reason; the batch completed
     assert (rep.chunks, rep.chunks_processed) == (6, 5)
     (failed,) = rep.chunks_failed
-    assert failed.kind == "timeout" and "timed out after 1 s on each of 2 attempt(s)" in failed.reason
+    assert failed.kind == "timeout" and "timed out after 1.5 s on each of 2 attempt(s)" in failed.reason
     assert failed.path is not None and failed.path.endswith("SLOW-1.txt")
     # requests: 3 normal + malformed&repair + 429&retry + 2 timed-out attempts
     assert seen == {"NORMAL": 3, "MALFORMED": 2, "RATELIMIT": 2, "SLOW": 2}
@@ -172,11 +172,11 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
     monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
     if neo4j_settings.password is not None:
         monkeypatch.setenv("NEO4J_PASSWORD", neo4j_settings.password)
-    stub = llm_stub_factory(default=lambda body: StubReply.sleep(2.0) if "SLOW-" in _prompt(body)
+    stub = llm_stub_factory(default=lambda body: StubReply.sleep(4.0) if "SLOW-" in _prompt(body)
                             else StubReply.json(GOOD, usage=USAGE))
     corpus = _corpus(tmp_path, ["NORMAL-1", "SLOW-1"])
     args = ["ingest", str(corpus), "--schema", str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm",
-            "--model", "openai/stub-model", "--api-base", stub.base_url, "--timeout", "0.5", "--max-attempts", "1",
+            "--model", "openai/stub-model", "--api-base", stub.base_url, "--timeout", "1.5", "--max-attempts", "1",
             "--max-rounds", "1", "--no-promote", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output

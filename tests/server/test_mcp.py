@@ -107,5 +107,8 @@ def test_listing_matches_models_in_process():
             assert not res.is_error and res.structured_content["coverage_score"] > 0
             down = await client.call_tool("graph_status", {})
             assert down.is_error and down.content[0].text.startswith("unavailable:")
+            # an invalid input is reported as such, database or not
+            bad = await client.call_tool("query_kg_storage", {"extracted_kg": {}, "oops": 1})
+            assert bad.is_error and bad.content[0].text.startswith("validation_error: oops")
 
     anyio.run(main)
