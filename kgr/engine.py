@@ -65,12 +65,12 @@ class Engine:
         self.close()
 
     # -- staging ---------------------------------------------------------------------------------
-    def stage(self, assertions: Iterable[TripleAssertion], *, batch_size: int = 2000, workers: int = 4,
+    def stage(self, assertions: Iterable[TripleAssertion], *, batch_size: int = 2000, workers: int = 2,
               on_batch: Callable[[staging.StageReport], None] | None = None) -> staging.StageReport:
         return staging.stage(self.graph, assertions, schema=self.schema, batch_size=batch_size, workers=workers,
                              on_batch=on_batch)
 
-    def stage_file(self, path: str | Path, *, batch_size: int = 2000, workers: int = 4,
+    def stage_file(self, path: str | Path, *, batch_size: int = 2000, workers: int = 2,
                    on_batch: Callable[[staging.StageReport], None] | None = None) -> FileStageReport:
         """Stage a triple JSONL file, streaming it; bad lines are reported with their number and skipped."""
         p = Path(path)

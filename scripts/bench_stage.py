@@ -1,6 +1,6 @@
 """Benchmark: kgr staging vs a raw ``UNWIND … MERGE`` baseline, same rows, same database, one run.
 
-    python scripts/bench_stage.py [--n 100000] [--batch 2000] [--workers 4] [--repeats 3]
+    python scripts/bench_stage.py [--n 100000] [--batch 2000] [--workers 2] [--repeats 3]
 
 Generates N triple assertions over a few thousand entities, with repeats (each edge asserted by
 1–4 sources, some sources repeating themselves) so that votes matter, then:
@@ -45,7 +45,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=2000)
-    ap.add_argument("--workers", type=int, default=4, help="kgr writer lanes (the raw baseline runs one)")
+    ap.add_argument("--workers", type=int, default=2, help="kgr writer lanes (the raw baseline runs one)")
     ap.add_argument("--repeats", type=int, default=3, help="alternating kgr/raw runs; the median ratio is reported")
     args = ap.parse_args()
     rows = assertions(args.n)

@@ -58,7 +58,7 @@ def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
 @errors_to_exit
 def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], schema: SchemaOpt = None,
           batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000,
-          workers: Annotated[int, typer.Option(min=1, max=16, help="Concurrent writer lanes (by edge key).")] = 4,
+          workers: Annotated[int, typer.Option(min=1, max=16, help="Concurrent writer lanes (by edge key).")] = 2,
           json_: JsonOpt = False) -> None:
     """Stage a triple JSONL file as PENDING_REL votes (bad lines are reported and skipped)."""
     with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),

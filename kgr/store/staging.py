@@ -106,7 +106,7 @@ def stage(
     schema: KGSchema | None = None,
     entities: Sequence[tuple[str, str]] = (),
     batch_size: int = 2000,
-    workers: int = 4,
+    workers: int = 2,
     now: float | None = None,
     on_batch: Callable[[StageReport], None] | None = None,
 ) -> StageReport:
