@@ -22,9 +22,14 @@ judge (its hop-0 cost is (2·c_node + c_edge)/(c_node + c_edge) = 1.5 > θ_AG wh
 the decision core accepts it on votes and constraints alone and says so in the reason
 (``PromotionConfig.bootstrap_context_edges``); every later edge that touches it is gauged as usual.
 
+**Functional relations.** Within a round, at most one promotion per (subject, functional relation)
+survives: the best-supported one, and none when the subject already has an object; the others are
+held with that reason (so two conflicting candidates cannot bounce forever between promotion and
+rollback).
+
 **Grace-period audit.** After a round is written, its promotions are checked on the new graph:
 no two current edges of a functional relation may leave the same subject. A round that breaks this
-(two conflicting candidates promoted together) is rolled back at once (a new version restoring the
+anyway is rolled back at once (a new version restoring the
 previous edge set) and reported with ``rolled_back = true``.
 """
 
@@ -99,6 +104,32 @@ def _functional_conflicts(graph: Graph, schema: KGSchema | None) -> list[str]:
     return [f"{s} {r}: {len(o)} objects" for (s, r), o in seen.items() if len(o) > 1]
 
 
+def _functional_losers(decisions, by_key: dict[str, dict], schema: KGSchema | None,
+                       functional_objects: dict[tuple[str, str], set[str]]) -> dict[str, str]:
+    """Promotions that would give a subject a second object on a functional relation this round.
+
+    Per (subject, relation) the candidate with the most votes (then confidence, then key) keeps its
+    promotion unless the subject already has a current object; the others are held with a reason.
+    """
+    if schema is None:
+        return {}
+    functional = {r for r, s in schema.relation_types.items() if s.functional}
+    groups: dict[tuple[str, str], list] = defaultdict(list)
+    for d in decisions:
+        if d.action == "promote" and d.relation in functional:
+            groups[(d.subject, d.relation)].append(d)
+    out: dict[str, str] = {}
+    for (subject, rel), ds in groups.items():
+        existing = functional_objects.get((subject, rel), set())
+        ranked = sorted(ds, key=lambda d: (-by_key[d.key]["votes"], -by_key[d.key]["confidence"], d.key))
+        keep = None if existing else ranked[0]
+        for d in ranked:
+            if d is not keep:
+                out[d.key] = (f"functional relation {rel}: {subject} already has an object"
+                              + (" promoted" if existing else f" with more support this round ({keep.object})"))
+    return out
+
+
 def run_round(graph: Graph, *, schema: KGSchema | None = None, config: PromotionConfig | None = None,
               quorum: int | None = None) -> RoundSummary:
     """Run one promotion round with the geDIG policy and write it as one version."""
@@ -134,10 +165,13 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
     per_candidate_ms = (timings["decide"] / len(cands) * 1000.0) if cands else 0.0
 
     by_key = {r["key"]: r for r in rows}
+    demoted = _functional_losers(round_.decisions, by_key, schema, functional_objects)
     decisions = []
     unchanged = 0
     for d in round_.decisions:
         r = by_key[d.key]
+        if d.key in demoted:
+            d = d.model_copy(update={"action": "hold", "reason": demoted[d.key]})
         if d.action == "hold" and r["status"] == "held" and r.get("decided_votes") == r["votes"]:
             unchanged += 1  # held again on the same votes: nothing new to record
             continue

@@ -65,19 +65,26 @@ def test_cli_promote_json_and_explain(graph, neo4j_settings, monkeypatch):
     assert res.exit_code == 1 and "no staged edge" in res.stderr
 
 
-def test_functional_conflict_in_one_round_is_rolled_back(graph):
-    # two BORN_IN objects for one subject, both well voted: the round's audit must undo them
-    rows = [A("Ada", "Person", "BORN_IN", c, "City", s) for c in ("London", "Paris") for s in ("a", "b", "c")]
+def test_functional_conflict_in_one_round_keeps_the_best_supported(graph):
+    # two BORN_IN objects for one subject, both above quorum: only the better-supported one is promoted,
+    # the other is held with the reason; later rounds stay stable (no promote/rollback bounce)
+    rows = [A("Ada", "Person", "BORN_IN", "London", "City", s) for s in ("a", "b", "c")]
+    rows += [A("Ada", "Person", "BORN_IN", "Paris", "City", s) for s in ("a", "b")]
     stage(graph, rows, schema=SCHEMA)
     from kgr.gauge.policy import PromotionConfig
 
     summary = run_round(graph, schema=SCHEMA, config=PromotionConfig(calibrate_thresholds=False, theta_dg=10.0,
                                                                      audit=False))
-    # both are new components with 3 votes and no violation at round start, so both are promoted;
-    # the grace-period audit then sees two BORN_IN objects for Ada and rolls the round back
-    assert summary.promoted == 2 and summary.rolled_back
-    assert promoted_edges(graph) == []
-    assert [v["kind"] for v in list_versions(graph)] == ["rollback", "promotion"]
+    assert summary.promoted == 1 and not summary.rolled_back
+    assert [(e.subject, e.object) for e in promoted_edges(graph)] == [("Ada", "London")]
+    paris = next(r for r in graph.read("pending_edges", {"statuses": None}) if r["object"] == "Paris")
+    assert paris["status"] == "held"
+    why = graph.read("decisions_for_edge", {"key": paris["key"]})[0]["decisions"][-1]["reason"]
+    assert "functional relation BORN_IN" in why
+    again = run_round(graph, schema=SCHEMA, config=PromotionConfig(calibrate_thresholds=False, theta_dg=10.0,
+                                                                   audit=False))
+    assert again.promoted == 0 and not again.rolled_back
+    assert [v["kind"] for v in list_versions(graph)] == ["promotion"] * len(list_versions(graph))
 
 
 def test_repeated_rounds_do_not_pile_up_identical_holds(graph):
