@@ -47,7 +47,7 @@ def shared_cache() -> Path:
     except KgrRuntimeError as exc:
         if os.environ.get("KGR_REQUIRE_NEO4J") == "1":
             raise
-        pytest.skip(f"managed Neo4j cannot be installed here: {exc}")
+        pytest.skip(f"managed Neo4j cannot be installed here: {exc}")  # KGR_REQUIRE_NEO4J=1 raises above
     return cfg.cache_dir
 
 
@@ -184,7 +184,9 @@ def _java_on_path(tmp_path: Path) -> Path:
 
     java = shutil.which("java")
     if java is None:
-        pytest.skip("no java on this machine")
+        if os.environ.get("KGR_REQUIRE_NEO4J") == "1":
+            pytest.fail("no java on this machine (KGR_REQUIRE_NEO4J=1)")
+        pytest.skip("no java on this machine")  # not under KGR_REQUIRE_NEO4J=1 (fails above)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "java").symlink_to(java)
