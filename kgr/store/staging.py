@@ -1,9 +1,13 @@
 """Staging: assertions become votes on ``PENDING_REL`` edges, never promoted edges.
 
-A vote is one distinct source asserting one edge. Its id is ``"<edge key>|<source>"`` under a
-uniqueness constraint, so re-staging the same assertion from the same source is a no-op, and a
-vote count always equals the number of distinct sources (exactly, under concurrent writers: the
-vote MERGE is serialised by the constraint, the edge MERGE by write locks on both endpoints).
+A vote is one distinct source asserting one edge. The first :data:`MAX_INLINE_VOTES` sources of
+an edge are kept on the edge itself (``r.sources``); later ones become ``(:Vote {id:
+"<edge key>|<source>"})`` nodes under a uniqueness constraint. Re-staging the same assertion from
+the same source is a no-op, and ``r.votes`` always equals the number of distinct sources, exactly,
+under concurrent writers: the edge MERGE is serialised by write locks on both endpoints, an
+existing edge is write-locked before its sources are read, and overflow votes by the constraint.
+Keeping the common case (a handful of sources per edge) inline costs one relationship update per
+edge instead of one node per vote; ``scripts/bench_stage.py`` measures it against a raw MERGE.
 
 Rows are deduplicated and sorted by key in Python before they are sent, batches are written with
 ``UNWIND $rows`` in one transaction each (entities, then votes), and transient errors (deadlocks,
@@ -29,12 +33,38 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
 from kgr.store.cypher import validate_identifier
 
-__all__ = ["StageReport", "stage", "write_batch", "check_assertion", "MAX_SOURCES_SAMPLE", "MAX_ALIASES"]
+__all__ = ["StageReport", "stage", "write_batch", "check_assertion", "MAX_INLINE_VOTES", "MAX_ALIASES"]
 
-#: Sources kept on the edge itself (all votes stay queryable as (:Vote) nodes).
-MAX_SOURCES_SAMPLE = 16
+#: Votes kept inline on the edge (``r.sources``); later sources become (:Vote) nodes.
+MAX_INLINE_VOTES = 32
 #: Surface forms kept per entity.
 MAX_ALIASES = 64
+
+
+class _MissingEndpoints(RuntimeError):
+    """A batch found fewer endpoint entities than it needs (skipped as cached, then deleted meanwhile)."""
+
+
+class EntityCache:
+    """Entity rows (key and surface forms) already committed during one :func:`stage` call.
+
+    Later batches of the same call skip those rows, so a long input merges each entity once
+    instead of once per batch. Only committed rows enter the cache, and a batch whose endpoints
+    went missing meanwhile is rolled back and re-run with its entity rows (see
+    :func:`_stage_votes_unit`), so the cache saves work but never loses a vote.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def unseen(self, rows: Sequence[dict]) -> list[dict]:
+        with self._lock:
+            return [r for r in rows if any((r["key"], a) not in self._seen for a in r["aliases"])]
+
+    def add(self, rows: Sequence[dict]) -> None:
+        with self._lock:
+            self._seen.update((r["key"], a) for r in rows for a in r["aliases"])
 
 
 class RejectedRow(BaseModel):
@@ -71,17 +101,11 @@ def _resolve(schema: KGSchema | None, etype: str, name: str) -> str:
     return schema.resolve_name(etype, name) if schema is not None else name
 
 
-def _resolved_key(a: TripleAssertion, schema: KGSchema | None) -> str:
-    """The edge key after the schema's alias table (what the store will MERGE on)."""
-    if schema is None:
-        return a.key
-    return edge_key(entity_key(a.subject_type, _resolve(schema, a.subject_type, a.subject)), a.relation,
-                    entity_key(a.object_type, _resolve(schema, a.object_type, a.object)))
-
-
 def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str) -> str:
     key = entity_key(etype, name)
-    row = rows.setdefault(key, {"key": key, "name": name, "type": etype, "aliases": []})
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = {"key": key, "name": name, "type": etype, "aliases": []}
     if surface not in row["aliases"]:
         row["aliases"].append(surface)
     return key
@@ -117,11 +141,19 @@ def stage(
     and left to the promotion policy, which rejects them with a recorded decision). Names pass
     through the schema's alias table. ``on_batch`` is called after each committed batch (progress).
 
-    Inputs longer than one batch are routed to ``workers`` lanes by edge key; each lane commits its batches in input order,
-    and lanes run concurrently (the server has cores to spare while a client waits on one
-    transaction). Every vote of one edge goes through one lane, in input order, so the result
-    (votes, noisy-or confidence) is the same whatever the interleaving. On a database failure the
-    lanes stop, committed batches stay, and the error is raised: a re-run completes the rest.
+    How a long input is written:
+
+    - rows go to one of ``workers`` lanes by their subject's entity key, so every vote of one
+      edge goes through one lane, in input order, and two lanes never lock the same subject;
+    - the calling thread prepares each batch (deduplication, keys, sorting) and upserts the
+      entities that this call has not committed yet (an :class:`EntityCache`), so lane
+      transactions do not queue behind each other's entity creations;
+    - each lane then writes its batches' votes in order, one transaction per batch, while the
+      caller prepares the next batch.
+
+    The result (votes, noisy-or confidence) is the same whatever the interleaving. On a database
+    failure the lanes stop, committed batches stay, and the error is raised: a re-run completes
+    the rest (every step is idempotent). An input that fits in one batch is one transaction.
 
     Returns
     -------
@@ -137,11 +169,12 @@ def stage(
     lanes: list[list[TripleAssertion]] = [[] for _ in range(workers)]
     pending: list[Future | None] = [None] * workers
     lock = threading.Lock()
+    cache = EntityCache()
+    ts = time.time() if now is None else now
     index = 0
 
-    def commit(items: list[TripleAssertion], extra_entities: Sequence[tuple[str, str]]) -> None:
+    def add(part: StageReport) -> None:
         nonlocal report
-        part = _stage_batch(graph, items, schema, extra_entities, now)
         with lock:
             report = report.merge(part)
             if on_batch is not None:
@@ -150,27 +183,55 @@ def stage(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgr-stage") as pool:
 
         def submit(lane: int, items: list[TripleAssertion]) -> None:
+            ents, edges, dups = _prepare(items, schema, ())
+            created = _run_entities(graph, cache.unseen(ents), ts, uuid.uuid4().hex)
+            cache.add(ents)  # committed: later batches of this call skip these rows
+
+            def write() -> None:
+                part = _stage_votes_unit(graph, edges, ents, ts)
+                add(part.model_copy(update={"rows": len(items), "new_entities": part.new_entities + created,
+                                            "repeated_votes": part.repeated_votes + dups}))
+
             previous = pending[lane]
             if previous is not None:
                 previous.result()  # one batch in flight per lane, in order; raises a lane's failure
-            pending[lane] = pool.submit(commit, items, ())
+            pending[lane] = pool.submit(write)
 
         stream = iter(assertions)
         head = list(itertools.islice(stream, batch_size + 1))
-        # an input that fits in one batch goes through one lane: one transaction, no lock
-        # contention between lanes over the same entities
         nlanes = workers if len(head) > batch_size else 1
         try:
+            if nlanes == 1 and (head or entities):
+                _check_entities(entities, schema)
+                valid = []
+                for i, a in enumerate(head):
+                    try:
+                        check_assertion(a, schema)
+                    except KgrValidationError as exc:
+                        report.rejected.append(RejectedRow(index=i, reason=str(exc)))
+                        report.rows += 1
+                        continue
+                    valid.append(a)
+                add(_stage_batch(graph, valid, schema, entities, ts))
+                entities = ()
+                head = []
+            verdicts: dict[tuple[str, str, str], str | None] = {}  # the check depends on the types only
             for a in itertools.chain(head, stream):
                 index += 1
-                try:
-                    check_assertion(a, schema)
-                except KgrValidationError as exc:
+                types = (a.subject_type, a.relation, a.object_type)
+                if types not in verdicts:
+                    try:
+                        check_assertion(a, schema)
+                        verdicts[types] = None
+                    except KgrValidationError as exc:
+                        verdicts[types] = str(exc)
+                if verdicts[types] is not None:
                     with lock:
-                        report.rejected.append(RejectedRow(index=index - 1, reason=str(exc)))
+                        report.rejected.append(RejectedRow(index=index - 1, reason=verdicts[types]))
                         report.rows += 1
                     continue
-                lane = int(_resolved_key(a, schema)[:8], 16) % nlanes
+                # Python's str hash is stable within a process, which is all the lane choice needs
+                lane = hash(entity_key(a.subject_type, _resolve(schema, a.subject_type, a.subject))) % nlanes
                 lanes[lane].append(a)
                 if len(lanes[lane]) >= batch_size:
                     submit(lane, lanes[lane])
@@ -187,20 +248,28 @@ def stage(
                     f.cancel()
             raise
     if entities:
-        for etype, _ in entities:
-            validate_identifier(etype, kind="label")
-            if schema is not None and not schema.is_open and not schema.has_entity_type(etype):
-                raise KgrValidationError(f"unknown entity type {etype}", field="entities")
-        commit([], entities)
+        _check_entities(entities, schema)
+        add(_stage_batch(graph, [], schema, entities, ts))
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _check_entities(entities: Sequence[tuple[str, str]], schema: KGSchema | None) -> None:
+    for etype, _ in entities:
+        validate_identifier(etype, kind="label")
+        if schema is not None and not schema.is_open and not schema.has_entity_type(etype):
+            raise KgrValidationError(f"unknown entity type {etype}", field="entities")
+
+
 def _prepare(items: Sequence[TripleAssertion], schema: KGSchema | None,
              extra_entities: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict], int]:
-    """Entity and vote rows, deduplicated and sorted by key; and the in-batch duplicate count."""
+    """Entity rows and edge rows (each with its distinct-source votes), sorted; and the in-batch duplicate count.
+
+    Edge rows are sorted by their smaller endpoint key, so concurrent writers lock endpoints in one
+    global order (fewer deadlocks); votes keep their input order within an edge.
+    """
     entity_rows: dict[str, dict] = {}
-    vote_rows: dict[str, dict] = {}
+    edge_rows: dict[str, dict] = {}
     dups = 0
     for etype, name in extra_entities:
         _entity_row(entity_rows, etype, _resolve(schema, etype, name), name)
@@ -208,45 +277,78 @@ def _prepare(items: Sequence[TripleAssertion], schema: KGSchema | None,
         s_key = _entity_row(entity_rows, a.subject_type, _resolve(schema, a.subject_type, a.subject), a.subject)
         o_key = _entity_row(entity_rows, a.object_type, _resolve(schema, a.object_type, a.object), a.object)
         key = edge_key(s_key, a.relation, o_key)
-        vote_id = f"{key}|{a.source}"
-        if vote_id in vote_rows:  # the same source twice in one batch is one vote
+        row = edge_rows.get(key)
+        if row is None:
+            row = edge_rows[key] = {"key": key, "s_key": s_key, "o_key": o_key, "relation": a.relation,
+                                    "votes": [], "_sources": set()}
+        if a.source in row["_sources"]:  # the same source twice in one batch is one vote
             dups += 1
             continue
-        vote_rows[vote_id] = {
-            "vote_id": vote_id, "key": key, "s_key": s_key, "o_key": o_key, "relation": a.relation,
-            "source": a.source, "confidence": float(a.confidence),
-        }
+        row["_sources"].add(a.source)
+        row["votes"].append({"source": a.source, "confidence": float(a.confidence)})
+    for row in edge_rows.values():
+        del row["_sources"]
     ents = sorted(entity_rows.values(), key=lambda r: r["key"])
-    votes = sorted(vote_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["vote_id"]))
-    return ents, votes, dups
+    edges = sorted(edge_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["key"]))
+    return ents, edges, dups
 
 
 def write_batch(tx: Tx, items: Sequence[TripleAssertion], *, schema: KGSchema | None = None,
                 entities: Sequence[tuple[str, str]] = (), now: float | None = None) -> StageReport:
     """Stage already-validated assertions inside an open write unit (e.g. with a chunk's bookkeeping).
 
-    The counts are exact for this transaction attempt (a fresh token per call).
+    Entities and votes go in the same transaction. The counts are exact for this transaction
+    attempt (a fresh token per call).
     """
-    ents, votes, dups = _prepare(items, schema, entities)
+    ents, edges, dups = _prepare(items, schema, entities)
     ts = time.time() if now is None else now
     token = uuid.uuid4().hex
-    created = tx.run("stage_entities", {"rows": ents, "now": ts, "tx": token, "max_aliases": MAX_ALIASES}) if ents else []
-    counts = {"new_votes": 0, "rows": 0, "new_edges": 0}
-    if votes:
-        counts = tx.run("stage_votes", {"rows": votes, "now": ts, "tx": token, "max_sources": MAX_SOURCES_SAMPLE})[0]
-        sources = sorted({r["source"] for r in votes})
-        chunks = {r["id"] for r in tx.run("chunks_existing", {"ids": sources})}
-        links = [{"vote_id": r["vote_id"], "source": r["source"]} for r in votes if r["source"] in chunks]
-        if links:
-            tx.run("link_vote_chunks", {"rows": links, "tx": token})
-    return StageReport(
-        rows=len(items),
-        new_votes=counts["new_votes"],
-        repeated_votes=counts["rows"] - counts["new_votes"] + dups,
-        new_edges=counts["new_edges"],
-        new_entities=created[0]["created"] if created else 0,
-        batches=1,
-    )
+    created = _run_entities(tx, ents, ts, token)
+    part = _write_votes(tx, edges, ts, token)
+    return part.model_copy(update={"rows": len(items), "new_entities": created,
+                                   "repeated_votes": part.repeated_votes + dups})
+
+
+def _run_entities(tx: Tx | Graph, rows: list[dict], ts: float, token: str) -> int:
+    """Upsert entity rows; how many nodes were created."""
+    if not rows:
+        return 0
+    params = {"rows": rows, "now": ts, "tx": token, "max_aliases": MAX_ALIASES}
+    out = tx.run("stage_entities", params) if isinstance(tx, Tx) else tx.write("stage_entities", params)
+    return out[0]["created"]
+
+
+def _write_votes(tx: Tx, edges: list[dict], ts: float, token: str) -> StageReport:
+    """Run ``stage_votes`` for prepared edge rows (overflow votes are linked to their chunks there).
+
+    Raises :class:`_MissingEndpoints` if some endpoint entity does not exist (votes would be lost).
+    """
+    if not edges:
+        return StageReport(batches=1)
+    counts = tx.run("stage_votes", {"rows": edges, "now": ts, "tx": token, "max_inline": MAX_INLINE_VOTES})[0]
+    sent = sum(len(e["votes"]) for e in edges)
+    if counts["rows"] != sent:
+        raise _MissingEndpoints(f"{sent - counts['rows']} votes found no endpoint entity")
+    return StageReport(new_votes=counts["new_votes"], repeated_votes=counts["rows"] - counts["new_votes"],
+                       new_edges=counts["new_edges"], batches=1)
+
+
+def _stage_votes_unit(graph: Graph, edges: list[dict], ents: list[dict], ts: float) -> StageReport:
+    """One lane transaction: the votes of prepared ``edges`` whose entities were upserted before.
+
+    If an endpoint vanished in between (a concurrent wipe), the transaction is rolled back and
+    re-run with ``ents`` upserted in it, so no vote is lost.
+    """
+    try:
+        return graph.write_unit(lambda tx: _write_votes(tx, edges, ts, uuid.uuid4().hex))
+    except _MissingEndpoints:
+
+        def with_entities(tx: Tx) -> StageReport:
+            token = uuid.uuid4().hex
+            created = _run_entities(tx, ents, ts, token)
+            return _write_votes(tx, edges, ts, token).model_copy(update={"new_entities": created})
+
+        return graph.write_unit(with_entities)
 
 
 def _stage_batch(graph: Graph, items: list[TripleAssertion], schema: KGSchema | None,

@@ -58,7 +58,7 @@ def test_stage_survives_database_outage(graph, tmp_path):
         probe = connect(Neo4jSettings(uri=cfg.bolt_uri))
         deadline = time.time() + 120
         while time.time() < deadline:  # wait until some batches have committed
-            if probe.driver.execute_query("MATCH (v:Vote) RETURN count(v) AS n").records[0]["n"] > 300:
+            if probe.driver.execute_query("MATCH ()-[p:PENDING_REL]->() RETURN sum(p.votes) AS n").records[0]["n"] > 300:
                 break
             time.sleep(0.05)
         probe.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from kgr.errors import KgrIdentifierError, KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion, parse_triple_lines
 from kgr.store.admin import fingerprint, status
-from kgr.store.staging import stage
+from kgr.store.staging import MAX_INLINE_VOTES, stage
 
 pytestmark = pytest.mark.neo4j
 
@@ -49,11 +50,30 @@ def test_noisy_or_confidence(graph):
 
 
 def test_vote_is_traceable_to_its_chunk(graph):
-    graph.driver.execute_query("CREATE (:Chunk {id: 'chunk-1', text: 'Ada works at IBM'})")
-    stage(graph, [T("Ada", "WORKS_AT", "IBM", "chunk-1")])
+    # the first MAX_INLINE_VOTES sources stay on the edge, later ones become (:Vote)-[:FROM]->(:Chunk)
+    n = MAX_INLINE_VOTES + 3
+    graph.driver.execute_query("UNWIND range(0, $n - 1) AS i CREATE (:Chunk {id: 'chunk-' + i, text: 'Ada works at IBM'})",
+                               n=n)
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", f"chunk-{i}") for i in range(n)], batch_size=5)
+    edge = graph.driver.execute_query(
+        "MATCH ()-[p:PENDING_REL]->() UNWIND p.sources AS src MATCH (c:Chunk {id: src}) "
+        "RETURN p.votes AS votes, collect(c.id) AS chunks").records[0]
+    assert edge["votes"] == n
+    assert edge["chunks"] == [f"chunk-{i}" for i in range(MAX_INLINE_VOTES)]  # in arrival order
     rec = graph.driver.execute_query(
-        "MATCH (v:Vote)-[:FROM]->(c:Chunk) RETURN v.source AS s, c.id AS c").records
-    assert [(r["s"], r["c"]) for r in rec] == [("chunk-1", "chunk-1")]
+        "MATCH (v:Vote)-[:FROM]->(c:Chunk) RETURN v.source AS s, c.id AS c, v.id AS id ORDER BY s").records
+    key = graph.read("pending_edges", {"statuses": None})[0]["key"]
+    assert [(r["s"], r["c"], r["id"]) for r in rec] == [
+        (f"chunk-{i}", f"chunk-{i}", f"{key}|chunk-{i}") for i in sorted(range(MAX_INLINE_VOTES, n), key=str)]
+    # the saved Browser provenance query sees every vote, inline or not
+    prov = graph.driver.execute_query(
+        (files("kgr.cypher") / "browser" / "04_edge_provenance.cypher").read_text(), key=key).records
+    assert sorted(r["source"] for r in prov) == sorted(f"chunk-{i}" for i in range(n))
+    assert all(r["text"] == "Ada works at IBM" for r in prov)
+    # staging all of them again changes nothing
+    fp = fingerprint(graph)
+    again = stage(graph, [T("Ada", "WORKS_AT", "IBM", f"chunk-{i}") for i in reversed(range(n))])
+    assert again.new_votes == 0 and again.repeated_votes == n and fingerprint(graph) == fp
 
 
 def test_staging_same_file_twice_is_identical(graph, tmp_path: Path):
@@ -93,8 +113,40 @@ def test_concurrent_writers_lose_no_vote_and_duplicate_no_edge(graph):
         i = int(r["subject"][1:])
         expected = 8 + (1 if i < 20 else 0)  # 8 writers, plus the shared source for the first 20
         assert r["votes"] == expected, r
-    votes = graph.driver.execute_query("MATCH (v:Vote) RETURN count(v) AS n").records[0]["n"]
-    assert votes == 40 * 8 + 20
+    assert_votes_are_distinct_sources(graph)
+    assert status(graph).votes == 40 * 8 + 20
+
+
+def assert_votes_are_distinct_sources(graph) -> None:
+    """Every edge's vote count equals its distinct sources, inline plus (:Vote) overflow, none twice."""
+    rows = graph.driver.execute_query(
+        "MATCH ()-[p:PENDING_REL]->() OPTIONAL MATCH (v:Vote) WHERE v.id STARTS WITH p.key + '|' "
+        "RETURN p.key AS key, p.votes AS votes, p.sources AS inline, collect(v.source) AS overflow").records
+    for r in rows:
+        every = r["inline"] + r["overflow"]
+        assert len(r["inline"]) <= MAX_INLINE_VOTES
+        assert not r["overflow"] or len(r["inline"]) == MAX_INLINE_VOTES  # overflow only once inline is full
+        assert len(every) == len(set(every)) == r["votes"], r["key"]
+
+
+def test_concurrent_writers_past_the_inline_limit_count_every_source_once(graph):
+    # 8 writers x 10 own sources + 3 shared sources on each of 4 edges: 83 votes per edge, so the
+    # inline list fills up and overflows to (:Vote) nodes while the writers race.
+    def work(w: int) -> None:
+        items = [T(f"P{e}", "WORKS_AT", "Org", f"w{w}-s{k}") for k in range(10) for e in range(4)]
+        items += [T(f"P{e}", "WORKS_AT", "Org", f"shared-{k}") for k in range(3) for e in range(4)]
+        stage(graph, items[w * 5:] + items[:w * 5], batch_size=6)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = graph.read("pending_edges", {"statuses": None})
+    assert len(rows) == 4 and all(r["votes"] == 83 for r in rows)
+    assert_votes_are_distinct_sources(graph)
+    overflow = graph.driver.execute_query("MATCH (v:Vote) RETURN count(v) AS n").records[0]["n"]
+    assert overflow == 4 * (83 - MAX_INLINE_VOTES)
 
 
 HOSTILE = [
