@@ -1,11 +1,14 @@
 """Benchmark: concurrent ``query_kg_storage`` calls through the HTTP JSON API on loopback.
 
-    NEO4J_URI=bolt://127.0.0.1:17687 python scripts/bench_server.py [--clients 50] [--calls 20] [--triples 20]
+    python scripts/bench_server.py [--clients 50] [--calls 20] [--triples 20] [--modes group-commit,write-scheduler]
 
-Starts ``kgr serve --transport http`` as a subprocess on a free loopback port (or uses ``--url`` of a
-running server), then runs ``--clients`` concurrent clients, each making ``--calls`` storage calls
-of ``--triples`` triples, and prints throughput and client-side latency percentiles (P50, P95, P99,
-max) per call. Target: P50 ≤ 50 ms per call of 20 triples.
+For each server mode (group commit, the default of ``kgr serve``; and the write scheduler,
+``kgr serve --no-group-commit``) it starts ``kgr serve --transport http`` as a subprocess on a free
+loopback port, runs ``--clients`` concurrent clients, each making ``--calls`` storage calls of
+``--triples`` triples, then one client alone, and prints throughput, client-side latency
+percentiles (P50, P95, P99) per call, CPU per call of the server and of the load generator, and
+the throughput ratio of the two modes measured in this run. Target: P50 ≤ 50 ms per call of 20
+triples with 50 clients.
 
 Workload: ``(:Person)-[:WORKED_AT]->(:Organization)`` triples drawn from a pool of ``--edges``
 edges over ``--people`` × ``--orgs`` entities, so calls overlap; the vote source of client ``c``'s
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import re
@@ -33,7 +37,7 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
-import httpx
+import aiohttp
 
 from kgr.store.connection import connect
 
@@ -70,9 +74,10 @@ def payload(source: str, pairs: list[tuple[str, str]]) -> dict:
         "relations": {"WORKED_AT": [{"subject": p, "object": o} for p, o in pairs]}}}
 
 
-def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
+def start_server(args: argparse.Namespace, group_commit: bool) -> tuple[subprocess.Popen, str]:
     serve_args = ["serve", "--transport", "http", "--host", "127.0.0.1", "--port", "0", "--log-level", "warning",
-                  "--workers", str(args.workers), "--writers", str(args.writers)]
+                  "--workers", str(args.workers), "--writers", str(args.writers),
+                  "--group-commit" if group_commit else "--no-group-commit"]
     if args.stage_lanes is None:
         cmd = [sys.executable, "-m", "kgr.cli.serve", *serve_args]
     else:  # diagnostic: the same server with another default for kgr.store.staging.stage(workers=...)
@@ -98,28 +103,45 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen, str]:
     raise SystemExit("the server did not start within 120 s")
 
 
-async def run_load(url: str, plan: list, warmup: int) -> tuple[list[tuple[int, float, int]], float]:
-    limits = httpx.Limits(max_connections=len(plan) + 4, max_keepalive_connections=len(plan) + 4)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as http:
+async def run_load(url: str, plan: list, warmup: int,
+                   server_pid: int | None = None) -> tuple[list[tuple[int, float, int]], float, float | None, float]:
+    """Run the plan's clients concurrently: (status, ms, stored) per call, the wall time, and the CPU
+    seconds of the server (when its pid is given) and of this process during the timed part.
+
+    The client is aiohttp with request bodies encoded before the clock starts: on a 2-core machine
+    the load generator shares the CPU with the server and Neo4j, so it should take as little as it can.
+    """
+    endpoint = url.rstrip("/") + "/tools/query_kg_storage"
+    headers = {"content-type": "application/json"}
+    bodies = [[(json.dumps(payload(source, pairs)).encode()) for source, pairs in calls] for calls in plan]
+    connector = aiohttp.TCPConnector(limit=len(plan) + 4)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=300)) as http:
         tag_src = plan[0][0][0].rsplit("-src-", 1)[0]
         for i in range(warmup):  # warm the connection pools and query plans on separate entities
             warm = [(f"{tag_src} warm P{i}", f"{tag_src} warm O{j}") for j in range(20)]
-            await http.post("/tools/query_kg_storage", json=payload(f"{tag_src}-warm", warm))
+            async with http.post(endpoint, data=json.dumps(payload(f"{tag_src}-warm", warm)), headers=headers) as r:
+                await r.read()
 
-        async def client(calls: list) -> list[tuple[int, float, int]]:
+        async def client(calls: list[bytes]) -> list[tuple[int, float, int]]:
             out = []
-            for source, pairs in calls:
+            for body in calls:
                 t0 = time.perf_counter()
-                r = await http.post("/tools/query_kg_storage", json=payload(source, pairs))
+                async with http.post(endpoint, data=body, headers=headers) as r:
+                    raw = await r.read()
                 ms = (time.perf_counter() - t0) * 1000
-                stored = r.json()["storage_status"]["relations_storage"]["stored_count"] if r.status_code == 200 else 0
-                out.append((r.status_code, ms, stored))
+                stored = json.loads(raw)["storage_status"]["relations_storage"]["stored_count"] if r.status == 200 else 0
+                out.append((r.status, ms, stored))
             return out
 
+        cpu0 = process_cpu_seconds(server_pid) if server_pid else None
+        own0 = time.process_time()
         t0 = time.perf_counter()
-        per_client = await asyncio.gather(*(client(c) for c in plan))
+        per_client = await asyncio.gather(*(client(c) for c in bodies))
         wall = time.perf_counter() - t0
-    return [x for xs in per_client for x in xs], wall
+        own = time.process_time() - own0
+        cpu1 = process_cpu_seconds(server_pid) if server_pid else None
+    server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+    return [x for xs in per_client for x in xs], wall, server_cpu, own
 
 
 def verify(graph, tag: str, plan: list, results: list[tuple[int, float, int]]) -> list[str]:
@@ -148,49 +170,35 @@ def verify(graph, tag: str, plan: list, results: list[tuple[int, float, int]]) -
     return problems
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", type=int, default=50)
-    ap.add_argument("--calls", type=int, default=20, help="storage calls per client")
-    ap.add_argument("--triples", type=int, default=20, help="triples per call")
-    ap.add_argument("--people", type=int, default=400)
-    ap.add_argument("--orgs", type=int, default=100)
-    ap.add_argument("--edges", type=int, default=4000, help="size of the pool the triples are drawn from")
-    ap.add_argument("--workers", type=int, default=64, help="server worker threads (kgr serve --workers)")
-    ap.add_argument("--writers", type=int, default=8, help="concurrent storage calls (kgr serve --writers)")
-    ap.add_argument("--warmup", type=int, default=20, help="untimed calls first")
-    ap.add_argument("--stage-lanes", type=int, default=None,
-                    help="diagnostic: run the server with this default for kgr.store.staging.stage(workers=...)")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--url", help="use this running server instead of starting one")
-    ap.add_argument("--keep", action="store_true", help="keep the run's entities and votes")
-    ap.add_argument("--no-verify", dest="verify", action="store_false")
-    args = ap.parse_args()
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process and its reaped children (Linux ``/proc``), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
+
+def run_mode(args: argparse.Namespace, graph, group_commit: bool, clients: int) -> dict:
+    """One server, one load, one check; the figures of that run."""
     tag = f"bench-{uuid.uuid4().hex[:8]}"
-    plan = build_plan(args, tag)
-    graph = connect()
+    plan = build_plan(argparse.Namespace(**{**vars(args), "clients": clients}), tag)
     proc = None
     try:
         if args.url:
             url = args.url.rstrip("/")
         else:
-            proc, url = start_server(args)
-        results, wall = asyncio.run(run_load(url, plan, args.warmup))
+            proc, url = start_server(args, group_commit)
+        results, wall, server_cpu, own_cpu = asyncio.run(run_load(url, plan, args.warmup, proc.pid if proc else None))
         lat = [ms for _, ms, _ in results]
         n = len(results)
-        print(f"{args.clients} clients x {args.calls} calls x {args.triples} triples over {url} "
-              f"(server writers {args.writers}, staging lanes {args.stage_lanes or 'default'}; pool {args.edges} edges over {args.people}+{args.orgs} entities)")
-        print(f"  {n} calls in {wall:.2f} s: {n / wall:.1f} calls/s, {n * args.triples / wall:.0f} triples/s")
-        print(f"  latency per call: P50 {percentile(lat, 50):.1f} ms, P95 {percentile(lat, 95):.1f} ms, "
-              f"P99 {percentile(lat, 99):.1f} ms, max {max(lat):.1f} ms  (target P50 <= 50 ms: "
-              f"{'met' if percentile(lat, 50) <= 50 else 'NOT met'})")
-        if args.verify:
-            problems = verify(graph, tag, plan, results)
-            print("  check: " + ("no request lost, no duplicate relationship, vote counts exact"
-                                 if not problems else "; ".join(problems)))
-            if problems:
-                sys.exit(1)
+        out = {"mode": "group commit" if group_commit else "write scheduler", "clients": clients, "calls": n,
+               "calls_per_s": n / wall, "triples_per_s": n * args.triples / wall,
+               "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "p99_ms": percentile(lat, 99),
+               "server_cpu_ms_per_call": None if server_cpu is None else 1000 * server_cpu / n,
+               "client_cpu_ms_per_call": 1000 * own_cpu / n,
+               "problems": verify(graph, tag, plan, results) if args.verify else []}
+        return out
     finally:
         if proc is not None:
             proc.terminate()
@@ -200,7 +208,74 @@ def main() -> None:
                 proc.kill()
         if not args.keep:
             graph.run_script("server_bench_cleanup", {"tag": tag})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--calls", type=int, default=20, help="storage calls per client")
+    ap.add_argument("--triples", type=int, default=20, help="triples per call")
+    ap.add_argument("--people", type=int, default=400)
+    ap.add_argument("--orgs", type=int, default=100)
+    ap.add_argument("--edges", type=int, default=4000, help="size of the pool the triples are drawn from")
+    ap.add_argument("--workers", type=int, default=64, help="server worker threads (kgr serve --workers)")
+    ap.add_argument("--writers", type=int, default=8, help="concurrent storage calls without group commit (kgr serve --writers)")
+    ap.add_argument("--modes", default="group-commit,write-scheduler",
+                    help="comma-separated server modes to measure in this run: group-commit (the default of "
+                         "kgr serve) and/or write-scheduler (kgr serve --no-group-commit)")
+    ap.add_argument("--single-client", action=argparse.BooleanOptionalAction, default=True,
+                    help="also measure one client alone in each mode (latency without queueing)")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed calls first")
+    ap.add_argument("--stage-lanes", type=int, default=None,
+                    help="diagnostic: run the server with this default for kgr.store.staging.stage(workers=...)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--url", help="use this running server instead of starting one (one mode only)")
+    ap.add_argument("--keep", action="store_true", help="keep the run's entities and votes")
+    ap.add_argument("--no-verify", dest="verify", action="store_false")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in ("group-commit", "write-scheduler")]
+    if unknown or not modes:
+        ap.error(f"--modes: unknown mode(s) {unknown or modes}; use group-commit and/or write-scheduler")
+    if args.url and len(modes) != 1:
+        ap.error("--url measures the server you started: give exactly one --modes")
+
+    graph = connect()
+    runs = []
+    try:
+        for mode in modes:
+            for clients in ([args.clients, 1] if args.single_client and args.clients != 1 else [args.clients]):
+                r = run_mode(args, graph, mode == "group-commit", clients)
+                runs.append(r)
+                if not args.json:
+                    cpu = ("" if r["server_cpu_ms_per_call"] is None
+                           else f"; CPU per call: server {r['server_cpu_ms_per_call']:.1f} ms, "
+                                f"load generator {r['client_cpu_ms_per_call']:.1f} ms")
+                    print(f"{r['mode']:15s} {clients:3d} client(s) x {args.calls} calls x {args.triples} triples: "
+                          f"{r['calls_per_s']:6.1f} calls/s ({r['triples_per_s']:5.0f} triples/s), "
+                          f"P50 {r['p50_ms']:7.1f} ms, P95 {r['p95_ms']:7.1f} ms, P99 {r['p99_ms']:7.1f} ms{cpu}")
+                    print("    check: " + ("no request lost, no duplicate relationship, vote counts exact"
+                                           if not r["problems"] else "; ".join(r["problems"])))
+    finally:
         graph.close()
+    loaded = {r["mode"]: r for r in runs if r["clients"] == args.clients}
+    summary = {"runs": runs, "target_p50_ms": 50}
+    if len(loaded) == 2:
+        summary["throughput_ratio_group_over_scheduler"] = (loaded["group commit"]["calls_per_s"]
+                                                            / loaded["write scheduler"]["calls_per_s"])
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        if "throughput_ratio_group_over_scheduler" in summary:
+            print(f"group commit / write scheduler throughput with {args.clients} clients: "
+                  f"{summary['throughput_ratio_group_over_scheduler']:.2f}x")
+        for r in runs:
+            if r["clients"] == args.clients:
+                print(f"target P50 <= 50 ms per call with {args.clients} clients, {r['mode']}: "
+                      f"{'met' if r['p50_ms'] <= 50 else 'NOT met'} ({r['p50_ms']:.0f} ms)")
+    if any(r["problems"] for r in runs):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

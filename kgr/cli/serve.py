@@ -45,7 +45,9 @@ def serve(
     request_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds one tool call may take.")] = 60.0,
     max_body_mb: Annotated[float, typer.Option(min=0.001, help="Largest request body, MiB.")] = 8.0,
     workers: Annotated[int, typer.Option(min=1, max=1024, help="Tool calls running at once.")] = 64,
-    writers: Annotated[int, typer.Option(min=1, max=1024, help="Of those, calls writing to Neo4j at once.")] = 8,
+    writers: Annotated[int, typer.Option(min=1, max=1024, help="Without group commit: calls writing to Neo4j at once.")] = 8,
+    group_commit: Annotated[bool, typer.Option("--group-commit/--no-group-commit",
+                                               help="Stage concurrent storage calls in shared transactions.")] = True,
     init: Annotated[bool, typer.Option("--init/--no-init", help="Create kgr's constraints and indexes on connect.")] = True,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
 ) -> None:
@@ -56,7 +58,7 @@ def serve(
     config = ServerConfig.from_env(token_env=token_env, transport=transport, host=host, port=port,  # type: ignore[arg-type]
                                    request_timeout=request_timeout, max_body_bytes=int(max_body_mb * 1024 * 1024),
                                    max_workers=workers, max_writers=writers, schema_path=str(schema) if schema else None,
-                                   init_store=init).check()
+                                   group_commit=group_commit, init_store=init).check()
     if config.transport == "stdio":
         from kgr.server.app import run_stdio
 

@@ -112,8 +112,12 @@ class ServerConfig:
     max_workers:
         Tool calls running at once (worker threads); more wait their turn.
     max_writers:
-        Of those, calls of tools that write to Neo4j (``query_kg_storage``) running at once; calls
-        touching the same entities never run together (:mod:`kgr.server.locks`).
+        Without group commit: of those, calls of tools that write to Neo4j (``query_kg_storage``)
+        running at once; calls touching the same entities never run together (:mod:`kgr.server.locks`).
+    group_commit:
+        Stage concurrent storage calls together, in shared transactions written by one writer
+        thread (:mod:`kgr.store.group_commit`); each call still gets its own exact report. On by
+        default; off, each call writes its own transactions under the write scheduler.
     schema_path:
         Optional KG schema file for the tools (alias table, closed vocabulary).
     init_store:
@@ -130,6 +134,7 @@ class ServerConfig:
     max_body_bytes: int = 8 * 1024 * 1024
     max_workers: int = 64
     max_writers: int = 8
+    group_commit: bool = True
     schema_path: str | None = None
     init_store: bool = True
 

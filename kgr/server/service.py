@@ -41,6 +41,7 @@ from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
 from kgr.store.connection import Graph, Neo4jSettings, connect
+from kgr.store.group_commit import GroupWriter
 from kgr.tools.context import ToolContext
 
 __all__ = ["ToolFailure", "CallOutcome", "GraphProvider", "ToolService", "failure_from_exception"]
@@ -213,6 +214,8 @@ class ToolService:
         self.metrics = MetricsRecorder()
         self._limiter: anyio.CapacityLimiter | None = None
         self._writers: WriteScheduler | None = None
+        self._stager: GroupWriter | None = None
+        self._stager_lock = threading.Lock()
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -235,7 +238,16 @@ class ToolService:
         """The :class:`ToolContext` of one call (connecting when the tool needs the graph)."""
         spec = get_served(name)
         graph = self.graphs.get() if spec.needs_graph else self.graphs.peek()
-        return ToolContext(graph=graph, schema=self.schema)
+        return ToolContext(graph=graph, schema=self.schema, stager=self._stager_for(graph) if spec.needs_graph else None)
+
+    def _stager_for(self, graph: Graph | None) -> GroupWriter | None:
+        """The group-commit writer on ``graph`` (one per service), when group commit is on."""
+        if graph is None or not self.config.group_commit:
+            return None
+        with self._stager_lock:
+            if self._stager is None or self._stager.graph is not graph:
+                self._stager = GroupWriter(graph)
+            return self._stager
 
     def call_sync(self, name: str, payload: object) -> dict[str, Any]:
         """Run a tool in the calling thread (raises on failure).
@@ -259,9 +271,11 @@ class ToolService:
     async def call(self, name: str, payload: object, *, channel: str = "http") -> CallOutcome:
         """Run a tool in a worker thread under the time limit; never raises for tool errors.
 
-        Calls of tools that write to Neo4j are first admitted by the :class:`WriteScheduler`
-        (at most ``max_writers`` at once, never two on the same entity: overlapping calls queue in
-        arrival order instead of deadlocking in Neo4j), inside the time limit. A call abandoned at
+        With group commit (the default) storage calls stage through one :class:`GroupWriter`,
+        which writes concurrent calls together in shared transactions. Without it, calls of tools
+        that write to Neo4j are first admitted by the :class:`WriteScheduler` (at most
+        ``max_writers`` at once, never two on the same entity: overlapping calls queue in arrival
+        order instead of deadlocking in Neo4j), inside the time limit. A call abandoned at
         the time limit keeps its worker thread until its unit of work ends; its admission is
         released at once.
         """
@@ -274,7 +288,8 @@ class ToolService:
             except KgrNotFound:
                 known = False
                 raise
-            writes = spec.needs_graph and not spec.read_only
+            # with group commit the one writer thread orders all staging: no admission needed
+            writes = spec.needs_graph and not spec.read_only and not self.config.group_commit
             with anyio.fail_after(self.config.request_timeout):
                 admission: Any = contextlib.nullcontext()
                 if writes:
@@ -293,4 +308,6 @@ class ToolService:
         return CallOutcome(tool=name, data=data, failure=failure, ms=ms, body=body)
 
     async def aclose(self) -> None:
+        if self._stager is not None:
+            await anyio.to_thread.run_sync(self._stager.close)
         self.graphs.close()

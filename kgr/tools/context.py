@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the pure tools must not need the driver
     from kgr.model.schema import KGSchema
     from kgr.store.connection import Graph
+    from kgr.store.group_commit import GroupWriter
 
 __all__ = ["ToolContext", "EmbedFn"]
 
@@ -36,6 +37,9 @@ class ToolContext:
         input's ``source``, so an agent cannot vote under another source's name.
     embed:
         Optional embedding function for ``semantic_similarity`` disambiguation.
+    stager:
+        Optional :class:`kgr.store.group_commit.GroupWriter` on ``graph``: ``query_kg_storage`` then
+        stages through it (shared transactions with concurrent calls) instead of its own.
     batch_size:
         Rows per staging transaction and names per disambiguation query.
     candidates_per_name:
@@ -48,6 +52,7 @@ class ToolContext:
     schema: "KGSchema | None" = None
     source: str | None = None
     embed: EmbedFn | None = None
+    stager: "GroupWriter | None" = None
     batch_size: int = 2000
     candidates_per_name: int = 5
     relationships_per_entity: int = 10

@@ -251,6 +251,31 @@ def _stage_relations(graph: Any, assertions: list[TripleAssertion], schema: KGSc
     return phase
 
 
+def _stage_grouped(stager: Any, rows: list[tuple[str, str, str]], assertions: list[TripleAssertion],
+                   schema: KGSchema | None) -> tuple[_Phase, _Phase]:
+    """Entities and relations as one request of the group-commit writer: all of it lands or none.
+
+    A database failure is raised (nothing was written, like a failure of the first batch).
+    """
+    started = time.perf_counter()
+    try:
+        rep = stager.stage(assertions, schema=schema, entities=[(t, n) for t, n, _ in rows])
+    except _db_errors():
+        raise
+    except KgrError as exc:  # a check the store makes beyond ours: nothing was written
+        return _Phase(error=str(exc)), _Phase(error="not attempted: the entity phase failed")
+    seconds = time.perf_counter() - started
+    ents = _Phase(committed=len(rows), new=rep.new_entities, seconds=seconds)
+    rels = _Phase(committed=len(assertions), new=rep.new_votes, repeated=rep.repeated_votes, seconds=seconds)
+    reasons = {r.index: r.reason for r in rep.rejected}
+    for j, a in enumerate(assertions):
+        if j in reasons:
+            rels.rejected.append(f"{a.relation}('{a.subject}', '{a.object}'): {reasons[j]}")
+        else:
+            rels.kept.append(a)
+    return ents, rels
+
+
 def _listed(what: str, items: list[str]) -> str:
     more = " ..." if len(items) > _MAX_LISTED else ""
     return f"{len(items)} {what} not stored: " + "; ".join(items[:_MAX_LISTED]) + more
@@ -284,11 +309,14 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
     started = time.perf_counter()
     plan = _plan(kg, schema, source)
     rows = list(plan.entity_rows.values())
-    ents = _stage_entities(graph, rows, schema, batch, nothing_written_yet=True)
-    if ents.error is None:
-        rels = _stage_relations(graph, plan.assertions, schema, batch, nothing_written_yet=ents.committed == 0)
+    if context.stager is not None:
+        ents, rels = _stage_grouped(context.stager, rows, plan.assertions, schema)
     else:
-        rels = _Phase(error="not attempted: the entity phase failed")
+        ents = _stage_entities(graph, rows, schema, batch, nothing_written_yet=True)
+        if ents.error is None:
+            rels = _stage_relations(graph, plan.assertions, schema, batch, nothing_written_yet=ents.committed == 0)
+        else:
+            rels = _Phase(error="not attempted: the entity phase failed")
     total_time = time.perf_counter() - started
 
     # every input item is exactly one of stored / skipped / failed

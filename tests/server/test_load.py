@@ -3,6 +3,8 @@
 No request may be lost, no relationship duplicated, and every vote count must equal the number of
 distinct sources that asserted the edge — checked in Neo4j against counts computed from the plan.
 Sources are shared between neighbouring clients, so the same (edge, source) vote is also raced.
+Run twice: with group commit (the default: concurrent calls share transactions) and without (each
+call its own transactions, under the write scheduler).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections import defaultdict
 
 import httpx
 import pytest
+
+from kgr.server.app import BackgroundServer
+from kgr.server.security import ServerConfig
 
 pytestmark = pytest.mark.neo4j
 
@@ -43,7 +48,13 @@ def payload(source: str, pairs: list[tuple[str, str]]) -> dict:
         "relations": {"WORKED_AT": [{"subject": p, "object": o} for p, o in pairs]}}}
 
 
-def test_concurrent_storage_is_exact(http_server, graph):
+@pytest.mark.parametrize("group_commit", [True, False], ids=["group-commit", "write-scheduler"])
+def test_concurrent_storage_is_exact(group_commit, graph):
+    with BackgroundServer(ServerConfig(port=0, group_commit=group_commit), graph=graph) as http_server:
+        run_and_check(http_server, graph)
+
+
+def run_and_check(http_server: BackgroundServer, graph) -> None:
     work = plan()
     expected: dict[tuple[str, str], set[str]] = defaultdict(set)
     for calls in work:

@@ -1,0 +1,218 @@
+"""Group commit for staging: many concurrent small staging requests, one transaction.
+
+A tool server receives many small storage calls at once (an agent per client, ~20 triples each).
+Run one by one, every call pays its own transactions, and calls that touch the same entities must
+wait for each other (their endpoint locks conflict). :class:`GroupWriter` instead queues the
+requests and lets one writer thread stage everything queued so far in **one** transaction:
+
+- while a group is being written, new requests queue up and form the next group, so the group
+  size adapts to the load (one request alone is written at once; there is no timer);
+- a group holds at most ``max_votes`` votes (a single request larger than that forms a group on
+  its own);
+- rows of a group are merged (entities by key, votes by edge key and source) and sorted, so one
+  transaction takes its locks in key order: no deadlock among the server's own calls;
+- every request still gets its **own exact report**: new entities, new votes and new edges are
+  attributed to the first request of the group (in arrival order) that asked for them, and the
+  rest count as repeated, exactly as if the requests had been staged one after the other in that
+  order;
+- a group lands whole or not at all; on a database failure every request of the group gets the
+  error and nothing of it is written, so each caller can simply retry (staging is idempotent).
+
+The statements are the ones :func:`kgr.store.staging.stage` runs (``stage_entities`` and
+``stage_votes`` with ``per_row`` results).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kgr.errors import KgrValidationError
+from kgr.model.schema import KGSchema
+from kgr.model.triples import TripleAssertion
+from kgr.store.connection import Graph, Tx
+from kgr.store.staging import (MAX_ALIASES, MAX_INLINE_VOTES, RejectedRow, StageReport, _check_entities, _prepare,
+                               check_assertion)
+
+__all__ = ["GroupWriter"]
+
+
+@dataclass
+class _Request:
+    ents: list[dict]
+    edges: list[dict]
+    dups: int
+    rows: int
+    rejected: list[RejectedRow]
+    done: threading.Event = field(default_factory=threading.Event)
+    report: StageReport | None = None
+    error: BaseException | None = None
+
+    @property
+    def votes(self) -> int:
+        return sum(len(e["votes"]) for e in self.edges)
+
+
+class GroupWriter:
+    """Stages concurrent requests in shared transactions (see the module docstring).
+
+    Parameters
+    ----------
+    graph:
+        The store.
+    max_votes:
+        Votes per group transaction at most (default 5,000).
+
+    Use :meth:`stage` from any number of threads; :meth:`close` stops the writer thread.
+    """
+
+    def __init__(self, graph: Graph, *, max_votes: int = 5000):
+        if max_votes < 1:
+            raise KgrValidationError("max_votes must be >= 1", field="max_votes")
+        self.graph = graph
+        self.max_votes = max_votes
+        self._queue: deque[_Request] = deque()
+        self._cv = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.groups = 0  # transactions committed (for statistics and tests)
+        self.requests = 0
+
+    # -- public -----------------------------------------------------------------------------------
+    def stage(self, assertions: Sequence[TripleAssertion], *, schema: KGSchema | None = None,
+              entities: Sequence[tuple[str, str]] = (), timeout: float | None = None) -> StageReport:
+        """Stage like :func:`kgr.store.staging.stage` (same validation, same report), in a shared transaction.
+
+        Blocks until the group holding this request has committed. Raises the group's database
+        error if it failed (then nothing of this request was written).
+        """
+        _check_entities(entities, schema)
+        rejected: list[RejectedRow] = []
+        valid: list[TripleAssertion] = []
+        for i, a in enumerate(assertions):
+            try:
+                check_assertion(a, schema)
+            except KgrValidationError as exc:
+                rejected.append(RejectedRow(index=i, reason=str(exc)))
+                continue
+            valid.append(a)
+        ents, edges, dups = _prepare(valid, schema, entities)
+        request = _Request(ents=ents, edges=edges, dups=dups, rows=len(assertions), rejected=rejected)
+        if not ents and not edges:
+            return StageReport(rows=len(assertions), repeated_votes=dups, rejected=rejected)
+        started = time.perf_counter()
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("GroupWriter is closed")
+            self._queue.append(request)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="kgr-group-commit", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        if not request.done.wait(timeout):
+            raise TimeoutError(f"staging did not commit within {timeout} s")
+        if request.error is not None:
+            raise request.error
+        assert request.report is not None
+        return request.report.model_copy(update={"seconds": time.perf_counter() - started})
+
+    def close(self) -> None:
+        """Finish the queued requests, then stop the writer thread."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    # -- the writer thread ------------------------------------------------------------------------
+    def _take_group(self) -> list[_Request] | None:
+        with self._cv:
+            while not self._queue and not self._closed:
+                self._cv.wait()
+            if not self._queue:
+                return None
+            group = [self._queue.popleft()]
+            size = group[0].votes
+            while self._queue and size + self._queue[0].votes <= self.max_votes:
+                size += self._queue[0].votes
+                group.append(self._queue.popleft())
+            return group
+
+    def _run(self) -> None:
+        while (group := self._take_group()) is not None:
+            try:
+                reports = self.graph.write_unit(lambda tx: _write_group(tx, group))
+            except BaseException as exc:  # every request of the group gets the error
+                for r in group:
+                    r.error = exc
+                    r.done.set()
+                continue
+            self.groups += 1
+            self.requests += len(group)
+            for r, rep in zip(group, reports):
+                r.report = rep
+                r.done.set()
+
+
+def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
+    """Write a group's merged rows in ``tx``; each request's exact report, in group order."""
+    ents: dict[str, dict] = {}
+    for r in group:
+        for row in r.ents:
+            have = ents.get(row["key"])
+            if have is None:
+                ents[row["key"]] = {**row, "aliases": list(row["aliases"])}
+            else:
+                have["aliases"].extend(a for a in row["aliases"] if a not in have["aliases"])
+    edges: dict[str, dict] = {}
+    for r in group:
+        for row in r.edges:
+            have = edges.get(row["key"])
+            if have is None:
+                edges[row["key"]] = {**row, "votes": list(row["votes"])}
+            else:
+                sources = {v["source"] for v in have["votes"]}
+                have["votes"].extend(v for v in row["votes"] if v["source"] not in sources)
+    now, token = time.time(), uuid.uuid4().hex
+    created: set[str] = set()
+    if ents:
+        rows = sorted(ents.values(), key=lambda e: e["key"])
+        created = {x["key"] for x in tx.run("stage_entities", {"rows": rows, "now": now, "tx": token,
+                                                                 "max_aliases": MAX_ALIASES}, per_row=True)
+                   if x["created"]}
+    fresh: set[tuple[str, str]] = set()
+    new_edges: set[str] = set()
+    if edges:
+        rows = sorted(edges.values(), key=lambda e: (min(e["s_key"], e["o_key"]), e["key"]))
+        out = tx.run("stage_votes", {"rows": rows, "now": now, "tx": token, "max_inline": MAX_INLINE_VOTES},
+                     per_row=True)
+        if len(out) != len(rows):  # impossible: the endpoints were merged in this transaction
+            raise RuntimeError(f"{len(rows) - len(out)} edges found no endpoint entity")
+        for x in out:
+            fresh.update((x["key"], s) for s in x["fresh_sources"])
+            if x["new_edge"]:
+                new_edges.add(x["key"])
+    reports = []
+    for r in group:  # attribute in arrival order: the first request that asked for a thing gets it
+        new_entities = sum(1 for e in r.ents if e["key"] in created)
+        created.difference_update(e["key"] for e in r.ents)
+        new_votes = repeated = n_new_edges = 0
+        for e in r.edges:
+            if e["key"] in new_edges:
+                n_new_edges += 1
+                new_edges.discard(e["key"])
+            for v in e["votes"]:
+                pair = (e["key"], v["source"])
+                if pair in fresh:
+                    new_votes += 1
+                    fresh.discard(pair)
+                else:
+                    repeated += 1
+        reports.append(StageReport(rows=r.rows, new_votes=new_votes, repeated_votes=repeated + r.dups,
+                                   new_edges=n_new_edges, new_entities=new_entities, batches=1,
+                                   rejected=r.rejected))
+    return reports
