@@ -551,4 +551,4 @@ class GuideServer:
 
 def entity_types_in(graph: Graph) -> list[str]:
     """Entity types present in the graph (from the ``entity_types`` saved query), most frequent first."""
-    return [r["type"] for r in run_query(graph, "entity_types") if r["type"] and IDENTIFIER_RE.match(r["type"])]
+    return [r["type"] for r in run_query(graph, "entity_types") if r["type"] and IDENTIFIER_RE.fullmatch(r["type"])]

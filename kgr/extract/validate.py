@@ -121,10 +121,10 @@ def sanitize_extraction(
         return declared.get(_type_key(t), t)
 
     def declared_entity(t: str) -> bool:
-        return bool(IDENTIFIER_RE.match(t)) and len(t) <= 64 and schema.has_entity_type(t)
+        return bool(IDENTIFIER_RE.fullmatch(t)) and len(t) <= 64 and schema.has_entity_type(t)
 
     def declared_relation(r: str) -> bool:
-        return bool(IDENTIFIER_RE.match(r)) and len(r) <= 64 and schema.has_relation_type(r)
+        return bool(IDENTIFIER_RE.fullmatch(r)) and len(r) <= 64 and schema.has_relation_type(r)
 
     def accept_entity(t: str, name: str) -> str:
         """Add ``name`` under declared type ``t``; return the surface form the KG uses for it."""

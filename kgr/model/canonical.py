@@ -32,7 +32,8 @@ from kgr.errors import KgrValidationError
 
 __all__ = ["canonical_name", "entity_key", "edge_key", "IDENTIFIER_RE", "MAX_NAME_CHARS"]
 
-#: Labels, relationship types and property keys must match this before a template renders them.
+#: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
+#: matches before a trailing newline) before a template renders them.
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Longest entity name accepted (characters). Longer names are rejected with a clear error.
 MAX_NAME_CHARS = 1024

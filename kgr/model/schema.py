@@ -86,7 +86,7 @@ class KGSchema(BaseModel):
     @classmethod
     def _keys_are_identifiers(cls, v: dict) -> dict:
         for k in v:
-            if not IDENTIFIER_RE.match(k):
+            if not IDENTIFIER_RE.fullmatch(k):
                 raise ValueError(f"type name {k!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*")
         return v
 

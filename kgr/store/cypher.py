@@ -41,7 +41,7 @@ def validate_identifier(name: object, *, kind: str = "identifier", allowed: Iter
     KgrIdentifierError
         Naming the kind (``label``, ``relationship type``...) and the offending value.
     """
-    if not isinstance(name, str) or not IDENTIFIER_RE.match(name):
+    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
         raise KgrIdentifierError(f"{kind} {str(name)[:80]!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*", field=kind)
     if allowed is not None and name not in set(allowed):
         raise KgrIdentifierError(f"{kind} {name!r} is not in the KG schema", field=kind)

@@ -174,7 +174,11 @@ def test_hostile_names_are_data(graph, name):
     assert any(r["subject"] == "Ada" and r["votes"] == 1 for r in seed)
 
 
-@pytest.mark.parametrize("bad_type", ["Person`) DETACH DELETE n //", "Person:Admin", "1abc", "", "Per son", "MATCH (n)"])
+HOSTILE_TYPES = ["Person`) DETACH DELETE n //", "Person:Admin", "1abc", "", "Per son", "MATCH (n)", "Person\n",
+                 "Person\nMATCH (n) DETACH DELETE n"]
+
+
+@pytest.mark.parametrize("bad_type", HOSTILE_TYPES)
 def test_hostile_types_are_rejected_before_cypher(graph, bad_type):
     with pytest.raises(Exception) as info:
         T("Ada", "WORKS_AT", "IBM", "x", st=bad_type)
@@ -185,6 +189,17 @@ def test_hostile_types_are_rejected_before_cypher(graph, bad_type):
     rep = stage(graph, [item])
     assert rep.new_votes == 0 and len(rep.rejected) == 1 and "label" in rep.rejected[0].reason
     assert status(graph).entities == 0
+
+
+@pytest.mark.parametrize("bad_rel", HOSTILE_TYPES)
+def test_hostile_relation_types_are_rejected_and_nothing_else_changes(graph, bad_rel):
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", "seed")])
+    before = fingerprint(graph)
+    item = TripleAssertion.model_construct(subject="Ada", subject_type="Person", relation=bad_rel, object="IBM",
+                                           object_type="Organization", source="x", confidence=1.0)
+    rep = stage(graph, [item])
+    assert rep.new_votes == 0 and len(rep.rejected) == 1 and "relationship type" in rep.rejected[0].reason
+    assert fingerprint(graph) == before
 
 
 def test_ten_kilobyte_name_is_rejected_with_clear_error():
