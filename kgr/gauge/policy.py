@@ -19,7 +19,10 @@ Steps of a round
    (:math:`b \le \theta_{DG}`) and the StabilityAudit passes → *accepted* (goes to step 5); DG
    fires but the audit fails → *hold*; :math:`b - \theta_{DG} >` ``reject_margin`` (when set) →
    *reject*; AG fires (:math:`g_0 > \theta_{AG}`) → *hold* as ambiguous, with its multi-hop
-   values recorded; neither gate → *hold*.
+   values recorded; neither gate → *hold*. **Strong corroboration** overrides a hold: a
+   candidate with at least ``strong_support`` votes is *accepted* whatever the gates say (the
+   gauge sets how much evidence an edge needs — the quorum when DG fires, ``strong_support``
+   otherwise — rather than vetoing well-supported facts that add no structural insight).
 5. **Greedy selection.** Up to ``max_promotions_per_round`` accepted candidates are promoted in
    order of marginal :math:`R_{\text{env}}` on the graph plus the edges already selected in this
    round (lazy evaluation: a max-heap of stale upper bounds, re-evaluating only the top). The
@@ -178,6 +181,21 @@ class PromotionConfig(BaseModel):
         warm-up; the state remembers this many keys (64-bit hashes). Re-feeding held candidates
         every round would pull :math:`\theta_{DG}` onto the backlog's own values, where their
         margins are too thin for the audit, and stall it. 0 feeds every evaluation.
+    strong_support : int or None, default 3
+        Votes at which a candidate that the gates would hold (AG, neither gate, or a failed
+        audit) is accepted anyway. A fact that adds no structural insight — a triadic closure
+        inside a community, a leaf attaching a new entity — is still a fact when enough
+        independent sources assert it; without this override the DG quantile gate holds about
+        three quarters of such candidates for good (measured in ``scripts/bench_promotion.py``).
+        None: the gates alone decide.
+    duplicate_similarity : float or None, default 0.85
+        Used by the store's runner to flag near-duplicate entities
+        (:func:`kgr.store.policy_runner.constraint_inputs`): an endpoint new to the promoted graph
+        whose canonical name is at least this similar (:func:`kgr.model.canonical.name_similarity`)
+        to an entity of the same type that already holds the same relation with the other endpoint
+        is a likely misspelling; the edge is rejected on the ``duplicate_entity`` constraint and the
+        reason names the twin (merge them with ``kgr merge`` if they are one). 0.85 admits one
+        typo in a 12-character name. None: off.
     reject_margin : float or None, default None
         Reject when :math:`b - \theta_{DG}` exceeds it. None: the gauge never rejects, it only
         holds — it measures structural value, which can grow as the neighbourhood grows;
@@ -249,6 +267,8 @@ class PromotionConfig(BaseModel):
     quantile_window: int = Field(512, ge=1)
     quantile_warmup: int = Field(50, ge=1)
     calibration_memory: int = Field(65536, ge=0)
+    strong_support: int | None = Field(3, ge=1)
+    duplicate_similarity: float | None = Field(0.85, gt=0.0, le=1.0)
     reject_margin: float | None = Field(None, ge=0.0, allow_inf_nan=False)
     bootstrap_context_edges: int = Field(1, ge=0)
     audit: bool = True
@@ -279,6 +299,8 @@ class PromotionConfig(BaseModel):
         lo, hi = self.lambda_bounds
         if not 0.0 <= lo <= hi:
             raise ValueError(f"lambda_bounds must satisfy 0 <= low <= high, got {self.lambda_bounds}")
+        if self.strong_support is not None and self.strong_support < self.quorum:
+            raise ValueError(f"strong_support ({self.strong_support}) must be >= quorum ({self.quorum})")
         return self
 
 
@@ -596,11 +618,12 @@ def decide_round(
             rec.update(action="reject", reason="self-loop: subject and object are the same node")
             continue
         if r_contr > config.max_contr:
+            notes = "".join(f"; {n}" for n in c.constraints.notes)
             rec.update(
                 action="reject",
                 reason=(
                     f"constraint penalty R_contr={_fmt(r_contr)} > max_contr={_fmt(config.max_contr)} "
-                    f"({', '.join(violated)})"
+                    f"({', '.join(violated)}){notes}"
                 ),
             )
             continue
@@ -627,6 +650,7 @@ def decide_round(
             eligible.append(idx)
             continue
         samples.append((c.key, g0, b, gauge))
+        strong = config.strong_support is not None and c.votes >= config.strong_support
         if gates.dg:
             audit = None
             if config.audit:
@@ -636,17 +660,22 @@ def decide_round(
                 )
                 rec["audit"] = audit
             if audit is not None and not audit.passed:
-                rec.update(
-                    action="hold",
-                    reason=(
-                        f"DG fired (b={_fmt(b)} <= theta_DG={_fmt(theta_dg)}) but StabilityAudit failed: "
-                        f"margin {_fmt(audit.min_margin)} under jitter < eps {_fmt(audit.eps)}"
-                    ),
-                )
+                failed = (f"DG fired (b={_fmt(b)} <= theta_DG={_fmt(theta_dg)}) but StabilityAudit failed: "
+                          f"margin {_fmt(audit.min_margin)} under jitter < eps {_fmt(audit.eps)}")
+                if strong:
+                    basis[idx] = f"{failed}; accepted on strong corroboration (votes {c.votes} >= strong_support {config.strong_support})"
+                    eligible.append(idx)
+                else:
+                    rec.update(action="hold", reason=failed)
             else:
                 audited = ", audit passed" if audit else ""
                 basis[idx] = f"DG fired (b={_fmt(b)} <= theta_DG={_fmt(theta_dg)}){audited}"
                 eligible.append(idx)
+        elif strong:
+            gate = (f"AG fired (g0={_fmt(g0)} > theta_AG={_fmt(theta_ag)})" if gates.ag
+                    else f"no gate fired (b={_fmt(b)} > theta_DG={_fmt(theta_dg)})")
+            basis[idx] = f"{gate}; accepted on strong corroboration (votes {c.votes} >= strong_support {config.strong_support})"
+            eligible.append(idx)
         elif config.reject_margin is not None and b - theta_dg > config.reject_margin:
             rec.update(
                 action="reject",

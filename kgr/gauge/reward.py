@@ -60,8 +60,15 @@ class ConstraintInputs(BaseModel):
         For a functional relation, how many different objects the subject already has.
     self_loop : float
         ``1.0`` when subject and object are the same node (the policy also detects this itself).
+    duplicate_entity : float
+        ``1.0`` when an endpoint new to the promoted graph looks like a misspelling of an entity of
+        the same type that already holds this very fact with the other endpoint (see
+        :func:`kgr.store.policy_runner.constraint_inputs`).
     other : tuple of float
         Any further constraint values.
+    notes : tuple of str
+        Human-readable details for the decision's reason (e.g. which entity a near-duplicate
+        resembles); not constraint values.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -70,15 +77,19 @@ class ConstraintInputs(BaseModel):
     range_violation: Finite = 0.0
     functional_conflict: Finite = 0.0
     self_loop: Finite = 0.0
+    duplicate_entity: Finite = 0.0
     other: tuple[Finite, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def values(self) -> tuple[float, ...]:
-        """All :math:`g_j` in a fixed order: domain, range, functional, self-loop, then ``other``."""
-        return (self.domain_violation, self.range_violation, self.functional_conflict, self.self_loop, *self.other)
+        """All :math:`g_j` in a fixed order: domain, range, functional, self-loop, duplicate, then ``other``."""
+        return (self.domain_violation, self.range_violation, self.functional_conflict, self.self_loop,
+                self.duplicate_entity, *self.other)
 
     def violated(self) -> list[str]:
         """Names of the constraints with :math:`g_j > 0`, for reason strings."""
-        names = ["domain", "range", "functional", "self_loop"] + [f"other[{i}]" for i in range(len(self.other))]
+        names = (["domain", "range", "functional", "self_loop", "duplicate_entity"]
+                 + [f"other[{i}]" for i in range(len(self.other))])
         return [name for name, g in zip(names, self.values()) if g > 0]
 
 

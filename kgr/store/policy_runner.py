@@ -15,7 +15,14 @@ do not pile up identical decisions.
   ``p``, the violation is ``1 − p`` — a relation that always joined people to organisations makes a
   person→city edge suspicious, however many sources repeat it;
 - functional relations: how many different objects the subject already has for ``r``;
-- self loops.
+- self loops;
+- near-duplicate entities: an endpoint that is new to the promoted graph and whose canonical
+  name is at least ``PromotionConfig.duplicate_similarity`` similar to an entity of the same type
+  that already holds ``r`` with the other endpoint (``Rowen Mogropel WORKS_AT X`` when ``Rowen
+  Mogorpel WORKS_AT X`` is promoted) → ``duplicate_entity = 1``, with the twin named in the
+  reason. The twin may also be an established entity (one with promoted edges) for which this
+  round has a candidate with the same relation and endpoint. Names whose digit runs differ (``Member 1`` / ``Member 11``, ``Paper 12`` / ``Paper 13``)
+  are numbered items, never twins.
 
 **No structure yet.** A candidate whose h-ball holds no promoted edge has nothing for the gauge to
 judge (its hop-0 cost is (2·c_node + c_edge)/(c_node + c_edge) = 1.5 > θ_AG whatever happens), so
@@ -36,6 +43,7 @@ previous edge set) and reported with ``rolled_back = true``.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter, defaultdict
 
@@ -44,13 +52,14 @@ import numpy as np
 
 from kgr.gauge.policy import Candidate, PolicyState, PromotionConfig, decide_round
 from kgr.gauge.reward import ConstraintInputs
+from kgr.model.canonical import name_similarity
 from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
 from kgr.store.promotion import apply_decisions, candidates as pending_candidates
 from kgr.store.versions import promoted_edges, rollback
 
-__all__ = ["run_round", "constraint_inputs", "load_state", "LEARN_MIN"]
+__all__ = ["run_round", "constraint_inputs", "FactHolders", "load_state", "LEARN_MIN"]
 
 #: Promoted edges of a relation needed before its endpoint types are learned.
 LEARN_MIN = 5
@@ -69,8 +78,59 @@ def load_state(graph: Graph, config: PromotionConfig) -> PolicyState:
     return PolicyState.initial(config)
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+class FactHolders:
+    """Who already holds a relation with a given entity in the promoted graph (near-duplicate check).
+
+    ``holders(r, y, "subject")`` are the subjects ``x`` of promoted ``(x)-[r]->(y)``;
+    ``holders(r, y, "object")`` the objects of ``(y)-[r]->(x)``. ``known`` is every entity with a
+    promoted edge.
+    """
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        self.known: set[str] = set()
+
+    def add(self, subject_key: str, relation: str, object_key: str) -> None:
+        self._by[(relation, object_key, "subject")].append(subject_key)
+        self._by[(relation, subject_key, "object")].append(object_key)
+        self.known.update((subject_key, object_key))
+
+    def twin(self, cand: dict, threshold: float, *, known: set[str] | None = None) -> tuple[str, str, float] | None:
+        """(new endpoint, its likely twin, similarity) for the first endpoint that has one, or None.
+
+        ``known`` (default: this index's own) decides which endpoints are established: only an
+        endpoint outside it is checked. When given, a twin must be in it too (used for the
+        round's other candidates: a new entity is a duplicate of an *established* one, never of
+        another newcomer).
+        """
+        established = self.known if known is None else known
+        for side, other in (("subject", "object_key"), ("object", "subject_key")):
+            key = cand[f"{side}_key"]
+            if key in established:
+                continue
+            etype, _, name = key.partition(":")
+            digits = _DIGITS.findall(name)
+            best: tuple[float, str] | None = None
+            for holder in self._by.get((cand["relation"], cand[other], side), ()):
+                htype, _, hname = holder.partition(":")
+                if htype != etype or holder == key or _DIGITS.findall(hname) != digits:
+                    continue
+                if known is not None and holder not in known:
+                    continue
+                sim = name_similarity(name, hname)
+                if sim >= threshold and (best is None or (sim, holder) > best):
+                    best = (sim, holder)
+            if best is not None:
+                return key, best[1], best[0]
+        return None
+
+
 def constraint_inputs(cand: dict, schema: KGSchema | None, signatures: dict[str, Counter],
-                      functional_objects: dict[tuple[str, str], set[str]]) -> ConstraintInputs:
+                      functional_objects: dict[tuple[str, str], set[str]], holders: FactHolders | None = None,
+                      duplicate_similarity: float | None = None, peers: FactHolders | None = None) -> ConstraintInputs:
     """Constraint values g_j for one candidate row (see the module docstring)."""
     rel, st, ot = cand["relation"], cand["subject_type"], cand["object_type"]
     dom = rng = 0.0
@@ -90,7 +150,19 @@ def constraint_inputs(cand: dict, schema: KGSchema | None, signatures: dict[str,
         others = functional_objects.get((cand["subject_key"], rel), set()) - {cand["object_key"]}
         functional = float(len(others))
     loop = 1.0 if cand["subject_key"] == cand["object_key"] else 0.0
-    return ConstraintInputs(domain_violation=dom, range_violation=rng, functional_conflict=functional, self_loop=loop)
+    duplicate, notes = 0.0, ()
+    twin, where = None, ""
+    if holders is not None and duplicate_similarity:
+        twin, where = holders.twin(cand, duplicate_similarity), "already has"
+        if twin is None and peers is not None:
+            twin, where = peers.twin(cand, duplicate_similarity, known=holders.known), "is a candidate for"
+    if twin is not None:
+        new, old, sim = twin
+        duplicate = 1.0
+        notes = (f"new entity {new} looks like {old} (name similarity {sim:.2f}), which {where} "
+                 f"{cand['relation']} with the other endpoint; if they are one entity: kgr merge '{old}' '{new}'",)
+    return ConstraintInputs(domain_violation=dom, range_violation=rng, functional_conflict=functional, self_loop=loop,
+                            duplicate_entity=duplicate, notes=notes)
 
 
 def _functional_conflicts(graph: Graph, schema: KGSchema | None) -> list[str]:
@@ -146,16 +218,21 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
     G = nx.Graph()
     signatures: dict[str, Counter] = defaultdict(Counter)
     functional_objects: dict[tuple[str, str], set[str]] = defaultdict(set)
-    types: dict[str, str] = {}
+    holders = FactHolders()
     for e in edges:
         if e.subject_key != e.object_key:
             G.add_edge(e.subject_key, e.object_key)
         signatures[e.relation][(e.subject_type, e.object_type)] += 1
         functional_objects[(e.subject_key, e.relation)].add(e.object_key)
-        types[e.subject_key], types[e.object_key] = e.subject_type, e.object_type
+        holders.add(e.subject_key, e.relation, e.object_key)
+    peers = FactHolders()  # this round's candidates with a quorum: twins among them count too
+    for r in rows:
+        if r["votes"] >= cfg.quorum:
+            peers.add(r["subject_key"], r["relation"], r["object_key"])
     cands = [Candidate(key=r["key"], subject=r["subject_key"], object=r["object_key"], relation=r["relation"],
                        votes=r["votes"], confidence=min(1.0, max(0.0, r["confidence"])),
-                       constraints=constraint_inputs(r, schema, signatures, functional_objects)) for r in rows]
+                       constraints=constraint_inputs(r, schema, signatures, functional_objects, holders,
+                                                     cfg.duplicate_similarity, peers)) for r in rows]
     state = load_state(graph, cfg)
     timings["prepare"] = time.perf_counter() - t0
 

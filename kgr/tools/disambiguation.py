@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from kgr.errors import KgrNeo4jUnavailable
+from kgr.model.canonical import name_similarity
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.tools import (
     Candidate,
@@ -88,9 +89,7 @@ def string_similarity(a: str, b: str) -> float:
         return 0.0
     if ca == cb:
         return 1.0
-    best = SequenceMatcher(None, ca, cb).ratio()
-    ta, tb = " ".join(sorted(ca.split(" "))), " ".join(sorted(cb.split(" ")))
-    best = max(best, SequenceMatcher(None, ta, tb).ratio())
+    best = name_similarity(ca, cb)
     na, nb = norm_key(a)[:_MAX_COMPARED], norm_key(b)[:_MAX_COMPARED]
     if (na, nb) != (ca, cb):
         best = max(best, SequenceMatcher(None, na, nb).ratio())

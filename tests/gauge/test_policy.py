@@ -88,6 +88,29 @@ def test_redundant_chord_and_dead_end_are_held():
     assert d["dead"].gates.ag and not d["dead"].gates.dg
 
 
+def test_strong_corroboration_overrides_a_hold_but_not_quorum_or_constraints():
+    G = nx.complete_graph([f"k{i}" for i in range(6)])
+    G.remove_edge("k0", "k1")
+    G.add_edge("k5", "tail")
+    cands = [cand("chord", "k0", "k1", votes=3), cand("dead", "tail", "brand-new", votes=4),
+             cand("typed", "k0", "tail", votes=5, constraints=ConstraintInputs(domain_violation=1.0)),
+             cand("two", "k2", "tail", votes=2)]
+    d = by_key(decide_round(G, cands))
+    assert d["chord"].action == "promote" and not d["chord"].gates.dg  # the gauge alone would hold it
+    assert d["chord"].reason.startswith("no gate fired (b=0.0")
+    assert "accepted on strong corroboration (votes 3 >= strong_support 3)" in d["chord"].reason
+    assert d["dead"].action == "promote" and d["dead"].gates.ag
+    assert d["dead"].reason.startswith("AG fired (g0=1.0000 > theta_AG=0.7500); accepted on strong corroboration")
+    assert d["typed"].action == "reject"  # corroboration never outweighs a hard constraint
+    assert d["two"].action == "hold" and not d["two"].gates.dg  # below strong_support: the gates decide
+    off = by_key(decide_round(G, cands, PromotionConfig(strong_support=None)))
+    assert off["chord"].action == "hold" and off["dead"].action == "hold"
+    raised = by_key(decide_round(G, cands, PromotionConfig(strong_support=4)))
+    assert raised["chord"].action == "hold" and raised["dead"].action == "promote"
+    with pytest.raises(ValidationError, match="strong_support"):
+        PromotionConfig(quorum=3, strong_support=2)
+
+
 def test_existing_edge_is_held_and_reject_margin_is_opt_in():
     G = two_cliques()
     G.add_edge("c0", "c1")
@@ -140,6 +163,9 @@ def test_failed_audit_holds():
     assert "StabilityAudit failed" in d.reason
     d = decide_round(G, [cand("bridge", "a1", "b1")], cfg.model_copy(update={"audit": False})).decisions[0]
     assert d.action == "promote" and d.audit is None
+    d = decide_round(G, [cand("bridge", "a1", "b1", votes=3)], cfg).decisions[0]
+    assert not d.audit.passed and d.action == "promote"
+    assert "StabilityAudit failed" in d.reason and "accepted on strong corroboration" in d.reason
 
 
 def test_round_budget_and_reward_floor():

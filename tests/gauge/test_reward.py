@@ -27,9 +27,11 @@ def test_constraint_penalty_by_hand():
     assert constraint_penalty([1.0, -0.5, 0.5]) == 1.25
     assert constraint_penalty([]) == 0.0
     c = ConstraintInputs(domain_violation=1.0, functional_conflict=2, other=(0.3, -1.0))
-    assert c.values() == (1.0, 0.0, 2.0, 0.0, 0.3, -1.0)
+    assert c.values() == (1.0, 0.0, 2.0, 0.0, 0.0, 0.3, -1.0)
     assert c.violated() == ["domain", "functional", "other[0]"]
     assert constraint_penalty(c.values()) == pytest.approx(1 + 4 + 0.09)
+    dup = ConstraintInputs(duplicate_entity=1.0, notes=("looks like X",))
+    assert dup.violated() == ["duplicate_entity"] and constraint_penalty(dup.values()) == 1.0
     with pytest.raises(KgrValidationError, match="constraint value must be a finite number"):
         constraint_penalty([float("nan")])
     with pytest.raises(ValidationError):

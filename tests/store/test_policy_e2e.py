@@ -99,3 +99,42 @@ def test_repeated_rounds_do_not_pile_up_identical_holds(graph):
     third = run_round(graph, schema=SCHEMA)
     assert third.promoted == 1
     assert graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"] == 2
+
+
+def test_near_duplicate_entity_is_rejected_with_its_twin_named(graph):
+    base = [A("Rowen Mogorpel", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")]
+    base += [A(f"Member {i}", "Person", "WORKS_AT", "Acme", "Organization", s) for i in (1, 2) for s in ("a", "b")]
+    base += [A("Ada Lovelace", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")]
+    stage(graph, base, schema=SCHEMA)
+    first = run_round(graph, schema=SCHEMA)
+    assert first.promoted == 4  # an empty graph: accepted on votes and constraints
+    later = [A("Rowen Mogropel", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("c", "d", "e")]  # a typo
+    later += [A("Member 11", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("c", "d", "e")]  # numbered
+    later += [A("Rowen Mogropel", "Person", "WORKS_AT", "Initech", "Organization", s) for s in ("c", "d", "e")]
+    later += [A("Ada Lovelace", "Person", "WORKS_AT", "Globex", "Organization", s) for s in ("c", "d", "e")]
+    stage(graph, later, schema=SCHEMA)
+    run_round(graph, schema=SCHEMA)
+    pend = {r["subject"] + ">" + r["object"]: r for r in graph.read("pending_edges", {"statuses": None})}
+    typo = pend["Rowen Mogropel>Acme"]
+    assert typo["status"] == "rejected"
+    why = graph.read("decisions_for_edge", {"key": typo["key"]})[0]["decisions"][0]
+    assert "duplicate_entity" in json.loads(why["inputs"])["violated"]
+    assert "looks like Person:rowen mogorpel" in why["reason"] and "kgr merge" in why["reason"]
+    # not duplicates: a numbered sibling, the typo'd name with another organisation, a known person's new fact
+    for ok in ("Member 11>Acme", "Rowen Mogropel>Initech", "Ada Lovelace>Globex"):
+        assert pend[ok]["status"] != "rejected", (ok, pend[ok]["status"])
+
+
+def test_near_duplicate_of_a_candidate_in_the_same_round(graph):
+    seed = [A("Rowen Mogorpel", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")]
+    stage(graph, seed, schema=SCHEMA)
+    run_round(graph, schema=SCHEMA)  # Rowen Mogorpel is now an established entity
+    both = [A("Rowen Mogorpel", "Person", "WORKS_AT", "Initech", "Organization", s) for s in ("c", "d", "e")]
+    both += [A("Rowen Mogropel", "Person", "WORKS_AT", "Initech", "Organization", s) for s in ("c", "d", "e")]
+    stage(graph, both, schema=SCHEMA)
+    run_round(graph, schema=SCHEMA)
+    pend = {r["subject"] + ">" + r["object"]: r for r in graph.read("pending_edges", {"statuses": None})}
+    assert pend["Rowen Mogropel>Initech"]["status"] == "rejected"
+    why = graph.read("decisions_for_edge", {"key": pend["Rowen Mogropel>Initech"]["key"]})[0]["decisions"][0]
+    assert "is a candidate for WORKS_AT" in why["reason"]
+    assert pend["Rowen Mogorpel>Initech"]["status"] != "rejected"
