@@ -43,7 +43,8 @@ What it does, in one run:
 4. **Latency at 100k promoted edges**: the pure decision core (local balls on a networkx graph,
    no Neo4j) on the synthetic generator's graph with 100k edges, for held-out true edges and
    random ones; and one real ``run_round`` on Neo4j with 100k promoted edges and 500 fresh
-   candidates (``--e2e-edges``; 0 skips it).
+   candidates (``--e2e-edges``; 0 skips it), with its read phase also timed both ways on the same
+   state: the candidates' region (bounded queries, the default) vs every promoted edge.
 5. **Entropy timings**: exact (dense ``eigvalsh``) vs SLQ on Barabási–Albert graphs (m = 2),
    n = 1k … 100k; exact only up to ``--exact-max`` nodes (default 10k; a dense 100k×100k matrix
    needs 80 GB, more than the 24 GB here).
@@ -555,12 +556,24 @@ def e2e_at_scale(graph: Graph, n_edges: int, n_cands: int, seed: int, log: Calla
         apply_decisions(graph, quorum_decisions(rows[i:i + 10_000], quorum=1), note="bench seed")
     log(f"  e2e: promoted them in {time.perf_counter() - t0:.0f} s")
     stage(graph, [assert_(t, src) for t in fresh for src in ("s1", "s2")], schema=sch)
+    # the read phase both ways on the same state: the candidates' region vs every promoted edge
+    rows = pending_rows(graph)
+    cfg = PromotionConfig()
+    reads: dict[int, dict] = {}
+    for n in sorted({len(rows), min(50, len(rows))}):
+        reads[n] = {}
+        for fetch in ("full", "local", "full", "local"):  # alternate; keep the second of each (warm caches)
+            t0 = time.perf_counter()
+            seen = (policy_runner._read_local(graph, rows[:n], cfg, sch) if fetch == "local"
+                    else policy_runner._read_full(graph))
+            reads[n][fetch] = {"seconds": time.perf_counter() - t0, **seen.read}
     t0 = time.perf_counter()
     summary = policy_runner.run_round(graph, schema=sch)
     wall = time.perf_counter() - t0
     reset(graph)
     return {"edges": len(base), "candidates": summary.candidates, "promoted": summary.promoted,
-            "timings_s": summary.timings, "wall_s": wall, "ms_per_candidate": 1000.0 * wall / max(summary.candidates, 1)}
+            "timings_s": summary.timings, "wall_s": wall, "ms_per_candidate": 1000.0 * wall / max(summary.candidates, 1),
+            "reads": reads, "graph_read": summary.graph_read}
 
 
 def entropy_timings(sizes: list[int], exact_max: int, seed: int, log: Callable[[str], None]) -> list[dict]:
@@ -677,8 +690,13 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"End to end on Neo4j, one run_round with {e2e['edges']} promoted edges and {e2e['candidates']} "
               f"candidates: {e2e['wall_s']:.1f} s = {e2e['ms_per_candidate']:.1f} ms per candidate (read "
-              f"{t.get('read', 0):.1f} s, prepare {t.get('prepare', 0):.1f} s, decide {t.get('decide', 0):.1f} s, "
-              f"write {t.get('write', 0):.1f} s)")
+              f"{t.get('read', 0):.2f} s, prepare {t.get('prepare', 0):.2f} s, decide {t.get('decide', 0):.2f} s, "
+              f"write {t.get('write', 0):.2f} s)")
+        for n, rd in sorted(e2e["reads"].items()):
+            rf, rl = rd["full"], rd["local"]
+            print(f"  read phase for {n} candidates, same state: their region {rl['seconds']:.2f} s ({rl['edges']} edges, "
+                  f"{rl.get('nodes', 0)} nodes, {rl.get('queries', 0)} queries) vs every promoted edge "
+                  f"{rf['seconds']:.2f} s ({rf['edges']} edges): {rf['seconds'] / max(rl['seconds'], 1e-9):.1f}x")
     scale = None
     if not args.skip_scale:
         log("pure-core latency at scale …")

@@ -20,9 +20,11 @@ from kgr.gauge.gedig import GaugeResult, HopTerms, degree_entropy, gedig_gauge, 
 from kgr.gauge.laplacian import density_matrix, laplacian_from_edges, laplacian_from_graph
 from kgr.gauge.policy import (
     Action,
+    Ball,
     Candidate,
     CandidateDecision,
     PolicyState,
+    Prefetched,
     PromotionConfig,
     RoundDecisions,
     decide_round,
@@ -76,6 +78,8 @@ __all__ = [
     "variance_balanced_lambda",
     # policy
     "Action",
+    "Ball",
+    "Prefetched",
     "Candidate",
     "PromotionConfig",
     "PolicyState",

@@ -33,16 +33,25 @@ def node_sort_key(node: Hashable) -> tuple[str, str]:
 
 
 class GraphView:
-    """A networkx graph plus an overlay of extra undirected edges; the graph is never mutated."""
+    """A networkx graph plus an overlay of extra undirected edges; the graph is never mutated.
 
-    __slots__ = ("_G", "_adj", "_extra")
+    ``degrees``, when given, holds the degree of some nodes in a larger graph of which ``G`` is
+    only a part (the store fetches the capped balls around candidates, not the whole promoted
+    graph): :meth:`degree` and membership use it for those nodes.
+    """
 
-    def __init__(self, G: nx.Graph, extra: dict[Hashable, set[Hashable]] | None = None):
+    __slots__ = ("_G", "_adj", "_extra", "_degrees")
+
+    def __init__(self, G: nx.Graph, extra: dict[Hashable, set[Hashable]] | None = None,
+                 degrees: dict[Hashable, int] | None = None):
         self._G = G
         self._adj = G.adj
         self._extra: dict[Hashable, set[Hashable]] = extra if extra is not None else {}
+        self._degrees = degrees
 
     def __contains__(self, x: Hashable) -> bool:
+        if self._degrees is not None and self._degrees.get(x, 0) > 0:
+            return True
         return x in self._adj or x in self._extra
 
     def has_edge(self, a: Hashable, b: Hashable) -> bool:
@@ -61,7 +70,9 @@ class GraphView:
 
     def degree(self, x: Hashable) -> int:
         d = 0
-        if x in self._adj:
+        if self._degrees is not None and x in self._degrees:
+            d = self._degrees[x]
+        elif x in self._adj:
             nbrs = self._adj[x]
             d = len(nbrs) - (1 if x in nbrs else 0)
         return d + len(self._extra.get(x, ()))
@@ -69,7 +80,7 @@ class GraphView:
     def plus(self, edges: Iterable[tuple[Hashable, Hashable]]) -> "GraphView":
         """A new view with ``edges`` added (those already present and self-loops are skipped)."""
         extra = {k: set(v) for k, v in self._extra.items()}
-        view = GraphView(self._G, extra)
+        view = GraphView(self._G, extra, self._degrees)
         for a, b in edges:
             if a == b or view.has_edge(a, b):
                 continue

@@ -370,6 +370,11 @@ class _Local(NamedTuple):
 def _local_structure(view: GraphView, u: Hashable, v: Hashable, hops: int, k_max: int) -> _Local:
     """Internal: :class:`_Local` for the candidate ``(u, v)`` on ``view``."""
     ball, dist, capped = capped_ball(view, [u, v], hops, k_max)
+    return _local_on_ball(view, ball, dist, capped)
+
+
+def _local_on_ball(view: GraphView, ball: list[Hashable], dist: list[int], capped: bool) -> _Local:
+    """Internal: :class:`_Local` for a given ball (its edges read from ``view``)."""
     pairs = view.induced_edges(ball)
     ei = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
     ej = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))

@@ -40,6 +40,13 @@ Everything per candidate is local: the gauge and :math:`\Delta S_{VN}` use the c
 is never copied or modified; edges selected during the round live in an overlay. About 1–2 ms
 per candidate at the defaults, whatever the size of the graph.
 
+A candidate's ball is computed once, on the graph at the start of the round, and stays *frozen*
+while the greedy step re-evaluates marginal rewards: edges selected earlier in the round are
+added inside it (its induced edges are re-read), but it does not grow through them. So the whole
+round needs the promoted graph only inside the balls, plus the endpoints' degrees — which is what
+the store fetches (:class:`Prefetched`, ``kgr.store.neighbourhood``) instead of every promoted edge,
+with the same decisions.
+
 Greedy guarantee
 ----------------
 With ``weight_vn = 0`` and ``coverage_hops = 1`` the marginal reward is monotone submodular
@@ -77,7 +84,7 @@ from kgr.gauge.calibration import EWQuantile, ThresholdCalibrator, variance_bala
 from kgr.gauge.coverage import _coverage_gain_view
 from kgr.gauge.entropy import _dense_entropy_gain
 from kgr.gauge.gates import AuditResult, Cooldown, GateResult, evaluate_gates, stability_audit
-from kgr.gauge.gedig import GaugeResult, _gauge_on_view, _Local, _local_structure
+from kgr.gauge.gedig import GaugeResult, _gauge_on_view, _Local, _local_on_ball, _local_structure
 from kgr.gauge.reward import (
     ConstraintInputs,
     RewardTerms,
@@ -88,6 +95,8 @@ from kgr.gauge.reward import (
 
 __all__ = [
     "Action",
+    "Ball",
+    "Prefetched",
     "Candidate",
     "PromotionConfig",
     "PolicyState",
@@ -129,6 +138,52 @@ class Candidate(BaseModel):
     votes: Annotated[int, Field(ge=0)]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
     constraints: ConstraintInputs = Field(default_factory=ConstraintInputs)
+
+
+class Ball(BaseModel):
+    """A candidate's capped ball :math:`S_H`, as :func:`kgr.gauge._graph.capped_ball` builds it.
+
+    Attributes
+    ----------
+    nodes : tuple of str
+        Nodes within ``hops`` of the endpoints in ``(distance, id)`` order, the first ``k_max``.
+    dist : tuple of int
+        Their distances (parallel to ``nodes``).
+    capped : bool
+        Whether the cap left out any node within ``hops``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    nodes: tuple[NodeId, ...]
+    dist: tuple[Annotated[int, Field(ge=0)], ...]
+    capped: bool
+
+    @model_validator(mode="after")
+    def _parallel(self) -> "Ball":
+        if len(self.nodes) != len(self.dist) or not self.nodes:
+            raise ValueError("a ball needs one distance per node and at least its endpoints")
+        return self
+
+
+class Prefetched(BaseModel):
+    """What the store fetched instead of the whole promoted graph (see "Locality and cost").
+
+    With it, the ``graph`` passed to :func:`decide_round` need only hold the edges among each
+    ball's nodes.
+
+    Attributes
+    ----------
+    balls : dict of str to Ball
+        Candidate key → its ball on the whole promoted graph.
+    degrees : dict of str to int
+        Node → its degree in the whole promoted graph (at least every candidate endpoint).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    balls: dict[str, Ball]
+    degrees: dict[NodeId, Annotated[int, Field(ge=0)]]
 
 
 class PromotionConfig(BaseModel):
@@ -507,6 +562,8 @@ def decide_round(
     candidates: Sequence[Candidate],
     config: PromotionConfig | None = None,
     state: PolicyState | None = None,
+    *,
+    prefetched: Prefetched | None = None,
 ) -> RoundDecisions:
     r"""Decide one promotion round: promote, hold or reject each candidate, recording why.
 
@@ -529,6 +586,9 @@ def decide_round(
     state : PolicyState, optional
         Cross-round state, **updated in place** (threshold streams, :math:`\lambda` warm-up,
         cooldown). A fresh state when omitted.
+    prefetched : Prefetched, optional
+        Balls and degrees computed on the whole promoted graph; ``graph`` then only needs the
+        edges among each ball's nodes. Candidates without a ball get one computed on ``graph``.
 
     Returns
     -------
@@ -593,8 +653,9 @@ def decide_round(
         lam = state.lam
     else:
         lam = config.lam_initial
-    base = GraphView(graph)
+    base = GraphView(graph, degrees=dict(prefetched.degrees) if prefetched is not None else None)
     common = {"lam": lam, "theta_ag": theta_ag, "theta_dg": theta_dg}
+    frozen: dict[int, tuple[list, list[int], bool]] = {}  # each candidate's ball, fixed for the round
 
     out: list[dict] = []
     eligible: list[int] = []
@@ -628,7 +689,15 @@ def decide_round(
             )
             continue
         seed = _candidate_seed(config.seed, c.key)
-        local = _local_structure(base, c.subject, c.object, config.hops, config.k_max)
+        ball = prefetched.balls.get(c.key) if prefetched is not None else None
+        if ball is not None:
+            if set(ball.nodes[:2]) != {c.subject, c.object}:  # both endpoints at distance 0 come first
+                raise KgrValidationError(f"prefetched ball of {c.key!r} does not start at its endpoints",
+                                         field="prefetched.balls")
+            local = _local_on_ball(base, list(ball.nodes), list(ball.dist), ball.capped)
+        else:
+            local = _local_structure(base, c.subject, c.object, config.hops, config.k_max)
+        frozen[idx] = (local.ball, local.dist, local.capped)
         gauge = _gauge_on_view(
             base, c.subject, c.object, hops=config.hops, k_max=config.k_max, c_node=config.c_node,
             c_edge=config.c_edge, lam=lam, gamma=config.gamma, eps=1e-9, max_sp_pairs=config.max_sp_pairs,
@@ -695,7 +764,7 @@ def decide_round(
         else:
             rec.update(action="hold", reason=f"no gate fired: b={_fmt(b)} > theta_DG={_fmt(theta_dg)}")
 
-    selected = _select(base, cands, eligible, basis, out, config, state.cooldown)
+    selected = _select(base, cands, eligible, basis, out, config, state.cooldown, frozen)
     for rank, idx in enumerate(selected, start=1):
         r = out[idx]["selection_rewards"]
         out[idx].update(
@@ -734,11 +803,19 @@ def _select(
     out: list[dict],
     config: PromotionConfig,
     cooldown: Cooldown,
+    frozen: dict[int, tuple[list, list[int], bool]],
 ) -> list[int]:
-    """Greedy selection of up to ``k`` eligible candidates; fills ``selection_rewards`` and hold reasons."""
+    """Greedy selection of up to ``k`` eligible candidates; fills ``selection_rewards`` and hold reasons.
+
+    Marginal rewards are re-evaluated on the graph plus the edges already selected, each
+    candidate on its frozen ball (see "Locality and cost").
+    """
     k = config.max_promotions_per_round
     view = base.plus(())  # a private overlay: the caller's graph is never touched
     selected: list[int] = []
+
+    def marginal(i: int) -> RewardTerms:
+        return _rewards(view, cands[i], config, out[i]["r_contr"], _local_on_ball(view, *frozen[i]))
 
     def blocked(i: int) -> bool:
         return cooldown.blocked(cands[i].subject) or cooldown.blocked(cands[i].object)
@@ -764,7 +841,7 @@ def _select(
                 deferred.append(entry)
                 continue
             if stamp != len(selected):
-                r = _rewards(view, cands[i], config, out[i]["r_contr"])
+                r = marginal(i)
                 out[i]["selection_rewards"] = r
                 heapq.heappush(heap, (-r.r_env, key, i, len(selected)))
                 continue
@@ -784,7 +861,7 @@ def _select(
                 break
             scored = []
             for i in avail:
-                r = out[i]["rewards"] if not selected else _rewards(view, cands[i], config, out[i]["r_contr"])
+                r = out[i]["rewards"] if not selected else marginal(i)
                 out[i]["selection_rewards"] = r
                 scored.append((-r.r_env, cands[i].key, i))
             neg, _, best = min(scored)

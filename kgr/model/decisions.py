@@ -40,4 +40,7 @@ class RoundSummary(BaseModel):
     rolled_back: bool = False
     hash: str = ""
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")
+    graph_read: dict[str, int | str] = Field(default_factory=dict,
+                                             description="what the round read of the promoted graph: "
+                                                         "fetch ('local' region or 'full'), edges, nodes, queries")
     decision_latency_ms: dict[str, float] = Field(default_factory=dict, description="p50/p95 per candidate")

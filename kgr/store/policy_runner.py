@@ -1,7 +1,10 @@
 """One promotion round with the full policy: votes → gauge and gates → greedy R_env selection.
 
-Reads the candidates (undecided PENDING_REL edges) and the promoted graph's undirected projection
-from Neo4j, derives each candidate's constraint values, calls the pure decision core
+Reads the candidates (undecided PENDING_REL edges) and what the decision core needs of the
+promoted graph around them — each candidate's capped ball and endpoint degrees, its subject's
+functional objects, the holders of its facts (:mod:`kgr.store.neighbourhood`; bounded queries, the
+same decisions as on the whole graph) — plus the endpoint-type counts per relation aggregated in
+the database, derives each candidate's constraint values, calls the pure decision core
 (:func:`kgr.gauge.policy.decide_round`), and writes the round as one version with every decision
 and all its inputs (:func:`kgr.store.promotion.apply_decisions`). An edge held again on the same
 votes as its last decision is counted but not recorded again, so rounds over a standing backlog
@@ -46,16 +49,22 @@ import json
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from typing import Literal
 
 import networkx as nx
 import numpy as np
 
-from kgr.gauge.policy import Candidate, PolicyState, PromotionConfig, decide_round
+from kgr.errors import KgrValidationError
+from kgr.gauge.policy import Candidate, PolicyState, Prefetched, PromotionConfig, decide_round
 from kgr.gauge.reward import ConstraintInputs
 from kgr.model.canonical import name_similarity
 from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
+from kgr.store import neighbourhood as nbhd
 from kgr.store.promotion import apply_decisions, candidates as pending_candidates
 from kgr.store.versions import promoted_edges, rollback
 
@@ -94,9 +103,14 @@ class FactHolders:
         self.known: set[str] = set()
 
     def add(self, subject_key: str, relation: str, object_key: str) -> None:
+        """Index one promoted edge (its endpoints become known)."""
         self._by[(relation, object_key, "subject")].append(subject_key)
         self._by[(relation, subject_key, "object")].append(object_key)
         self.known.update((subject_key, object_key))
+
+    def add_holders(self, relation: str, other: str, side: str, holders: Iterable[str]) -> None:
+        """Index fetched holders of ``relation`` with ``other`` (see :func:`kgr.store.neighbourhood.fact_holders`)."""
+        self._by[(relation, other, side)].extend(holders)
 
     def twin(self, cand: dict, threshold: float, *, known: set[str] | None = None) -> tuple[str, str, float] | None:
         """(new endpoint, its likely twin, similarity) for the first endpoint that has one, or None.
@@ -165,15 +179,68 @@ def constraint_inputs(cand: dict, schema: KGSchema | None, signatures: dict[str,
                             duplicate_entity=duplicate, notes=notes)
 
 
-def _functional_conflicts(graph: Graph, schema: KGSchema | None) -> list[str]:
+def _functional_conflicts(graph: Graph, schema: KGSchema | None, promoted: list[tuple[str, str]]) -> list[str]:
+    """Subjects of this round's ``(subject, relation)`` promotions on functional relations that now
+    have more than one current object (the only places a round can create a conflict)."""
     if schema is None:
         return []
     functional = {r for r, s in schema.relation_types.items() if s.functional}
-    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for e in promoted_edges(graph):
-        if e.relation in functional:
-            seen[(e.subject_key, e.relation)].add(e.object_key)
-    return [f"{s} {r}: {len(o)} objects" for (s, r), o in seen.items() if len(o) > 1]
+    found = nbhd.functional_objects(graph, [(s, r) for s, r in promoted if r in functional], min_objects=2)
+    return [f"{s} {r}: {len(objects)} objects" for (s, r), objects in sorted(found.items())]
+
+
+@dataclass
+class _Seen:
+    """What a round knows of the promoted graph."""
+
+    G: nx.Graph
+    prefetched: Prefetched | None
+    signatures: dict[str, Counter]
+    functional_objects: dict[tuple[str, str], set[str]]
+    holders: FactHolders
+    read: dict[str, int | str]
+
+
+def _read_full(graph: Graph) -> _Seen:
+    """Every current promoted edge."""
+    seen = _Seen(nx.Graph(), None, defaultdict(Counter), defaultdict(set), FactHolders(), {})
+    edges = promoted_edges(graph)
+    for e in edges:
+        if e.subject_key != e.object_key:
+            seen.G.add_edge(e.subject_key, e.object_key)
+        seen.signatures[e.relation][(e.subject_type, e.object_type)] += 1
+        seen.functional_objects[(e.subject_key, e.relation)].add(e.object_key)
+        seen.holders.add(e.subject_key, e.relation, e.object_key)
+    seen.read = {"fetch": "full", "edges": len(edges), "queries": 1}
+    return seen
+
+
+def _read_local(graph: Graph, rows: list[dict], cfg: PromotionConfig, schema: KGSchema | None) -> _Seen:
+    """The candidates' balls and degrees, their subjects' functional objects, their facts' holders."""
+    prefetched, edges, queries = nbhd.fetch_balls(graph, [(r["key"], r["subject_key"], r["object_key"]) for r in rows],
+                                                  hops=cfg.hops, k_max=cfg.k_max)
+    G = nx.Graph()
+    G.add_edges_from(edges)
+    signatures: dict[str, Counter] = defaultdict(Counter)
+    for r in graph.read("policy_signatures"):
+        signatures[r["relation"]][(r["subject_type"], r["object_type"])] += r["edges"]
+    functional = {name for name, spec in schema.relation_types.items() if spec.functional} if schema else set()
+    fobjects = nbhd.functional_objects(graph, [(r["subject_key"], r["relation"]) for r in rows
+                                               if r["relation"] in functional])
+    holders = FactHolders()
+    holders.known = {k for k, d in prefetched.degrees.items() if d > 0}
+    asks = []
+    if cfg.duplicate_similarity:
+        for r in rows:
+            for side, other in (("subject", "object_key"), ("object", "subject_key")):
+                key = r[f"{side}_key"]
+                if key not in holders.known:
+                    asks.append((r["relation"], r[other], side, key.partition(":")[0]))
+    for (relation, other, side), keys in nbhd.fact_holders(graph, asks).items():
+        holders.add_holders(relation, other, side, keys)
+    read = {"fetch": "local", "edges": G.number_of_edges(), "nodes": G.number_of_nodes(),
+            "queries": queries + 1 + bool(functional) + bool(asks)}
+    return _Seen(G, prefetched, signatures, defaultdict(set, fobjects), holders, read)
 
 
 def _functional_losers(decisions, by_key: dict[str, dict], schema: KGSchema | None,
@@ -203,28 +270,30 @@ def _functional_losers(decisions, by_key: dict[str, dict], schema: KGSchema | No
 
 
 def run_round(graph: Graph, *, schema: KGSchema | None = None, config: PromotionConfig | None = None,
-              quorum: int | None = None) -> RoundSummary:
-    """Run one promotion round with the geDIG policy and write it as one version."""
+              quorum: int | None = None, fetch: Literal["local", "full"] = "local") -> RoundSummary:
+    """Run one promotion round with the geDIG policy and write it as one version.
+
+    ``fetch="local"`` (the default) reads only what the decisions need near the candidates
+    (:mod:`kgr.store.neighbourhood`); ``"full"`` reads every promoted edge (also used when
+    ``coverage_hops > 1``, whose coverage gains need more than the balls). Both decide
+    identically. ``summary.timings`` has the seconds per phase, ``summary.graph_read`` what was read.
+    """
+    if fetch not in ("local", "full"):
+        raise KgrValidationError(f"fetch must be 'local' or 'full', got {fetch!r}", field="fetch")
     cfg = config or PromotionConfig()
     if quorum is not None:
         cfg = cfg.model_copy(update={"quorum": quorum})
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     rows = pending_candidates(graph)
-    edges = promoted_edges(graph)
+    if fetch == "local" and cfg.coverage_hops == 1:
+        seen = _read_local(graph, rows, cfg, schema)
+    else:
+        seen = _read_full(graph)
+    signatures, functional_objects, holders = seen.signatures, seen.functional_objects, seen.holders
     timings["read"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    G = nx.Graph()
-    signatures: dict[str, Counter] = defaultdict(Counter)
-    functional_objects: dict[tuple[str, str], set[str]] = defaultdict(set)
-    holders = FactHolders()
-    for e in edges:
-        if e.subject_key != e.object_key:
-            G.add_edge(e.subject_key, e.object_key)
-        signatures[e.relation][(e.subject_type, e.object_type)] += 1
-        functional_objects[(e.subject_key, e.relation)].add(e.object_key)
-        holders.add(e.subject_key, e.relation, e.object_key)
     peers = FactHolders()  # this round's candidates with a quorum: twins among them count too
     for r in rows:
         if r["votes"] >= cfg.quorum:
@@ -237,7 +306,7 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
     timings["prepare"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    round_ = decide_round(G, cands, cfg, state)
+    round_ = decide_round(seen.G, cands, cfg, state, prefetched=seen.prefetched)
     timings["decide"] = time.perf_counter() - t0
     per_candidate_ms = (timings["decide"] / len(cands) * 1000.0) if cands else 0.0
 
@@ -263,7 +332,9 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
 
     summary.held += unchanged
     summary.candidates = len(rows)
-    conflicts = _functional_conflicts(graph, schema) if summary.promoted else []
+    summary.graph_read = seen.read
+    promoted_pairs = [(by_key[d.key]["subject_key"], by_key[d.key]["relation"]) for d in decisions if d.action == "promote"]
+    conflicts = _functional_conflicts(graph, schema, promoted_pairs) if summary.promoted else []
     if conflicts:
         rollback(graph, summary.version - 1, reason="grace-period audit failed: " + "; ".join(conflicts[:3]))
         summary.rolled_back = True

@@ -337,3 +337,36 @@ def test_each_candidate_feeds_calibration_once():
     assert len(small.fed) == 2
     again = PolicyState.model_validate_json(small.model_dump_json())
     assert again.first_feed("x", 2) is False and again.first_feed("y", 2) is True
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_prefetched_balls_on_a_partial_graph_decide_exactly_as_the_whole_graph(seed):
+    from kgr.gauge import Ball, Prefetched
+    from kgr.gauge._graph import GraphView, capped_ball
+
+    rng = random.Random(seed)
+    G = nx.barabasi_albert_graph(400, 2, seed=seed)  # hubs: balls are capped
+    G = nx.relabel_nodes(G, {i: f"n{i:03d}" for i in G})
+    nodes = sorted(G)
+    cands = []
+    for i in range(60):
+        s, o = rng.sample(nodes, 2)
+        if rng.random() < 0.2:
+            o = f"new{i}"
+        cands.append(cand(f"c{i:02d}", s, o, votes=rng.choice([2, 3, 4])))
+    cfg = PromotionConfig(max_promotions_per_round=12, k_max=24, calibrate_thresholds=False, theta_dg=0.3)
+    whole = decide_round(G, cands, cfg, PolicyState.initial(cfg))
+
+    balls, part = {}, nx.Graph()
+    for c in cands:
+        ball, dist, capped = capped_ball(GraphView(G), [c.subject, c.object], cfg.hops, cfg.k_max)
+        balls[c.key] = Ball(nodes=tuple(ball), dist=tuple(dist), capped=capped)
+        part.add_edges_from(G.subgraph(ball).edges())
+    degrees = {x: G.degree(x) if x in G else 0 for c in cands for x in (c.subject, c.object)}
+    assert part.number_of_edges() < G.number_of_edges()
+    local = decide_round(part, cands, cfg, PolicyState.initial(cfg), prefetched=Prefetched(balls=balls, degrees=degrees))
+    assert local.promoted == whole.promoted and len(whole.promoted) == 12  # the budget binds: greedy decides
+    assert [d.model_dump() for d in local.decisions] == [d.model_dump() for d in whole.decisions]
+    # without the prefetched balls and degrees, the partial graph decides differently
+    blind = decide_round(part, cands, cfg, PolicyState.initial(cfg))
+    assert [d.model_dump() for d in blind.decisions] != [d.model_dump() for d in whole.decisions]
