@@ -14,8 +14,9 @@ text and returns an :class:`ExtractionResult`. Conventions:
   self loop, an endpoint that was never extracted as an entity, a name with no letters) go to
   ``result.rejected``, each with a one-line reason.
 - ``usage`` counts tokens as the provider reported them (0 for offline extractors); ``cost_usd`` is
-  the provider cost in US dollars as litellm prices it, 0.0 when unknown; ``llm_calls`` counts
-  completion requests sent, including retried and repair requests.
+  the provider cost in US dollars as litellm prices it, 0.0 when unknown (``unpriced_calls`` counts
+  the answered requests whose cost is unknown); ``llm_calls`` counts completion requests sent,
+  including retried and repair requests.
 - ``guidance`` is the list of recommendation strings returned by ``query_extraction_density`` (or any
   other tool) on the previous round; extractors use it to widen what they extract.
 """
@@ -127,6 +128,8 @@ class ExtractionResult(BaseModel):
     usage: TokenUsage = Field(default_factory=TokenUsage)
     cost_usd: float = Field(0.0, ge=0.0, description="provider cost in USD; 0.0 when unknown or offline")
     llm_calls: int = Field(0, ge=0, description="completion requests sent, retries and repairs included")
+    unpriced_calls: int = Field(0, ge=0, description="answered requests litellm could not price (their cost is "
+                                                     "unknown and counted as 0.0 in cost_usd)")
     extractor: str = Field("", description="which extractor produced this ('rules', 'llm:<model>')")
 
 

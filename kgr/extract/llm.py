@@ -23,15 +23,26 @@ Conventions
   once.
 - **Timeout.** ``timeout`` seconds per request (each attempt).
 - **Accounting.** ``usage`` sums the provider-reported tokens of every answered request;
-  ``cost_usd`` is ``litellm.completion_cost`` per answered request, 0.0 for models litellm cannot
-  price; ``llm_calls`` counts requests sent (attempts and the repair included).
+  ``cost_usd`` sums the cost litellm already computed for each answered request
+  (``response._hidden_params["response_cost"]``; it is never priced a second time);
+  ``unpriced_calls`` counts the answered requests litellm could not price (no price for the model):
+  their cost is unknown and counted as 0.0, so a report can say so instead of showing "free".
+  ``llm_calls`` counts requests sent (attempts and the repair included).
+- **Prices.** ``input_cost_per_token``/``output_cost_per_token`` (USD per token, both or neither)
+  price a model litellm does not know, or override its price: they are registered once per process
+  with ``litellm.register_model`` (what litellm itself does, on every request, for the per-request
+  pricing keyword arguments). For a model litellm cannot price and no prices given, kgr registers an
+  explicit zero-price entry once (``persist_across_reloads=False``), so that litellm's own per-call
+  pricing finds the model at once instead of scanning its fallback rules on every request (~1 ms of
+  CPU per call); the calls are still counted as ``unpriced_calls``, never as free.
 - **Failures** raise :class:`kgr.errors.KgrExtractionError`. Besides its message it carries
   ``reason`` (``"timeout"``, ``"rate_limited"``, ``"server_error"``, ``"connection_error"``,
-  ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage`` and
-  ``cost_usd`` so a batch report can account for failed chunks too.
+  ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage``,
+  ``cost_usd`` and ``unpriced_calls`` so a batch report can account for failed chunks too.
 - **Offline price map.** Importing litellm normally downloads its model price map; kgr sets
   ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set) so the bundled map is used and no
-  request leaves the machine except to the model.
+  request leaves the machine except to the model. (litellm has no usage telemetry to switch off any
+  more; kgr only sets ``suppress_debug_info``.)
 - **Concurrency.** :meth:`LLMExtractor.aextract` uses ``litellm.acompletion``; ``max_concurrency``
   bounds requests in flight per extractor (sync and async calls each); see also
   :func:`kgr.extract.base.extract_concurrently`.
@@ -56,7 +67,8 @@ from kgr.extract.base import ExtractionResult, TokenUsage
 from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema
 
-__all__ = ["LLMExtractor", "RetryPolicy", "LLMOutput", "LLMPair", "build_messages", "parse_reply", "NO_KEY"]
+__all__ = ["LLMExtractor", "RetryPolicy", "LLMOutput", "LLMPair", "build_messages", "system_prompt", "parse_reply",
+           "NO_KEY"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
@@ -64,16 +76,81 @@ NO_KEY = "kgr-no-key"
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
+_LITELLM: Any = None
+
+
 def _litellm():
-    """Import litellm quietly and offline (see the module docstring)."""
+    """Import litellm quietly and offline (see the module docstring); once per process."""
+    global _LITELLM
+    if _LITELLM is not None:
+        return _LITELLM
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
     except ImportError as exc:  # pragma: no cover - litellm is a declared extra
         raise KgrExtractionError("the LLM extractor needs litellm; install it with: pip install kgr[llm]") from exc
     litellm.suppress_debug_info = True
-    litellm.telemetry = False
+    _LITELLM = litellm
     return litellm
+
+
+#: Models kgr registered with a zero-price placeholder entry (litellm had no price for them).
+_PLACEHOLDER_PRICED: set[str] = set()
+#: Models whose user-given prices kgr registered, with those prices.
+_USER_PRICED: dict[str, tuple[float, float]] = {}
+_PRICING_LOCK = threading.Lock()
+
+
+def _prepare_pricing(model: str, prices: tuple[float, float] | None) -> bool:
+    """Make litellm's per-call pricing of ``model`` cheap and say whether it is priced.
+
+    With ``prices`` (USD per input and output token) the model is registered with them. Without,
+    a model litellm can price is left alone (``True``); one it cannot is registered once with an
+    explicit zero price so that litellm finds it at once on every call (``False``: its calls are
+    unpriced, not free). A model whose provider litellm cannot tell is left alone (``False``).
+    """
+    ll = _litellm()
+    with _PRICING_LOCK:
+        if prices is not None:
+            if _USER_PRICED.get(model) != prices:
+                entry: dict[str, Any] = {"input_cost_per_token": prices[0], "output_cost_per_token": prices[1]}
+                if not _known_price(ll, model) or model in _PLACEHOLDER_PRICED:
+                    # no built-in entry to inherit cache rates from: cached prompt tokens cost input tokens
+                    entry.update(cache_read_input_token_cost=prices[0], cache_creation_input_token_cost=prices[0])
+                if not _register(ll, model, entry):
+                    return False
+                _USER_PRICED[model] = prices
+                _PLACEHOLDER_PRICED.discard(model)
+            return True
+        if model in _USER_PRICED:
+            return True
+        if model in _PLACEHOLDER_PRICED:
+            return False
+        if _known_price(ll, model):
+            return True
+        zero = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                "cache_read_input_token_cost": 0.0, "cache_creation_input_token_cost": 0.0}
+        if _register(ll, model, zero):
+            _PLACEHOLDER_PRICED.add(model)
+        return False
+
+
+def _known_price(ll: Any, model: str) -> bool:
+    try:
+        ll.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+        return True
+    except Exception:  # noqa: BLE001 - litellm raises plain exceptions for unmapped models and providers
+        return False
+
+
+def _register(ll: Any, model: str, entry: dict[str, Any]) -> bool:
+    try:
+        provider = ll.get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001 - no provider: litellm would not price it anyway
+        return False
+    ll.register_model({model: {**entry, "litellm_provider": provider, "mode": "chat"}},
+                      persist_across_reloads=False)
+    return True
 
 
 class RetryPolicy(BaseModel):
@@ -214,9 +291,18 @@ def _schema_text(schema: KGSchema, max_examples: int = 3) -> str:
     return "\n".join(lines)
 
 
-def build_messages(chunk_text: str, schema: KGSchema, guidance: list[str] | None = None) -> list[dict[str, str]]:
-    """The chat messages for one extraction: system rules + schema, guidance, then the text."""
-    system = f"{_SYSTEM}\n\n{_schema_text(schema)}"
+def system_prompt(schema: KGSchema) -> str:
+    """The system message: the extraction rules and the schema."""
+    return f"{_SYSTEM}\n\n{_schema_text(schema)}"
+
+
+def build_messages(chunk_text: str, schema: KGSchema, guidance: list[str] | None = None,
+                   *, system: str | None = None) -> list[dict[str, str]]:
+    """The chat messages for one extraction: system rules + schema, guidance, then the text.
+
+    ``system`` is :func:`system_prompt` of ``schema`` when the caller already has it."""
+    if system is None:
+        system = system_prompt(schema)
     user = []
     if guidance:
         user.append("Recommendations from the assessment of the previous extraction of this text (follow them):")
@@ -315,13 +401,21 @@ def _retry_after(exc: BaseException) -> float | None:
 class _Tally:
     """Accounting across the requests of one extract call."""
 
-    def __init__(self) -> None:
+    def __init__(self, placeholder: bool = False) -> None:
         self.usage = TokenUsage()
         self.cost = 0.0
         self.calls = 0
         self.attempts = 0
+        self.unpriced = 0
+        self.placeholder = placeholder  # litellm prices the model at 0.0 only because kgr registered it so
 
     def add_response(self, resp: Any) -> None:
+        """Add an answered request: its tokens, and the cost litellm computed for it.
+
+        litellm prices every response it returns (``_hidden_params["response_cost"]``, ``None`` when
+        it has no price for the model); that value is used as is, never recomputed. Only a response
+        that did not go through litellm's pricing at all (no such key) is priced here.
+        """
         u = getattr(resp, "usage", None)
         if u is not None:
             self.usage = self.usage + TokenUsage(
@@ -329,13 +423,17 @@ class _Tally:
                 completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
             )
         hidden = getattr(resp, "_hidden_params", None)
-        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if cost is None:
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            cost = hidden["response_cost"]
+        else:
             try:
                 cost = _litellm().completion_cost(completion_response=resp)
-            except Exception:  # noqa: BLE001 - unknown models have no price: cost 0 by contract
-                cost = 0.0
-        self.cost += float(cost or 0.0)
+            except Exception:  # noqa: BLE001 - unknown models have no price
+                cost = None
+        if cost is None or (self.placeholder and not cost):
+            self.unpriced += 1  # unknown cost, counted as 0.0
+            return
+        self.cost += float(cost)
 
 
 def _message_text(resp: Any) -> str | None:
@@ -366,6 +464,10 @@ class LLMExtractor:
         Requests in flight at once through this extractor; None = unbounded.
     completion_kwargs:
         Extra keyword arguments for ``litellm.completion`` (e.g. ``{"seed": 7}``).
+    input_cost_per_token, output_cost_per_token:
+        USD per prompt and completion token, both or neither: the model's price when litellm has
+        none (or to override litellm's). Registered with ``litellm.register_model`` on the first
+        request, for the whole process.
     """
 
     def __init__(
@@ -381,6 +483,8 @@ class LLMExtractor:
         retry: RetryPolicy | None = None,
         max_concurrency: int | None = None,
         completion_kwargs: dict[str, Any] | None = None,
+        input_cost_per_token: float | None = None,
+        output_cost_per_token: float | None = None,
     ):
         if not model or not model.strip():
             raise KgrExtractionError("the LLM extractor needs a model name (e.g. openai/gpt-4o-mini)")
@@ -388,6 +492,10 @@ class LLMExtractor:
             raise KgrExtractionError(f"timeout must be positive, got {timeout}")
         if max_concurrency is not None and max_concurrency < 1:
             raise KgrExtractionError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if (input_cost_per_token is None) != (output_cost_per_token is None):
+            raise KgrExtractionError("give both input_cost_per_token and output_cost_per_token, or neither")
+        if input_cost_per_token is not None and (input_cost_per_token < 0 or output_cost_per_token < 0):  # type: ignore[operator]
+            raise KgrExtractionError("token prices cannot be negative")
         self.model = model
         self.api_base = api_base
         self._api_key = api_key
@@ -398,6 +506,11 @@ class LLMExtractor:
         self.retry = retry or RetryPolicy()
         self.max_concurrency = max_concurrency
         self.completion_kwargs = dict(completion_kwargs or {})
+        self.prices: tuple[float, float] | None = (
+            None if input_cost_per_token is None else (float(input_cost_per_token), float(output_cost_per_token))  # type: ignore[arg-type]
+        )
+        self._priced: bool | None = None  # decided on the first request (litellm is imported lazily)
+        self._system_cache: tuple[KGSchema, str] | None = None
         self._sync_sem = threading.BoundedSemaphore(max_concurrency) if max_concurrency else None
         self._async_sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -408,6 +521,26 @@ class LLMExtractor:
         return f"LLMExtractor(model={self.model!r}, api_base={self.api_base!r}, timeout={self.timeout})"
 
     # -- request plumbing --------------------------------------------------------------------
+    @property
+    def priced(self) -> bool:
+        """Whether litellm has a price for this model (user-given prices included)."""
+        if self._priced is None:
+            self._priced = _prepare_pricing(self.model, self.prices)
+        return self._priced
+
+    def _tally(self) -> "_Tally":
+        # a response priced above 0 is priced whatever this says (e.g. a base_model in completion_kwargs)
+        return _Tally(placeholder=not self.priced and self.model in _PLACEHOLDER_PRICED)
+
+    def _system(self, schema: KGSchema) -> str:
+        """:func:`system_prompt`, built once per schema object (a batch uses one schema)."""
+        cached = self._system_cache
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        text = system_prompt(schema)
+        self._system_cache = (schema, text)
+        return text
+
     def _kwargs(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         kw: dict[str, Any] = {
             "model": self.model,
@@ -470,6 +603,7 @@ class LLMExtractor:
         err.llm_calls = tally.calls  # type: ignore[attr-defined]
         err.usage = tally.usage  # type: ignore[attr-defined]
         err.cost_usd = tally.cost  # type: ignore[attr-defined]
+        err.unpriced_calls = tally.unpriced  # type: ignore[attr-defined]
         return err
 
     def _complete(self, messages: list[dict[str, str]], tally: _Tally) -> str | None:
@@ -530,6 +664,7 @@ class LLMExtractor:
             rejected=clean.rejected,
             usage=tally.usage,
             cost_usd=tally.cost,
+            unpriced_calls=tally.unpriced,
             llm_calls=tally.calls,
             extractor=self.name,
         )
@@ -544,8 +679,8 @@ class LLMExtractor:
             After the retries are spent, on a non-transient provider error, or when the reply is
             still invalid after the one repair request (``reason`` says which).
         """
-        tally = _Tally()
-        messages = build_messages(chunk_text, schema, guidance)
+        tally = self._tally()
+        messages = build_messages(chunk_text, schema, guidance, system=self._system(schema))
         content = self._complete(messages, tally)
         try:
             return self._result(parse_reply(content), schema, tally)
@@ -561,8 +696,8 @@ class LLMExtractor:
         self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None
     ) -> ExtractionResult:
         """Like :meth:`extract`, on the running event loop (``litellm.acompletion``)."""
-        tally = _Tally()
-        messages = build_messages(chunk_text, schema, guidance)
+        tally = self._tally()
+        messages = build_messages(chunk_text, schema, guidance, system=self._system(schema))
         content = await self._acomplete(messages, tally)
         try:
             return self._result(parse_reply(content), schema, tally)

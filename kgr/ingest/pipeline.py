@@ -7,10 +7,14 @@ Per chunk, following Agentic-KGR's protocol (Appendix A.4):
    re-extract with the density tool's recommendations as guidance (results are merged);
 3. **coverage** and **quality**, then **iterative feedback**: continue (another round, guided by
    the coverage and feedback recommendations) or stop — ``max_rounds`` bounds all rounds together;
-4. **disambiguation** against Neo4j (its ``final_kg`` is what gets stored);
+4. **disambiguation** against Neo4j (its ``final_kg`` is what gets stored); names this run already
+   resolved to a unique exact match are not looked up again (``disambiguation_cache``, see
+   ``_Pipeline._disambiguate``: the graph is the same with and without it);
 5. **storage**: the chunk's relations are staged as votes whose source is the chunk id, in ONE
    transaction with the chunk's ``processed_at`` mark and its MENTIONS, so a chunk is processed
-   exactly when its votes are in the graph.
+   exactly when its votes are in the graph. This step is ``kgr.store.staging.write_batch``, not a
+   ``query_kg_storage`` call (that tool commits on its own, apart from the chunk's mark), and the
+   report says so: ``tool_calls`` counts only the tools actually called.
 
 Then promotion rounds run every ``promote_every`` chunks and at the end (through the ``promote``
 callable the caller passes; the report carries each round's summary).
@@ -44,8 +48,8 @@ without a thread each; other extractors run in a thread pool. The analysis tools
 run on the loop; disambiguation's Neo4j lookup runs in a small thread pool outside the concurrency
 limit, so LLM requests never wait on the database. Storage goes through **one writer** (``writers``)
 that commits the chunks ready at that moment together (at most ``commit_chunks`` per transaction,
-each chunk's votes and mark always in the same transaction): no deadlocks between the job's own
-writes, and far fewer commits at high concurrency. A group that Neo4j refuses for a data
+each chunk's votes and mark always in the same transaction; the group's marks and MENTIONS in one
+statement): no deadlocks between the job's own writes, and far fewer commits at high concurrency. A group that Neo4j refuses for a data
 error is retried chunk by chunk, so one bad chunk cannot fail its neighbours.
 
 Resumability and memory
@@ -54,7 +58,8 @@ Chunk ids are content hashes recorded in Neo4j; chunks already processed are ski
 repeated within one run — identical files — is processed once), so a killed job re-run finishes
 with the same graph as an uninterrupted one. Documents and chunks are streamed; at most
 ``2 × concurrency + commit_chunks`` chunks are in flight, so memory does not grow with the corpus
-(the set of chunk ids seen in the run, 64 bytes each, is the only per-chunk state kept).
+(the set of chunk ids seen in the run, 64 bytes each, is the only per-chunk state kept; the
+disambiguation cache holds at most ``disambiguation_cache`` names).
 """
 
 from __future__ import annotations
@@ -66,14 +71,14 @@ import statistics
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import neo4j.exceptions
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
@@ -88,6 +93,7 @@ from kgr.store import provenance
 from kgr.store.connection import Graph, Tx
 from kgr.store.staging import StageReport, check_assertion, write_batch
 from kgr.tools.context import ToolContext
+from kgr.tools.disambiguation import rewrite_kg
 from kgr.tools.registry import call_tool
 
 __all__ = ["IngestConfig", "IngestReport", "ChunkFailure", "Rejection", "ChunkOutcome", "ingest", "make_extractor",
@@ -99,13 +105,21 @@ MAX_LISTED = 100
 _READ_BATCH = 64
 
 
+_LLM_ONLY = ("model", "api_base", "input_cost_per_token", "output_cost_per_token")
+
+
 class IngestConfig(BaseModel):
     """Every ingestion option, with its default."""
 
     model_config = ConfigDict(extra="forbid")
 
-    extractor: Literal["rules", "llm"] = "rules"
+    extractor: Literal["rules", "llm"] = Field(
+        "rules", description="rules (offline) or llm; a model given without an extractor means llm")
     model: str | None = Field(None, description="litellm model name (llm extractor)")
+    input_cost_per_token: float | None = Field(
+        None, ge=0, description="USD per prompt token, with output_cost_per_token: the model's price when litellm "
+                                "has none (llm extractor)")
+    output_cost_per_token: float | None = Field(None, ge=0, description="USD per completion token (llm extractor)")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL (llm extractor)")
     api_key: str | None = Field(None, repr=False, exclude=True,
                                 description="API key (llm extractor); default: the provider's environment variable")
@@ -117,10 +131,35 @@ class IngestConfig(BaseModel):
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     max_rounds: int = Field(3, ge=1, le=20, description="extraction rounds per chunk (density/feedback loop)")
     similarity_threshold: float = Field(0.8, ge=0, le=1, description="disambiguation threshold")
+    disambiguation_cache: int = Field(
+        65_536, ge=0, le=10_000_000,
+        description="most entity names whose unique exact match in the store is remembered for the rest of the run "
+                    "(they are not looked up again); 0: look every name up")
     promote_every: int = Field(0, ge=0, description="run a promotion round every N chunks (0 = only at the end)")
     promote: bool = True
     policy: Literal["gedig", "quorum"] = Field(
         "gedig", description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_means_llm(cls, data: Any) -> Any:
+        """``IngestConfig(model=...)`` without ``extractor`` selects the llm extractor, like ``kgr ingest
+        --model`` (so do the other LLM-only options)."""
+        if isinstance(data, dict) and "extractor" not in data and any(data.get(k) is not None for k in _LLM_ONLY):
+            data = {**data, "extractor": "llm"}
+        return data
+
+    @model_validator(mode="after")
+    def _llm_options_need_llm(self) -> "IngestConfig":
+        if self.extractor == "rules":
+            given = [n for n in _LLM_ONLY if getattr(self, n) is not None]
+            if given:
+                raise ValueError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the llm "
+                                 "extractor only (extractor is 'rules')")
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError("give both input_cost_per_token and output_cost_per_token, or neither")
+        return self
 
 
 class ChunkFailure(BaseModel):
@@ -152,6 +191,8 @@ class ChunkOutcome(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_llm_calls: int = 0
+    cached_names: int = Field(0, description="entity names resolved from the run's disambiguation cache")
     tool_calls: dict[str, int] = Field(default_factory=dict)
     triples: int = Field(0, description="assertions staged (before vote deduplication)")
     proposals: int = 0
@@ -172,8 +213,13 @@ class IngestReport(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
-    tool_calls: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float = Field(0.0, description="USD as litellm prices the model; unpriced calls count 0.0")
+    unpriced_llm_calls: int = Field(0, description="answered LLM calls litellm could not price (cost unknown)")
+    tool_calls: dict[str, int] = Field(default_factory=dict, description=(
+        "agent tools called, by name. The storage step is not a query_kg_storage call: the pipeline stages "
+        "each chunk with kgr.store.staging.write_batch in the transaction that marks it processed"))
+    disambiguation_cached: int = Field(0, description=(
+        "entity names resolved from this run's cache of unique exact matches instead of a Neo4j lookup"))
     rounds_per_chunk: dict[str, float] = Field(default_factory=dict, description="mean, max, histogram")
     triples_staged: int = 0
     new_votes: int = 0
@@ -204,8 +250,13 @@ class IngestReport(BaseModel):
             f"triples staged {self.triples_staged}: {self.new_votes} new votes, {self.new_edges} new edges, "
             f"{self.new_entities} new entities; {self.schema_proposals} schema proposals, "
             f"{self.rejected_items} rejected items",
-            f"LLM calls {self.llm_calls}, tokens {self.prompt_tokens}+{self.completion_tokens}, cost ${self.cost_usd:.4f}",
-            "tool calls: " + (", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())) or "none"),
+            f"LLM calls {self.llm_calls}, tokens {self.prompt_tokens}+{self.completion_tokens}, cost ${self.cost_usd:.4f}"
+            + (f" ({self.unpriced_llm_calls} answered calls not priced: litellm has no price for the model, "
+               "cost unknown)" if self.unpriced_llm_calls else ""),
+            "tool calls: " + (", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())) or "none")
+            + (f"; {self.disambiguation_cached} names resolved from the run's cache" if self.disambiguation_cached else ""),
+            f"storage: {self.chunks_processed} chunks staged in {self.transactions} write transactions "
+            "(kgr.store.staging, each chunk with its processed mark)",
             "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
         if not self.promotion:
@@ -243,7 +294,8 @@ def make_extractor(config: IngestConfig) -> Extractor:
 
         return pick("llm", model=config.model, api_base=config.api_base, api_key=config.api_key,
                     timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts),
-                    max_concurrency=config.concurrency)
+                    max_concurrency=config.concurrency, input_cost_per_token=config.input_cost_per_token,
+                    output_cost_per_token=config.output_cost_per_token)
     return pick("rules")
 
 
@@ -353,6 +405,23 @@ def _rejections(res: ExtractionResult, chunk_id: str) -> list[Rejection]:
                       reason=r.reason) for r in res.rejected]
 
 
+def _finish_chunks(tx: Tx, rows: list[dict[str, Any]]) -> None:
+    """Inside the group's write unit: every chunk's processed mark and MENTIONS in ONE statement
+    (template ``finish_chunks``, the batched :func:`kgr.store.provenance.finish_chunk`).
+    ``rows``: ``{chunk_id, entity_keys, extractor, rounds}`` sorted by chunk id."""
+    tx.run("finish_chunks", {"rows": rows, "now": time.time()})
+
+
+def _unique_exact(result: dict[str, Any], key: str | None) -> bool:
+    """Whether a disambiguation result is a unique exact match on the entity keyed ``key``."""
+    best = result.get("best_match")
+    if key is None or best is None or best["confidence"] < 1.0:
+        return False
+    if best["candidate"]["properties"].get("key") != key:
+        return False
+    return sum(1 for c in result["candidates"] if c["confidence"] >= 1.0) == 1
+
+
 def _failure_kind(exc: BaseException) -> str:
     return str(getattr(exc, "reason", "") or type(exc).__name__)
 
@@ -395,6 +464,8 @@ class _Pipeline:
         self.ctx = ToolContext(graph=graph, schema=schema)
         self.tschema = _tool_schema(schema)
         self.resolve = _resolver(schema)
+        # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only
+        self._matches: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.is_async = isinstance(extractor, AsyncExtractor)
         self.staged = StageReport()
         self.transactions = 0
@@ -481,6 +552,7 @@ class _Pipeline:
             "prompt_tokens": out.prompt_tokens + int(getattr(usage, "prompt_tokens", 0) or 0),
             "completion_tokens": out.completion_tokens + int(getattr(usage, "completion_tokens", 0) or 0),
             "cost_usd": out.cost_usd + float(getattr(exc, "cost_usd", 0.0) or 0.0),
+            "unpriced_llm_calls": out.unpriced_llm_calls + int(getattr(exc, "unpriced_calls", 0) or 0),
             "failure": ChunkFailure(chunk_id=chunk.id, document_id=chunk.document_id,
                                     path=self.paths.get(chunk.document_id), kind=_failure_kind(exc),
                                     reason=(str(exc).splitlines() or [type(exc).__name__])[0][:300]),
@@ -516,6 +588,7 @@ class _Pipeline:
             out.prompt_tokens += res.usage.prompt_tokens
             out.completion_tokens += res.usage.completion_tokens
             out.cost_usd += res.cost_usd
+            out.unpriced_llm_calls += res.unpriced_calls
             extractor_name = res.extractor or extractor_name
             rejections.extend(_rejections(res, chunk.id))
             proposals.extend(_proposals(res))
@@ -546,14 +619,7 @@ class _Pipeline:
         """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
         kg, rejections = draft.kg, draft.rejections
         calls = draft.calls
-        final = kg
-        if kg.entity_count:
-            payload = {"extracted_kg": kg.model_dump(), "similarity_threshold": self.config.similarity_threshold,
-                       "context": chunk.text[:20000]}
-            calls["query_entity_disambiguation"] += 1
-            dis = await asyncio.get_running_loop().run_in_executor(
-                self._db_pool, functools.partial(call_tool, "query_entity_disambiguation", payload, context=self.ctx))
-            final = ExtractedKG.model_validate(dis["final_kg"])
+        final = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else kg
         assertions, bad = _assertions(final, self.schema, chunk.id, self.resolve)
         rejections.extend(bad)
         entities: list[tuple[str, str]] = []
@@ -571,7 +637,7 @@ class _Pipeline:
                 keys.append(k)
         # one vote per chunk and proposed type
         props = list({(k, n): (k, n, ex) for k, n, ex in draft.proposals}.values())
-        calls["query_kg_storage"] += 1  # the storage step, committed by the writer in the chunk's transaction
+        # the storage step is staging by the writer, in the chunk's own transaction: not a tool call
         out.tool_calls = dict(calls)
         out.triples = len(assertions)
         out.proposals = len(props)
@@ -579,6 +645,62 @@ class _Pipeline:
         out.rejections = rejections[:MAX_LISTED]
         return _Work(chunk=chunk, outcome=out, assertions=assertions, entities=entities, keys=keys,
                      proposals=props, extractor=draft.extractor)
+
+    def _resolved(self, etype: str, name: str) -> str:
+        try:
+            return self.resolve(etype, name)
+        except KgrError:  # no letters or digits: the tool keeps such a name as it is
+            return name
+
+    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str], out: ChunkOutcome) -> ExtractedKG:
+        """Step 4: ``final_kg`` of ``query_entity_disambiguation`` for ``kg``, asking the tool only about
+        the names this run has not yet resolved to a unique exact match.
+
+        A name whose best match is an exact match (confidence 1.0) on the entity keyed by the name
+        itself (after the schema's aliases), with no other candidate at 1.0, is remembered for the
+        rest of the run (``IngestConfig.disambiguation_cache`` names at most, least recently used
+        first out). Entities are never deleted, a new entity never has that key, and only
+        names resolving to its key add aliases to it, so a later lookup of the name would decide
+        the same: the graph is the same with and without the cache (tested), and an interrupted run
+        resumed ends as an uninterrupted one. Names left unmatched or matched otherwise are looked
+        up every time, so a name first created by this run's own staging is found (and deduplicated)
+        by the next chunk that mentions it. Per name the tool decides independently of the other
+        names, so asking about the unresolved ones only gives their answers unchanged; the renames
+        of both are applied to ``kg`` by the tool's own :func:`~kgr.tools.disambiguation.rewrite_kg`.
+        """
+        items = list(dict.fromkeys((t, n) for t, names in kg.entities.items() for n in names))
+        resolved = [self._resolved(t, n) for t, n in items]
+        cache, size = self._matches, self.config.disambiguation_cache
+        targets: list[str | None] = []
+        for item in items:
+            hit = cache.get(item)
+            if hit is not None:
+                cache.move_to_end(item)
+            targets.append(hit)
+        todo = [i for i, t in enumerate(targets) if t is None]
+        out.cached_names += len(items) - len(todo)
+        if todo:
+            ask: dict[str, list[str]] = {}
+            for i in todo:
+                ask.setdefault(items[i][0], []).append(items[i][1])
+            payload = {"extracted_kg": {"entities": ask, "relations": {}},
+                       "similarity_threshold": self.config.similarity_threshold, "context": chunk.text[:20000]}
+            calls["query_entity_disambiguation"] += 1
+            dis = await asyncio.get_running_loop().run_in_executor(
+                self._db_pool, functools.partial(call_tool, "query_entity_disambiguation", payload, context=self.ctx))
+            answers = {(r["original_entity"]["type"], r["original_entity"]["name"]): r
+                       for r in dis["disambiguation_results"]}
+            for i in todo:
+                r = answers.get(items[i])
+                best = r["best_match"] if r is not None else None
+                if best is None:
+                    continue
+                targets[i] = best["candidate"]["name"]
+                if size and _unique_exact(r, _key_or_none(self.resolve, *items[i])):
+                    cache[items[i]] = best["candidate"]["name"]
+                    if len(cache) > size:
+                        cache.popitem(last=False)
+        return rewrite_kg(kg, items, resolved, targets)[0]
 
     # -- the writer -----------------------------------------------------------------------------
     async def _write_forever(self) -> None:
@@ -618,13 +740,15 @@ class _Pipeline:
     def _commit(self, group: list[_Work]) -> None:
         assertions = [a for w in group for a in w.assertions]
         entities = [e for w in group for e in w.entities]
+        finished = sorted(({"chunk_id": w.chunk.id, "entity_keys": sorted(set(w.keys)), "extractor": w.extractor,
+                            "rounds": w.outcome.rounds} for w in group), key=lambda r: r["chunk_id"])
 
         def unit(tx: Tx) -> StageReport:
             rep = write_batch(tx, assertions, schema=self.schema, entities=entities)
             for w in group:
                 if w.proposals:
                     provenance.stage_schema_proposals(tx, w.chunk.id, w.proposals)
-                provenance.finish_chunk(tx, w.chunk.id, w.keys, extractor=w.extractor, rounds=w.outcome.rounds)
+            _finish_chunks(tx, finished)
             return rep
 
         rep = self.graph.write_unit(unit)
@@ -696,6 +820,7 @@ def ingest(
         report.prompt_tokens += out.prompt_tokens
         report.completion_tokens += out.completion_tokens
         report.cost_usd += out.cost_usd
+        report.unpriced_llm_calls += out.unpriced_llm_calls
         if out.llm_calls:
             tick("llm_calls", out.llm_calls)
         if out.failure is not None:
@@ -707,6 +832,7 @@ def ingest(
         rounds.append(out.rounds)
         for k, v in out.tool_calls.items():
             report.tool_calls[k] = report.tool_calls.get(k, 0) + v
+        report.disambiguation_cached += out.cached_names
         report.triples_staged += out.triples
         report.schema_proposals += out.proposals
         report.rejected_items += out.rejected

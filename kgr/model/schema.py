@@ -21,6 +21,7 @@ A schema file is JSON validated by :class:`KGSchema` (its JSON Schema is committ
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from pathlib import Path
@@ -31,9 +32,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kgr.errors import KgrSchemaError
 from kgr.model.canonical import IDENTIFIER_RE, canonical_name
 
-__all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "Identifier"]
+__all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "schema_error", "Identifier"]
 
 Identifier = Annotated[str, Field(pattern=IDENTIFIER_RE.pattern, min_length=1, max_length=64)]
+
+
+class _RuleError(ValueError):
+    """A cross-field rule of the schema failed at ``field`` (a dotted path); pydantic reports it at
+    the model's root, :func:`load_schema` names the field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 class EntityTypeSpec(BaseModel):
@@ -76,10 +87,15 @@ class KGSchema(BaseModel):
 
     @model_validator(mode="after")
     def _domains_are_declared(self) -> "KGSchema":
+        if not self.entity_types:
+            return self
         for rel, spec in self.relation_types.items():
-            for t in [*spec.domain, *spec.range]:
-                if self.entity_types and t not in self.entity_types:
-                    raise ValueError(f"relation {rel} names undeclared entity type {t}")
+            for role in ("domain", "range"):
+                for i, t in enumerate(getattr(spec, role)):
+                    if t not in self.entity_types:
+                        declared = ", ".join(self.entity_types)
+                        raise _RuleError(f"relation_types.{rel}.{role}.{i}",
+                                         f"entity type {t!r} is not declared in entity_types (declared: {declared})")
         return self
 
     @field_validator("entity_types", "relation_types")
@@ -160,5 +176,51 @@ def load_schema(path: str | Path) -> KGSchema:
     try:
         return KGSchema.model_validate(data)
     except ValidationError as exc:
-        err = KgrSchemaError.from_pydantic(exc)
-        raise KgrSchemaError(f"{p}: {err}", field=err.field, details=err.details) from exc
+        raise schema_error(exc, p) from exc
+
+
+def _keys_at(loc: list[str]) -> list[str]:
+    if len(loc) == 1:
+        return list(KGSchema.model_fields)
+    if len(loc) == 3 and loc[0] == "entity_types":
+        return list(EntityTypeSpec.model_fields)
+    if len(loc) == 3 and loc[0] == "relation_types":
+        return list(RelationTypeSpec.model_fields)
+    return []
+
+
+def schema_error(exc: ValidationError, path: str | Path | None = None) -> KgrSchemaError:
+    """A one-line :class:`KgrSchemaError` for a schema that failed validation: ``"<path>: <field>: <what>"``,
+    naming the first failing field (``field`` holds its dotted path, ``details`` pydantic's error list)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0] if errors else {"loc": (), "msg": str(exc), "type": ""}
+    loc = [str(x) for x in first.get("loc", ())]
+    kind = first.get("type", "")
+    value = first.get("input")
+    rule = (first.get("ctx") or {}).get("error")
+    if isinstance(rule, _RuleError):
+        field, msg = rule.field, rule.message
+    else:
+        is_key = bool(loc) and loc[-1] == "[key]"
+        if is_key:
+            loc = loc[:-1]
+        field = ".".join(loc) or None
+        msg = str(first.get("msg", "invalid"))
+        if kind == "string_pattern_mismatch":
+            what = "type name" if is_key else "entity type"
+            msg = f"{what} {value!r} is not an identifier (letters, digits and _, not starting with a digit)"
+        elif kind == "extra_forbidden":
+            allowed = _keys_at(loc)
+            close = difflib.get_close_matches(loc[-1], allowed, n=1) if loc else []
+            msg = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "") + (
+                f"; expected one of: {', '.join(allowed)}" if allowed else "")
+        elif not loc and kind in ("model_type", "dict_type"):
+            msg = f"a KG schema must be a JSON object, got {type(value).__name__}"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+    more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
+    text = ": ".join(x for x in (str(path) if path is not None else None, field, msg + more) if x)
+    err = KgrSchemaError(text)
+    err.field = field
+    err.details = [{k: v for k, v in e.items() if k != "ctx"} for e in errors]
+    return err

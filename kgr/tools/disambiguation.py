@@ -53,7 +53,7 @@ from kgr.tools._text import analyze_text, norm_key, safe_canonical
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
 
-__all__ = ["query_entity_disambiguation", "string_similarity", "LOW_CONFIDENCE", "ACRONYM_SIMILARITY"]
+__all__ = ["query_entity_disambiguation", "string_similarity", "rewrite_kg", "LOW_CONFIDENCE", "ACRONYM_SIMILARITY"]
 
 #: Matches below this confidence are flagged for verification.
 LOW_CONFIDENCE = 0.9
@@ -206,7 +206,7 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
             relationships=[Relationship(type=e.type, target=_kb_entity(e.target), properties=e.properties,
                                         direction="out" if e.direction == "out" else "in") for e in h.relationships]))
 
-    final_kg, renames = _final_kg(kg, items, resolved, best_hits)
+    final_kg, renames = rewrite_kg(kg, items, resolved, [h.entity.name if h is not None else None for h in best_hits])
     suggestions = _suggestions(items, results, renames, cross_type)
 
     return EntityDisambiguationOutput(
@@ -223,14 +223,20 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
     )
 
 
-def _final_kg(kg: ExtractedKG, items: list[tuple[str, str]], resolved: list[str],
-              best: list[CandidateHit | None]) -> tuple[ExtractedKG, dict[tuple[str, str], str]]:
-    """Rewrite names to the store's (or the first surface form of the same canonical entity)."""
+def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequence[str],
+               targets: Sequence[str | None]) -> tuple[ExtractedKG, dict[tuple[str, str], str]]:
+    """``final_kg``: ``kg`` with names rewritten to the store's, and the renames made.
+
+    ``items`` are the distinct ``(type, name)`` of ``kg`` in order, ``resolved`` their schema-resolved
+    names, ``targets`` the name of each one's best match in the store (None when unmatched: the
+    name becomes the first surface form of the same canonical entity in ``items``). Relations are
+    rewritten accordingly and repeats dropped.
+    """
     renames: dict[tuple[str, str], str] = {}
     first_of: dict[tuple[str, str], str] = {}
-    for (etype, name), rname, hit in zip(items, resolved, best):
+    for (etype, name), rname, hit in zip(items, resolved, targets):
         if hit is not None:
-            target = hit.entity.name
+            target = hit
         else:
             target = first_of.setdefault((etype, ckey(rname)), rname)
         renames[(etype, name)] = target

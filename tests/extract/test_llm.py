@@ -267,12 +267,79 @@ def test_max_concurrency_bounds_requests_in_flight(llm_stub_factory):
     assert stub.max_inflight == 2
 
 
-def test_cost_is_accounted_for_models_litellm_can_price(llm_stub):
-    llm_stub.enqueue(StubReply.json(GOOD, usage={"prompt_tokens": 1000, "completion_tokens": 1000}))
+def _litellm_price(model: str) -> tuple[float, float]:
+    import litellm
+
+    entry = litellm.model_cost[model]
+    return entry["input_cost_per_token"], entry["output_cost_per_token"]
+
+
+def test_cost_of_a_model_litellm_can_price_is_tokens_times_its_price(llm_stub):
+    # a malformed first reply: two answered requests, both priced and summed
+    llm_stub.enqueue(StubReply.text('{"entities": ', usage={"prompt_tokens": 1000, "completion_tokens": 7}),
+                     StubReply.json(GOOD, usage={"prompt_tokens": 1300, "completion_tokens": 50}))
     ex = LLMExtractor("openai/gpt-4o-mini", api_base=llm_stub.base_url, api_key="k", retry=FAST)
     result = ex.extract(TEXT, SCHEMA)
-    assert result.cost_usd > 0
-    assert result.usage.total_tokens == 2000
+    p_in, p_out = _litellm_price("gpt-4o-mini")
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (2300, 57)
+    assert result.cost_usd == pytest.approx(2300 * p_in + 57 * p_out, rel=1e-9)
+    assert result.cost_usd > 0 and result.unpriced_calls == 0 and ex.priced
+    assert result.llm_calls == 2
+
+    llm_stub.enqueue(StubReply.json(GOOD, usage={"prompt_tokens": 400, "completion_tokens": 100}))
+    async_result = asyncio.run(ex.aextract(TEXT, SCHEMA))
+    assert async_result.cost_usd == pytest.approx(400 * p_in + 100 * p_out, rel=1e-9)
+
+
+def test_unpriced_model_costs_nothing_is_reported_unpriced_and_priced_once_by_litellm(llm_stub, monkeypatch):
+    import litellm
+
+    # kgr must use the cost litellm computed for the response (None for an unpriced model), never price again
+    calls: list[object] = []
+    real = litellm.completion_cost
+    monkeypatch.setattr(litellm, "completion_cost", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+    llm_stub.enqueue(StubReply.text("not json", usage={"prompt_tokens": 100, "completion_tokens": 5}),
+                     StubReply.json(GOOD, usage={"prompt_tokens": 120, "completion_tokens": 30}))
+    ex = make(llm_stub)
+    result = ex.extract(TEXT, SCHEMA)
+    assert not ex.priced
+    assert (result.cost_usd, result.unpriced_calls, result.llm_calls) == (0.0, 2, 2)
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (220, 35)
+    assert calls == []
+    # the request is what it was: the zero-price placeholder changes nothing litellm sends
+    body = llm_stub.requests[-1].body
+    assert body["model"] == "stub-model" and body["response_format"] == {"type": "json_object"}
+
+    # a failed call reports its unpriced answered requests too
+    llm_stub.enqueue(StubReply.text("no", usage={"prompt_tokens": 10, "completion_tokens": 1}),
+                     StubReply.text("still no", usage={"prompt_tokens": 10, "completion_tokens": 1}))
+    with pytest.raises(KgrExtractionError) as info:
+        ex.extract(TEXT, SCHEMA)
+    assert (info.value.reason, info.value.unpriced_calls, info.value.cost_usd) == ("invalid_output", 2, 0.0)
+
+
+def test_user_given_prices_price_an_unknown_model(llm_stub):
+    llm_stub.enqueue(StubReply.json(GOOD, usage={"prompt_tokens": 1200, "completion_tokens": 300}))
+    ex = LLMExtractor("openai/kgr-test-self-hosted", api_base=llm_stub.base_url, api_key="k", retry=FAST,
+                      input_cost_per_token=2e-6, output_cost_per_token=8e-6)
+    result = ex.extract(TEXT, SCHEMA)
+    assert ex.priced and result.unpriced_calls == 0
+    assert result.cost_usd == pytest.approx(1200 * 2e-6 + 300 * 8e-6, rel=1e-9)
+    with pytest.raises(KgrExtractionError, match="both input_cost_per_token and output_cost_per_token"):
+        LLMExtractor("openai/x", input_cost_per_token=1e-6)
+    with pytest.raises(KgrExtractionError, match="negative"):
+        LLMExtractor("openai/x", input_cost_per_token=-1.0, output_cost_per_token=1.0)
+
+
+def test_no_dead_litellm_settings(monkeypatch):
+    import litellm
+
+    import kgr.extract.llm as llm_module
+
+    monkeypatch.setattr(llm_module, "_LITELLM", None)  # import afresh
+    monkeypatch.delattr(litellm, "telemetry", raising=False)  # (another kgr module may still set it)
+    assert llm_module._litellm() is litellm and litellm.suppress_debug_info is True
+    assert not hasattr(litellm, "telemetry")  # the extractor sets no attribute litellm does not have
 
 
 # -- pieces ------------------------------------------------------------------------------------------

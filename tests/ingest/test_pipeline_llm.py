@@ -90,7 +90,12 @@ def test_llm_ingest_normal_malformed_429_and_timeout(graph, tmp_path, llm_stub_f
     assert rep.llm_calls == 3 + 2 + 2 + 2 == events["llm_calls"]
     # tokens of every answered request (the 429 and the timeouts answered nothing); litellm prices gpt-4o-mini
     assert (rep.prompt_tokens, rep.completion_tokens) == (6 * 100, 6 * 20)
-    assert rep.cost_usd > 0
+    import litellm
+
+    price = litellm.model_cost["gpt-4o-mini"]
+    assert rep.cost_usd > 0 and rep.unpriced_llm_calls == 0
+    assert rep.cost_usd == pytest.approx(600 * price["input_cost_per_token"] + 120 * price["output_cost_per_token"],
+                                         rel=1e-9)
     assert events["failed"] == 1 and events["chunks"] == 6 and events["triples"] == rep.triples_staged == 10
     # one edge per fact, five votes each; the failed chunk is NOT marked processed
     pending = graph.read("pending_edges", {"statuses": None})
@@ -182,6 +187,8 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
     assert result.exit_code == 2, result.output
     report = json.loads(result.stdout)
     assert report["chunks_processed"] == 1 and report["llm_calls"] == 2
+    # litellm has no price for "stub-model": cost unknown, said so rather than shown as free
+    assert (report["cost_usd"], report["unpriced_llm_calls"]) == (0.0, 1)
     assert [f["kind"] for f in report["chunks_failed"]] == ["timeout"]
     assert "Error: 1 chunk(s) failed" in result.stderr and "re-run" in result.stderr
 
@@ -191,3 +198,50 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
     no_model = CliRunner().invoke(app, ["ingest", str(corpus), "--schema",
                                         str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm"])
     assert no_model.exit_code == 1 and "needs --model" in no_model.stderr
+
+
+def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, llm_stub_factory, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kgr.cli.main import app
+
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    if neo4j_settings.password is not None:
+        monkeypatch.setenv("NEO4J_PASSWORD", neo4j_settings.password)
+    stub = llm_stub_factory(default=StubReply.json(GOOD, usage=USAGE))
+    corpus = _corpus(tmp_path, ["NORMAL-1", "NORMAL-2"])
+    schema = str(Path(_ROOT) / "examples" / "schema.json")
+    # no --extractor: --model means the llm extractor (the rules extractor would send no request)
+    # (a model name of its own: prices given to litellm hold for the whole process)
+    result = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", schema, "--model", "openai/kgr-cli-priced",
+                                      "--api-base", stub.base_url, "--max-rounds", "1", "--no-promote", "--json",
+                                      "--input-cost-per-token", "0.000001", "--output-cost-per-token", "0.000004"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["chunks_processed"] == 2 and report["llm_calls"] == 2 == len(stub.requests)
+    # the prices given on the command line price the model litellm does not know
+    assert report["unpriced_llm_calls"] == 0
+    assert report["cost_usd"] == pytest.approx(2 * (100 * 1e-6 + 20 * 4e-6), rel=1e-9)
+
+    # an explicit --extractor rules with an LLM option is a contradiction: one line, exit 1, nothing sent
+    bad = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", schema, "--extractor", "rules",
+                                   "--model", "openai/stub-model"])
+    assert bad.exit_code == 1
+    assert bad.stderr.strip() == "Error: extractor: --model applies to the llm extractor only; drop --extractor rules"
+    half = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", schema, "--model", "openai/stub-model",
+                                    "--input-cost-per-token", "0.000001"])
+    assert half.exit_code == 1 and half.stderr.strip().startswith("Error: input_cost_per_token: give both")
+    assert len(stub.requests) == 2
+
+
+def test_config_model_implies_the_llm_extractor():
+    from pydantic import ValidationError
+
+    assert IngestConfig(model="openai/stub-model").extractor == "llm"
+    assert IngestConfig().extractor == "rules"
+    with pytest.raises(ValidationError, match="model applies to the llm extractor only"):
+        IngestConfig(extractor="rules", model="openai/stub-model")
+    with pytest.raises(ValidationError, match="give both input_cost_per_token and output_cost_per_token"):
+        IngestConfig(model="openai/stub-model", input_cost_per_token=1e-6)
