@@ -294,8 +294,7 @@ def bench_memory(megabytes: int, concurrency: int, promote: bool, timeout: float
         from kgr.engine import Engine
 
         with Engine.connect() as kg:
-            n = kg.graph.driver.execute_query(
-                "MATCH (c:Chunk) RETURN count(c) AS all, count(c.processed_at) AS done").records[0]
+            n = kg.graph.read("bench_ingest_progress")[0]
         result.update(chunks_seen=n["all"], chunks_processed=n["done"],
                       chunks_per_second=round(n["done"] / elapsed, 2))
     return result

@@ -17,9 +17,15 @@ app = typer.Typer(no_args_is_help=True, help="Export promoted (or pending) edges
 @errors_to_exit
 def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
           pending: Annotated[bool, typer.Option("--pending", help="Export staged edges instead of promoted ones.")] = False,
-          status: Annotated[list[str] | None, typer.Option("--status", help="With --pending: only these statuses.")] = None) -> None:
-    """One edge per line: the triple JSONL fields plus votes, confidence and status."""
-    from kgr.store.export import iter_exported
+          status: Annotated[list[str] | None, typer.Option("--status", help="With --pending: only these statuses.")] = None,
+          json_: Annotated[bool, typer.Option("--json", help="With --out: print a JSON summary on stdout. "
+                                              "Without --out the JSONL lines on stdout are the data.")] = False) -> None:
+    """One edge per line: the triple JSONL fields plus votes, confidence and status.
+
+    The lines are machine output already: without --out they go to stdout (with or without --json)
+    and the count goes to stderr. With --out and --json, stdout gets a JSON summary (path, edges).
+    """
+    from kgr.store.export import JsonlExport, iter_exported
 
     with open_engine() as kg:
         fh = output.open("w", encoding="utf-8") if output else sys.stdout
@@ -31,7 +37,11 @@ def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File 
         finally:
             if output:
                 fh.close()
-    err.print(f"exported {n} edges")
+    summary = JsonlExport(path=str(output) if output else None, edges=n, pending=pending, statuses=status)
+    if json_ and output:
+        emit(summary, True)
+    else:
+        err.print(f"exported {n} edges" + (f" to {output}" if output else ""), markup=False)
 
 
 @app.command("laplacian")

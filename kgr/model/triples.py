@@ -73,7 +73,8 @@ class ExportedTriple(BaseModel):
     source: str = Field(description="sources, comma-separated, as far as the edge keeps them")
     confidence: float
     votes: int
-    status: Literal["pending", "promoted", "rejected", "expired", "held"]
+    status: Literal["pending", "promoted", "rejected", "expired", "held", "merged"] = Field(
+        description="merged: the tombstone an entity merge leaves where a pending edge moved away from")
 
 
 class LineError(BaseModel):

@@ -12,7 +12,7 @@ from kgr.store.connection import Graph
 from kgr.store.cypher import validate_identifiers
 from kgr.store.versions import ZERO_HASH, current_state
 
-__all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset"]
+__all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset", "SchemaObject", "schema_objects"]
 
 
 def init_store(graph: Graph, schema: KGSchema | None = None) -> int:
@@ -23,6 +23,30 @@ def init_store(graph: Graph, schema: KGSchema | None = None) -> int:
     """
     validate_identifiers(schema.relation_types if schema else [], kind="relationship type")
     return graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()})
+
+
+class SchemaObject(BaseModel):
+    """A constraint or an index of the database, as ``SHOW CONSTRAINTS`` / ``SHOW INDEXES`` list it."""
+
+    kind: str = Field(description="constraint or index")
+    name: str
+    type: str = Field(description="e.g. UNIQUENESS, RANGE, FULLTEXT, LOOKUP")
+    entity_type: str = Field(description="NODE or RELATIONSHIP")
+    labels: list[str] = Field(default_factory=list, description="labels or relationship types")
+    properties: list[str] = Field(default_factory=list)
+    id: int | None = Field(None, description="index id (changes when an index is recreated)")
+    state: str | None = Field(None, description="index state: ONLINE, POPULATING, FAILED")
+    owning_constraint: str | None = None
+
+
+def schema_objects(graph: Graph) -> list[SchemaObject]:
+    """The database's constraints and indexes, by kind and name (what ``kgr init`` creates, and more)."""
+    def obj(kind: str, r: dict) -> SchemaObject:  # LOOKUP indexes have null labels and properties
+        return SchemaObject(kind=kind, **{**r, "labels": r["labels"] or [], "properties": r["properties"] or []})
+
+    out = [obj("constraint", r) for r in graph.read("schema_constraints")]
+    out += [obj("index", r) for r in graph.read("schema_indexes")]
+    return out
 
 
 class StoreStatus(BaseModel):

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kgr.model.triples import ExportedTriple
 from kgr.store.connection import Graph
 
-__all__ = ["iter_exported", "LaplacianExport", "export_laplacian", "load_laplacian", "promoted_edge_pairs"]
+__all__ = ["iter_exported", "JsonlExport", "LaplacianExport", "export_laplacian", "load_laplacian", "promoted_edge_pairs"]
 
 
 def iter_exported(graph: Graph, *, pending: bool = False, statuses: list[str] | None = None) -> Iterator[ExportedTriple]:
@@ -32,6 +32,15 @@ def iter_exported(graph: Graph, *, pending: bool = False, statuses: list[str] | 
         return
     for r in graph.stream("export_promoted", {}):
         yield ExportedTriple(status="promoted", source=",".join(r.pop("sources") or []), **r)
+
+
+class JsonlExport(BaseModel):
+    """What ``kgr export jsonl --out FILE --json`` prints."""
+
+    path: str | None = Field(description="the file written (None: the lines went to stdout)")
+    edges: int = Field(ge=0, description="lines written, one edge each")
+    pending: bool = Field(description="staged edges (True) or current promoted edges (False)")
+    statuses: list[str] | None = None
 
 
 def promoted_edge_pairs(graph: Graph, *, include_pending: bool = False) -> Iterator[tuple[str, str]]:

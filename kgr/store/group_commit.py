@@ -19,7 +19,9 @@ requests and lets one writer thread stage everything queued so far in **one** tr
   error and nothing of it is written, so each caller can simply retry (staging is idempotent).
 
 The statements are the ones :func:`kgr.store.staging.stage` runs (``stage_entities`` and
-``stage_votes`` with ``per_row`` results).
+``stage_votes`` with ``per_row`` results). Names of merged entities land on the kept entity the
+same way too: when ``stage_entities`` reports rows of merged entities, the group's requests are
+prepared again with those keys replaced before any vote is written (see :mod:`kgr.store.staging`).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from kgr.errors import KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
-from kgr.store.staging import (MAX_ALIASES, MAX_INLINE_VOTES, RejectedRow, StageReport, _check_entities, _prepare,
-                               check_assertion)
+from kgr.store.staging import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
+                               _check_entities, _prepare, check_assertion, learn_redirects)
 
 __all__ = ["GroupWriter"]
 
@@ -48,6 +50,10 @@ class _Request:
     dups: int
     rows: int
     rejected: list[RejectedRow]
+    # what the rows were prepared from, to prepare them again if some entity turns out merged
+    valid: list[TripleAssertion] = field(default_factory=list)
+    entities: Sequence[tuple[str, str]] = ()
+    schema: KGSchema | None = None
     done: threading.Event = field(default_factory=threading.Event)
     report: StageReport | None = None
     error: BaseException | None = None
@@ -101,7 +107,8 @@ class GroupWriter:
                 continue
             valid.append(a)
         ents, edges, dups = _prepare(valid, schema, entities)
-        request = _Request(ents=ents, edges=edges, dups=dups, rows=len(assertions), rejected=rejected)
+        request = _Request(ents=ents, edges=edges, dups=dups, rows=len(assertions), rejected=rejected,
+                           valid=valid, entities=entities, schema=schema)
         if not ents and not edges:
             return StageReport(rows=len(assertions), repeated_votes=dups, rejected=rejected)
         started = time.perf_counter()
@@ -158,8 +165,7 @@ class GroupWriter:
                 r.done.set()
 
 
-def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
-    """Write a group's merged rows in ``tx``; each request's exact report, in group order."""
+def _group_entities(group: list[_Request]) -> dict[str, dict]:
     ents: dict[str, dict] = {}
     for r in group:
         for row in r.ents:
@@ -168,6 +174,36 @@ def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
                 ents[row["key"]] = {**row, "aliases": list(row["aliases"])}
             else:
                 have["aliases"].extend(a for a in row["aliases"] if a not in have["aliases"])
+    return ents
+
+
+def _upsert_entities(tx: Tx, rows: list[dict], now: float, token: str) -> tuple[set[str], dict[str, str]]:
+    out = tx.run("stage_entities", {"rows": sorted(rows, key=lambda e: e["key"]), "now": now, "tx": token,
+                                    "max_aliases": MAX_ALIASES}, per_row=True)
+    return ({x["key"] for x in out if x["created"]},
+            {x["key"]: x["merged_into"] for x in out if x["merged_into"] is not None})
+
+
+def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
+    """Write a group's merged rows in ``tx``; each request's exact report, in group order."""
+    now, token = time.time(), uuid.uuid4().hex
+    ents = _group_entities(group)
+    created: set[str] = set()
+    if ents:
+        created, found = _upsert_entities(tx, list(ents.values()), now, token)
+        redirects: dict[str, str] = {}
+        for _ in range(MAX_REDIRECT_HOPS):
+            if not found:
+                break
+            # some names belong to merged entities: prepare the requests again with the kept keys
+            targets = learn_redirects(redirects, found)
+            for r in group:
+                r.ents, r.edges, r.dups = _prepare(r.valid, r.schema, r.entities, redirects)
+            ents = _group_entities(group)
+            more, found = _upsert_entities(tx, [e for k, e in ents.items() if k in targets], now, uuid.uuid4().hex)
+            created |= more
+        else:
+            raise KgrValidationError("entity redirects do not settle", field="merged_into")
     edges: dict[str, dict] = {}
     for r in group:
         for row in r.edges:
@@ -177,13 +213,6 @@ def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
             else:
                 sources = {v["source"] for v in have["votes"]}
                 have["votes"].extend(v for v in row["votes"] if v["source"] not in sources)
-    now, token = time.time(), uuid.uuid4().hex
-    created: set[str] = set()
-    if ents:
-        rows = sorted(ents.values(), key=lambda e: e["key"])
-        created = {x["key"] for x in tx.run("stage_entities", {"rows": rows, "now": now, "tx": token,
-                                                                 "max_aliases": MAX_ALIASES}, per_row=True)
-                   if x["created"]}
     fresh: set[tuple[str, str]] = set()
     new_edges: set[str] = set()
     if edges:

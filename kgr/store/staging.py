@@ -13,6 +13,15 @@ Rows are deduplicated and sorted by key in Python before they are sent, batches 
 ``UNWIND $rows`` in one transaction each (entities, then votes), and transient errors (deadlocks,
 leader switches) are retried by the driver. A batch either lands whole or not at all, so a run
 interrupted by a database failure can simply be re-run.
+
+**Merged entities.** An entity merged into another (:mod:`kgr.store.merge`) keeps its node with
+``merged_into = <kept key>``. Staging its name lands on the kept entity: ``stage_entities``, which
+MERGEs every entity row anyway, also returns the rows whose node has ``merged_into`` (one property
+read on a node already found, no extra query). When it returns any, the batch is prepared again
+with those keys replaced (edge keys recomputed, votes deduplicated by source across the two names),
+the kept entities get the surface forms as aliases, and only then are votes written. A
+:func:`stage` call remembers the redirects it learnt, so later batches are keyed right at once.
+Staging without merged entities runs exactly the statements it ran before.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -33,7 +42,8 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
 from kgr.store.cypher import validate_identifier
 
-__all__ = ["StageReport", "stage", "write_batch", "check_assertion", "MAX_INLINE_VOTES", "MAX_ALIASES"]
+__all__ = ["StageReport", "stage", "write_batch", "check_assertion", "learn_redirects", "MAX_INLINE_VOTES",
+           "MAX_ALIASES", "MAX_REDIRECT_HOPS"]
 
 #: Votes kept inline on the edge (``r.sources``); later sources become (:Vote) nodes.
 MAX_INLINE_VOTES = 32
@@ -101,8 +111,11 @@ def _resolve(schema: KGSchema | None, etype: str, name: str) -> str:
     return schema.resolve_name(etype, name) if schema is not None else name
 
 
-def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str) -> str:
+def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str,
+                redirects: Mapping[str, str] | None = None) -> str:
     key = entity_key(etype, name)
+    if redirects:
+        key = redirects.get(key, key)
     row = rows.get(key)
     if row is None:
         row = rows[key] = {"key": key, "name": name, "type": etype, "aliases": []}
@@ -170,6 +183,7 @@ def stage(
     pending: list[Future | None] = [None] * workers
     lock = threading.Lock()
     cache = EntityCache()
+    redirects: dict[str, str] = {}  # merged entity key -> kept key, learnt from stage_entities
     ts = time.time() if now is None else now
     index = 0
 
@@ -183,8 +197,9 @@ def stage(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgr-stage") as pool:
 
         def submit(lane: int, items: list[TripleAssertion]) -> None:
-            ents, edges, dups = _prepare(items, schema, ())
-            created = _run_entities(graph, cache.unseen(ents), ts, uuid.uuid4().hex)
+            ents, edges, dups, created = _prepare_entities(
+                lambda rows: _run_entities(graph, cache.unseen(rows), ts, uuid.uuid4().hex),
+                items, schema, (), redirects)
             cache.add(ents)  # committed: later batches of this call skip these rows
 
             def write() -> None:
@@ -231,7 +246,8 @@ def stage(
                         report.rows += 1
                     continue
                 # Python's str hash is stable within a process, which is all the lane choice needs
-                lane = hash(entity_key(a.subject_type, _resolve(schema, a.subject_type, a.subject))) % nlanes
+                s_key = entity_key(a.subject_type, _resolve(schema, a.subject_type, a.subject))
+                lane = hash(redirects.get(s_key, s_key) if redirects else s_key) % nlanes
                 lanes[lane].append(a)
                 if len(lanes[lane]) >= batch_size:
                     submit(lane, lanes[lane])
@@ -262,20 +278,24 @@ def _check_entities(entities: Sequence[tuple[str, str]], schema: KGSchema | None
 
 
 def _prepare(items: Sequence[TripleAssertion], schema: KGSchema | None,
-             extra_entities: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict], int]:
+             extra_entities: Sequence[tuple[str, str]],
+             redirects: Mapping[str, str] | None = None) -> tuple[list[dict], list[dict], int]:
     """Entity rows and edge rows (each with its distinct-source votes), sorted; and the in-batch duplicate count.
 
     Edge rows are sorted by their smaller endpoint key, so concurrent writers lock endpoints in one
-    global order (fewer deadlocks); votes keep their input order within an edge.
+    global order (fewer deadlocks); votes keep their input order within an edge. Entity keys found
+    in ``redirects`` (merged entity -> kept entity) are replaced before edge keys are computed.
     """
     entity_rows: dict[str, dict] = {}
     edge_rows: dict[str, dict] = {}
     dups = 0
     for etype, name in extra_entities:
-        _entity_row(entity_rows, etype, _resolve(schema, etype, name), name)
+        _entity_row(entity_rows, etype, _resolve(schema, etype, name), name, redirects)
     for a in items:
-        s_key = _entity_row(entity_rows, a.subject_type, _resolve(schema, a.subject_type, a.subject), a.subject)
-        o_key = _entity_row(entity_rows, a.object_type, _resolve(schema, a.object_type, a.object), a.object)
+        s_key = _entity_row(entity_rows, a.subject_type, _resolve(schema, a.subject_type, a.subject), a.subject,
+                            redirects)
+        o_key = _entity_row(entity_rows, a.object_type, _resolve(schema, a.object_type, a.object), a.object,
+                            redirects)
         key = edge_key(s_key, a.relation, o_key)
         row = edge_rows.get(key)
         if row is None:
@@ -300,22 +320,68 @@ def write_batch(tx: Tx, items: Sequence[TripleAssertion], *, schema: KGSchema | 
     Entities and votes go in the same transaction. The counts are exact for this transaction
     attempt (a fresh token per call).
     """
-    ents, edges, dups = _prepare(items, schema, entities)
     ts = time.time() if now is None else now
     token = uuid.uuid4().hex
-    created = _run_entities(tx, ents, ts, token)
+    ents, edges, dups, created = _prepare_entities(
+        lambda rows: _run_entities(tx, rows, ts, uuid.uuid4().hex),
+        items, schema, entities, {})
     part = _write_votes(tx, edges, ts, token)
     return part.model_copy(update={"rows": len(items), "new_entities": created,
                                    "repeated_votes": part.repeated_votes + dups})
 
 
-def _run_entities(tx: Tx | Graph, rows: list[dict], ts: float, token: str) -> int:
-    """Upsert entity rows; how many nodes were created."""
+def _run_entities(tx: Tx | Graph, rows: list[dict], ts: float, token: str) -> tuple[int, dict[str, str]]:
+    """Upsert entity rows; how many nodes were created, and ``{key: kept key}`` for rows of merged entities."""
     if not rows:
-        return 0
+        return 0, {}
     params = {"rows": rows, "now": ts, "tx": token, "max_aliases": MAX_ALIASES}
     out = tx.run("stage_entities", params) if isinstance(tx, Tx) else tx.write("stage_entities", params)
-    return out[0]["created"]
+    return out[0]["created"], dict(out[0]["redirects"])
+
+
+#: Redirect hops followed at most (a merge re-points older redirects, so one hop is the rule).
+MAX_REDIRECT_HOPS = 16
+
+
+def learn_redirects(redirects: dict[str, str], found: Mapping[str, str]) -> set[str]:
+    """Add ``found`` (merged key -> kept key) to ``redirects``, following chains; the final targets.
+
+    >>> r = {"A:x": "A:y"}
+    >>> sorted(learn_redirects(r, {"A:y": "A:z"})), r["A:x"]
+    (['A:z'], 'A:z')
+    """
+    redirects.update(found)
+    for key in list(redirects):
+        target, hops = redirects[key], 0
+        while target in redirects:
+            hops += 1
+            if hops > MAX_REDIRECT_HOPS:
+                raise KgrValidationError(f"entity {key!r} is merged in a cycle", field="merged_into")
+            target = redirects[target]
+        redirects[key] = target
+    return {redirects[k] for k in found}
+
+
+def _prepare_entities(run: Callable[[list[dict]], tuple[int, dict[str, str]]], items: Sequence[TripleAssertion],
+                      schema: KGSchema | None, extra: Sequence[tuple[str, str]],
+                      redirects: dict[str, str]) -> tuple[list[dict], list[dict], int, int]:
+    """Prepare a batch and upsert its entities with ``run``, re-keying rows of merged entities.
+
+    ``redirects`` holds what is known already and learns what ``run`` reports (see the module
+    docstring). Returns the final entity rows, edge rows, duplicate count and created entities.
+    """
+    ents, edges, dups = _prepare(items, schema, extra, redirects)
+    created, found = run(ents)
+    hops = 0
+    while found:
+        hops += 1
+        if hops > MAX_REDIRECT_HOPS:
+            raise KgrValidationError("entity redirects do not settle", field="merged_into")
+        targets = learn_redirects(redirects, found)
+        ents, edges, dups = _prepare(items, schema, extra, redirects)
+        more, found = run([r for r in ents if r["key"] in targets])
+        created += more
+    return ents, edges, dups, created
 
 
 def _write_votes(tx: Tx, edges: list[dict], ts: float, token: str) -> StageReport:
@@ -345,7 +411,7 @@ def _stage_votes_unit(graph: Graph, edges: list[dict], ents: list[dict], ts: flo
 
         def with_entities(tx: Tx) -> StageReport:
             token = uuid.uuid4().hex
-            created = _run_entities(tx, ents, ts, token)
+            created, _ = _run_entities(tx, ents, ts, token)
             return _write_votes(tx, edges, ts, token).model_copy(update={"new_entities": created})
 
         return graph.write_unit(with_entities)

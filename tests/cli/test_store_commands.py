@@ -108,3 +108,21 @@ def test_status_init_and_age(kgr, tmp_path):
     assert json.loads(kgr("age", "--ttl-days", "0.000001", "--json").stdout)["expired"] == 1
     st = json.loads(kgr("status", "--json").stdout)
     assert st["pending_by_status"] == {"expired": 1} and st["decisions"] == 1
+
+
+def test_export_jsonl_json(kgr, tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(line("a", "b", s) for s in ("s1", "s2")) + "\n" + line("c", "d", "s1") + "\n")
+    kgr("stage", str(f))
+    kgr("promote", "--policy", "quorum")
+    out = tmp_path / "promoted.jsonl"
+    res = kgr("export", "jsonl", "--out", str(out), "--json")
+    assert json.loads(res.stdout) == {"path": str(out), "edges": 1, "pending": False, "statuses": None}
+    assert [json.loads(x)["subject"] for x in out.read_text().splitlines()] == ["a"]
+    res = kgr("export", "jsonl", "--pending", "--status", "held", "--out", str(out), "--json")
+    assert json.loads(res.stdout)["edges"] == 1 and json.loads(out.read_text())["status"] == "held"
+    # without --out the JSONL lines are the data on stdout, --json or not; the count goes to stderr
+    res = kgr("export", "jsonl", "--json")
+    assert [json.loads(x)["key"] for x in res.stdout.splitlines()] == [json.loads(x)["key"] for x in
+                                                                       kgr("export", "jsonl").stdout.splitlines()]
+    assert len(res.stdout.splitlines()) == 1 and "exported 1 edges" in res.stderr

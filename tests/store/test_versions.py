@@ -97,6 +97,34 @@ def test_rollback_restores_snapshot_exactly_and_diff_lists_changes(graph):
     assert [s.name for s in list_snapshots(graph)] == ["A", "B"]
 
 
+def test_diff_lists_removed_edges_exactly(graph):
+    """diff in both directions: ``removed`` holds exactly the edges that left, ``added`` those that came."""
+    stage(graph, [T(f"p{i}", f"p{i + 1}", s) for i in range(4) for s in ("s1", "s2")])
+    promote_by_quorum(graph)
+    snap_a = create_snapshot(graph, "A")
+    stage(graph, [T(f"q{i}", f"q{i + 1}", s) for i in range(3) for s in ("s1", "s2")])
+    promote_by_quorum(graph)
+    create_snapshot(graph, "B")
+    q_keys = sorted(set(keys(graph)) - set(keys(graph, snap_a.version)))
+    assert len(q_keys) == 3
+    rollback(graph, "A")  # retires the q edges (held: a quorum round would promote them again)
+    stage(graph, [T(f"r{i}", f"r{i + 1}", s) for i in range(2) for s in ("s1", "s2")])
+    apply_decisions(graph, [EdgeDecision(key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"],
+                                         action="promote", reason="r only")
+                            for r in candidates(graph) if r["subject"].startswith("r")])
+    create_snapshot(graph, "C")
+    r_keys = sorted(set(keys(graph)) - set(keys(graph, snap_a.version)))
+    assert len(r_keys) == 2
+
+    d = diff(graph, "B", "C")
+    assert [e.key for e in d.removed] == q_keys and [e.key for e in d.added] == r_keys
+    assert sorted((e.subject, e.object) for e in d.removed) == [("q0", "q1"), ("q1", "q2"), ("q2", "q3")]
+    assert all(e.relation == "KNOWS" and e.votes == 2 for e in d.removed)
+    back = diff(graph, "C", "B")  # the reverse swaps the lists
+    assert [e.key for e in back.removed] == r_keys and [e.key for e in back.added] == q_keys
+    assert [e.key for e in diff(graph, "B", "A").removed] == q_keys and diff(graph, "B", "A").added == []
+
+
 def test_snapshot_errors(graph):
     create_snapshot(graph, "x")
     with pytest.raises(KgrValidationError, match="already exists"):

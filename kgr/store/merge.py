@@ -1,0 +1,334 @@
+"""Entity merge: one entity (DROP) folded into another (KEEP) of the same type, as one version.
+
+``merge_entities(graph, keep, drop)`` runs in one write transaction and opens one
+``(:Version {kind: 'merge'})``. What it does:
+
+- **Checks.** Both entities exist (:class:`~kgr.errors.KgrNotFound` otherwise) and have the same
+  type; KEEP ≠ DROP; KEEP is not itself merged into something; DROP is not merged into another
+  entity (:class:`~kgr.errors.KgrValidationError`). Merging DROP into the KEEP it is already merged
+  into again is allowed: it moves what arrived on DROP since (see *Concurrency* and *Rollback*).
+  Keys are canonicalised like staging's (``"Person:Ada  Lovelace"`` → ``"Person:ada lovelace"``).
+- **Pending edges** (``PENDING_REL``) of DROP move to KEEP. An edge's key is recomputed with KEEP
+  in place of DROP (:func:`~kgr.model.canonical.edge_key`). When KEEP already has a pending edge
+  with that key, the votes are united by source, exactly as staging would have counted them: KEEP's
+  votes first, then DROP's votes from sources KEEP's edge does not have (a source that voted on
+  both counts once, with the confidence KEEP's edge recorded). ``votes`` = distinct sources; the
+  first :data:`~kgr.store.staging.MAX_INLINE_VOTES` stay inline (``sources``), the rest are
+  ``(:Vote {id: "<key>|<source>"})`` nodes (DROP's overflow nodes are re-keyed, inline votes that
+  spill over become nodes linked to their chunk, nodes of votes that became inline or duplicate
+  are deleted); confidence continues staging's noisy-or over the added votes; ``first_seen`` /
+  ``last_seen`` are the min / max; the status is the livelier of the two (promoted > pending >
+  held > rejected > expired); ``merged_from`` lists the old keys. The old edge stays on DROP as a
+  tombstone: status ``'merged'``, ``merged_into_key``, no votes (they live on the new edge).
+- **Self-loops.** A pending edge whose two ends both become KEEP (an edge between KEEP and DROP,
+  or a loop on DROP) is not moved: it stays, status ``'rejected'``, ``merge_self_loop = true``, with
+  the merge as the recorded reason (a promoted one is retired, not re-created).
+- **Promoted edges** of DROP (current: ``valid_to`` null) are retired (``valid_to`` = the merge
+  version) and re-created on KEEP with the new key (``valid_from`` = the merge version,
+  ``merged_from`` = the old key, votes and confidence of the united pending edge) unless KEEP
+  already has that promoted edge. The content hash is updated by the same O(1)-per-edge rule as
+  promotion and rollback (:func:`~kgr.store.versions.add_terms`: minus each retired key, plus each
+  created key), so it equals :func:`~kgr.store.versions.full_hash` of the promoted edge set.
+- **Entities.** KEEP's aliases gain DROP's name and aliases (KEEP's first, bounded by
+  :data:`~kgr.store.staging.MAX_ALIASES` like staging's). ``(:Chunk)-[:MENTIONS]->`` links move to
+  KEEP. DROP is kept, nothing is deleted: ``merged_into`` = KEEP's key, ``merged_at_version``.
+  Entities merged into DROP earlier are re-pointed to KEEP, so a redirect is always one hop.
+- **Decisions.** Every moved edge gets a ``(:Decision {action: 'merge'})`` under its old key and,
+  unless it was a self-loop, one under its new key, with the merge's inputs (old and new key,
+  outcome, votes before and after, what happened to the promoted edge), so
+  ``kgr promote --explain KEY`` shows the move from either side.
+- **Later staging** of DROP's name lands on KEEP: ``stage_entities`` reports rows whose node has
+  ``merged_into`` and staging re-keys them before writing votes (:mod:`kgr.store.staging`); a
+  chunk's MENTIONS of DROP go to KEEP (``finish_chunk``). No query is added to staging's path.
+
+**Concurrency.** The merge takes the version lock first (like a promotion round), then write-locks
+both entities (key order) and every edge it reads before reading its votes, so a concurrent vote
+on those edges waits for the merge and none is lost. A staging call that resolved DROP's key before
+the merge committed may still add a vote to a DROP edge (a tombstone or a new edge); merging DROP
+into KEEP again moves it.
+
+**Rollback.** ``kgr snapshot rollback`` to a version before the merge restores exactly the promoted
+edge set of that version (the re-created KEEP edges are retired, DROP's old instances restored:
+same hash, same edge list). It does not undo the rest of the merge: pending edges and their votes
+stay on KEEP (the KEEP edges the rollback retires become ``held``), tombstones stay, KEEP keeps the
+aliases and MENTIONS, DROP stays merged (its name still stages onto KEEP). Merging DROP into KEEP
+again moves the restored promoted edges back to KEEP.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.canonical import edge_key, entity_key
+from kgr.store.connection import Graph, Tx
+from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
+from kgr.store.versions import add_terms, close_version, open_version
+
+__all__ = ["MergedEdge", "MergeResult", "merge_entities", "normalise_key", "STATUS_RANK"]
+
+#: Which status a united pending edge keeps: the higher rank of the two edges' statuses.
+STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
+
+#: Properties of a pending edge the merge recomputes (its votes) or that only a tombstone has: never copied.
+_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at",
+               "merged_into_key", "merged_at_version", "merged_votes")
+
+
+class MergedEdge(BaseModel):
+    """What the merge did with one edge of the dropped entity."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_key: str
+    new_key: str | None = Field(description="the edge's key on the kept entity (None for a self-loop)")
+    relation: str
+    outcome: Literal["moved", "united", "self_loop", "promoted_only"] = Field(
+        description="moved: a new pending edge on KEEP; united: votes joined KEEP's edge with that key; "
+                    "self_loop: both ends became KEEP, rejected; promoted_only: a promoted edge without a "
+                    "pending edge of its own on DROP (e.g. restored by a rollback after an earlier merge)")
+    votes_before: int = Field(0, description="votes of KEEP's edge with the new key before the merge")
+    votes_after: int = Field(0, description="votes of the edge with the new key after the merge")
+    promoted: Literal["moved", "already_promoted", "retired"] | None = Field(
+        None, description="the current promoted edge of DROP, if any: re-created on KEEP, retired because "
+                          "KEEP already had it, or retired (self-loop)")
+
+
+class MergeResult(BaseModel):
+    """One merge, as ``kgr merge --json`` prints it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    keep: str
+    drop: str
+    pending_moved: int = Field(0, description="pending edges moved to a new edge on KEEP")
+    pending_united: int = Field(0, description="pending edges whose votes joined an existing KEEP edge")
+    votes_added: int = Field(0, description="votes KEEP's edges gained (distinct sources)")
+    self_loops: int = Field(0, description="edges between KEEP and DROP: rejected, not moved")
+    promoted_created: int = Field(0, description="promoted edges re-created on KEEP")
+    promoted_retired: int = Field(0, description="promoted edges of DROP retired")
+    mentions_moved: int = 0
+    rerouted: int = Field(0, description="entities merged into DROP earlier, now pointing at KEEP")
+    aliases: list[str] = Field(default_factory=list, description="KEEP's aliases after the merge")
+    hash: str
+    edges: list[MergedEdge] = Field(default_factory=list)
+
+
+def normalise_key(key: str) -> str:
+    """Canonicalise an entity key ``"Type:name"`` the way staging computes it.
+
+    >>> normalise_key("Person:Ada  LOVELACE")
+    'Person:ada lovelace'
+    """
+    etype, sep, name = key.partition(":")
+    if not sep or not etype or not name:
+        raise KgrValidationError(f"entity key {key[:80]!r} is not TYPE:NAME", field="key")
+    return entity_key(etype, name)
+
+
+def _votes_of(edge: dict) -> list[dict]:
+    """An edge's votes in order: inline (arrival order), then overflow (by time, then source)."""
+    props = edge["props"]
+    sources = props.get("sources") or []
+    confs = props.get("source_confidence") or []
+    ats = props.get("source_at") or []
+    out = [{"source": s, "confidence": float(confs[i]) if i < len(confs) else 1.0,
+            "at": ats[i] if i < len(ats) else props.get("last_seen"), "vote_id": None}
+           for i, s in enumerate(sources)]
+    seen = set(sources)
+    for v in sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"])):
+        if v["source"] not in seen:  # never both inline and a node (staging's invariant); be safe
+            seen.add(v["source"])
+            out.append({"source": v["source"], "confidence": float(v.get("confidence") or 0.0),
+                        "at": v.get("at"), "vote_id": v["id"]})
+    return out
+
+
+def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, version: int, reason: str) -> dict:
+    """The write row for moving pending edge ``old`` onto ``new_key`` (joining ``target`` if it exists)."""
+    have = _votes_of(target) if target else []
+    have_sources = {v["source"] for v in have}
+    incoming = _votes_of(old)
+    added = [v for v in incoming if v["source"] not in have_sources]
+    duplicates = [v for v in incoming if v["source"] in have_sources]
+    # overflow only ever follows a full inline list, so new votes go inline only while there is room
+    room = 0 if any(v["vote_id"] for v in have) else max(0, MAX_INLINE_VOTES - len(have))
+    to_inline, to_overflow = added[:room], added[room:]
+    base = {k: v for k, v in (target or old)["props"].items() if k not in _NOT_COPIED}
+    confidence = float(target["props"].get("confidence") or 0.0) if target else 0.0
+    for v in added:
+        confidence = 1.0 - (1.0 - confidence) * (1.0 - v["confidence"])
+    seen = [x for x in (base.get("first_seen"), base.get("last_seen"),
+                        old["props"].get("first_seen"), old["props"].get("last_seen")) if x is not None]
+    props = {
+        **base,
+        "type": old["relation"],
+        "votes": len(have) + len(added),
+        "confidence": confidence,
+        "sources": [v["source"] for v in have if v["vote_id"] is None] + [v["source"] for v in to_inline],
+        "source_confidence": [v["confidence"] for v in have if v["vote_id"] is None]
+        + [v["confidence"] for v in to_inline],
+        "source_at": [v["at"] for v in have if v["vote_id"] is None] + [v["at"] for v in to_inline],
+        "first_seen": min(seen, default=None),
+        "last_seen": max(seen, default=None),
+        "merged_from": [*(base.get("merged_from") or []), old["key"]],
+    }
+    old_status = old["props"].get("status") or "pending"
+    new_status = base.get("status") if target else old_status
+    if target is None or STATUS_RANK.get(old_status, 0) > STATUS_RANK.get(new_status or "", 0):
+        props["status"] = old_status if old_status != "merged" else "pending"
+        for k in ("reason", "decided_version", "decided_votes"):
+            props[k] = old["props"].get(k)
+    return {
+        "old_key": old["key"], "old_s": old["s_key"], "old_o": old["o_key"],
+        "key": new_key, "s_key": old["new_s"], "o_key": old["new_o"], "props": props,
+        "tombstone": {"status": "merged", "merged_into_key": new_key, "merged_at_version": version,
+                      "votes": 0, "confidence": 0.0, "sources": [], "source_confidence": [], "source_at": [],
+                      "merged_votes": len(incoming), "reason": reason},
+        "delete_votes": [v["vote_id"] for v in duplicates + to_inline if v["vote_id"] is not None],
+        "rekey_votes": [{"old_id": v["vote_id"], "new_id": f"{new_key}|{v['source']}"}
+                        for v in to_overflow if v["vote_id"] is not None],
+        "new_votes": [{"source": v["source"], "confidence": v["confidence"], "at": v["at"]}
+                      for v in to_overflow if v["vote_id"] is None],
+        "_before": len(have), "_added": len(added),
+    }
+
+
+def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = None) -> MergeResult:
+    """Merge entity ``drop`` into entity ``keep`` as one version (semantics in the module docstring).
+
+    Raises
+    ------
+    KgrNotFound
+        If either key names no entity.
+    KgrValidationError
+        Same key twice, different types, KEEP already merged, DROP merged into another entity.
+    """
+    keep, drop = normalise_key(keep), normalise_key(drop)
+    if keep == drop:
+        raise KgrValidationError(f"cannot merge {keep!r} into itself", field="drop")
+    ts = time.time() if now is None else now
+    reason = f"merged {drop} into {keep}"
+
+    def unit(tx: Tx) -> MergeResult:
+        version, old_hash = open_version(tx)
+        ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
+        for key, role in ((keep, "keep"), (drop, "drop")):
+            if key not in ents:
+                raise KgrNotFound(f"no entity with key {key!r} ({role})")
+        k, d = ents[keep], ents[drop]
+        if k["type"] != d["type"]:
+            raise KgrValidationError(f"cannot merge {drop!r} ({d['type']}) into {keep!r} ({k['type']}): "
+                                     "entity types differ", field="drop")
+        if k["merged_into"] is not None:
+            raise KgrValidationError(f"{keep!r} is merged into {k['merged_into']!r}: merge into that entity",
+                                     field="keep")
+        if d["merged_into"] not in (None, keep):
+            raise KgrValidationError(f"{drop!r} is already merged into {d['merged_into']!r}", field="drop")
+
+        def ends(e: dict) -> tuple[str, str]:
+            return (keep if e["s_key"] == drop else e["s_key"]), (keep if e["o_key"] == drop else e["o_key"])
+
+        # pending edges of DROP (locked), minus tombstones without new votes and self-loops rejected already
+        olds = [e for e in tx.run("merge_read_edges", {"drop": drop}, targets=False)
+                if not (e["props"].get("status") == "merged" and not e["props"].get("votes"))
+                and not (e["props"].get("merge_self_loop") and e["props"].get("status") == "rejected")]
+        loops, movers = [], []
+        for e in olds:
+            e["new_s"], e["new_o"] = ends(e)
+            (loops if e["new_s"] == e["new_o"] else movers).append(e)
+            e["new_key"] = None if e["new_s"] == e["new_o"] else edge_key(e["new_s"], e["relation"], e["new_o"])
+        targets = {t["key"]: t for t in tx.run(
+            "merge_read_edges", {"rows": [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]}
+                                          for e in movers]}, targets=True)} if movers else {}
+        rows = [_unite(e, targets.get(e["new_key"]), e["new_key"], keep, drop, version, reason) for e in movers]
+        if rows:
+            moved = tx.run("merge_move_pending", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")}
+                                                           for r in rows]})[0]["moved"]
+            if moved != len(rows):
+                raise RuntimeError(f"merge moved {moved} of {len(rows)} pending edges")  # locked: cannot happen
+        if loops:
+            tx.run("merge_self_loops", {"rows": [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"],
+                                                   "reason": f"self-loop after {reason}"} for e in loops],
+                                        "version": version})
+
+        # current promoted edges of DROP: retire, re-create on KEEP
+        united = {r["key"]: r["props"] for r in rows}
+        prom = tx.run("merge_drop_promoted", {"drop": drop})
+        prow = []
+        for p in prom:
+            p["new_s"], p["new_o"] = ends(p)
+            loop = p["new_s"] == p["new_o"]
+            new_key = None if loop else edge_key(p["new_s"], p["relation"], p["new_o"])
+            u = united.get(new_key or "")
+            prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
+                         "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
+                         "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
+        done = tx.run("merge_promoted_edges", {"rows": prow, "version": version}) if prow else []
+        created = [r["key"] for r in done if r["created"]]
+        retired = [r["old_key"] for r in done]
+
+        # entities: aliases, redirect, MENTIONS
+        aliases = list(k["aliases"])
+        for a in [d["name"], *d["aliases"]]:
+            if a is not None and a not in aliases:
+                aliases.append(a)
+        aliases = aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
+        ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
+
+        # what happened to each edge, and its decisions
+        promoted_fate = {}
+        for r in done:
+            promoted_fate[r["old_key"]] = ("moved" if r["created"] else
+                                           "retired" if r["key"] == r["old_key"] else "already_promoted")
+        report: list[MergedEdge] = []
+        for e in loops:
+            report.append(MergedEdge(old_key=e["key"], new_key=None, relation=e["relation"], outcome="self_loop",
+                                     votes_after=int(e["props"].get("votes") or 0),
+                                     promoted=promoted_fate.get(e["key"])))
+        for e, r in zip(movers, rows):
+            report.append(MergedEdge(old_key=e["key"], new_key=e["new_key"], relation=e["relation"],
+                                     outcome="united" if e["new_key"] in targets else "moved",
+                                     votes_before=r["_before"], votes_after=r["props"]["votes"],
+                                     promoted=promoted_fate.get(e["key"])))
+        listed = {m.old_key for m in report}
+        for p, pr in zip(prom, prow):
+            if p["key"] not in listed:
+                report.append(MergedEdge(old_key=p["key"], new_key=None if not pr["recreate"] else pr["key"],
+                                         relation=p["relation"], outcome="promoted_only" if pr["recreate"]
+                                         else "self_loop", promoted=promoted_fate.get(p["key"])))
+        report.sort(key=lambda m: m.old_key)
+        decisions = []
+        for m in report:
+            inputs = json.dumps({"merge": {"keep": keep, "drop": drop}, **m.model_dump()}, sort_keys=True)
+            why = (f"self-loop after {reason}: rejected, not moved" if m.outcome == "self_loop"
+                   else f"{reason}: moved to {m.new_key} ({m.outcome})")
+            decisions.append({"id": uuid.uuid4().hex, "key": m.old_key, "action": "merge", "round": version,
+                              "reason": why, "inputs": inputs})
+            if m.new_key is not None:
+                decisions.append({"id": uuid.uuid4().hex, "key": m.new_key, "action": "merge", "round": version,
+                                  "reason": f"{reason}: received {m.old_key} ({m.outcome})", "inputs": inputs})
+        if decisions:
+            tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
+
+        new_hash = add_terms(old_hash, added=created, removed=retired)
+        close_version(tx, version, new_hash, kind="merge", now=ts, note=reason,
+                      promoted=len(created), retired=len(retired))
+        return MergeResult(
+            version=version, keep=keep, drop=drop,
+            pending_moved=sum(1 for m in report if m.outcome == "moved"),
+            pending_united=sum(1 for m in report if m.outcome == "united"),
+            votes_added=sum(r["_added"] for r in rows),
+            self_loops=sum(1 for m in report if m.outcome == "self_loop"),
+            promoted_created=len(created), promoted_retired=len(retired),
+            mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
+            hash=new_hash, edges=report,
+        )
+
+    return graph.write_unit(unit)
