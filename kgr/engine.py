@@ -7,6 +7,7 @@
         report = kg.stage_file("examples/triples.jsonl")
         summary = kg.promote()
         kg.snapshot("after-first-round")
+        kg.merge_entities("Person:ada", "Person:ada lovelace")     # one version; see kgr.store.merge
 
 Every method returns a pydantic model (the same data ``--json`` prints).
 """
@@ -22,7 +23,7 @@ from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
-from kgr.store import admin, aging, promotion, staging, versions
+from kgr.store import admin, aging, merge, promotion, staging, versions
 from kgr.store.connection import Graph, Neo4jSettings, connect
 
 __all__ = ["Engine", "FileStageReport"]
@@ -100,6 +101,32 @@ class Engine:
             return run_round(self.graph, schema=self.schema, config=config, quorum=quorum)
         raise KgrValidationError(f"unknown policy {policy!r} (quorum or gedig)", field="policy")
 
+    def promote_until_done(self, *, policy: str = "gedig", quorum: int | None = None, config: BaseModel | None = None,
+                           max_rounds: int = 1000,
+                           on_round: Callable[[RoundSummary], None] | None = None) -> list[RoundSummary]:
+        """Promotion rounds until the staged backlog is worked through; every round is one version.
+
+        A round decides a bounded number of candidates (``max_candidates_per_round``) and promotes
+        at most ``max_promotions_per_round``. Rounds repeat until one promotes nothing and either
+        leaves nothing deferred or writes nothing at all (only unchanged holds: repeating it would
+        decide the same), or after ``max_rounds``. ``on_round`` sees each round's summary.
+        """
+        if max_rounds < 1:
+            raise KgrValidationError("max_rounds must be >= 1", field="max_rounds")
+        rounds: list[RoundSummary] = []
+        while len(rounds) < max_rounds:
+            summary = self.promote(policy=policy, quorum=quorum, config=config)
+            if summary.version is None and not rounds:
+                rounds.append(summary)  # nothing to decide: report the empty round once
+                break
+            if summary.version is not None:
+                rounds.append(summary)
+                if on_round is not None:
+                    on_round(summary)
+            if summary.promoted == 0 and (summary.deferred == 0 or summary.version is None):
+                break
+        return rounds
+
     def explain(self, key: str) -> dict:
         rows = self.graph.read("decisions_for_edge", {"key": key})
         if not rows or rows[0]["status"] is None:
@@ -123,3 +150,11 @@ class Engine:
 
     def rollback(self, ref: str) -> versions.RollbackResult:
         return versions.rollback(self.graph, ref)
+
+    # -- entities --------------------------------------------------------------------------------
+    def merge_entities(self, keep: str, drop: str) -> merge.MergeResult:
+        """Merge entity ``drop`` into entity ``keep`` (keys ``"Type:name"``) as one version.
+
+        Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`.
+        """
+        return merge.merge_entities(self.graph, keep, drop)

@@ -80,17 +80,53 @@ def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], sche
 def promote(schema: SchemaOpt = None,
             policy: Annotated[str, typer.Option(help="gedig (votes + gauge + rewards) or quorum (votes only).")] = "gedig",
             quorum: Annotated[int | None, typer.Option(min=1, help="Minimum distinct sources.")] = None,
+            until_done: Annotated[bool, typer.Option(
+                "--until-done", help="Repeat rounds (one version each) until the staged backlog is worked through.")] = False,
+            max_rounds: Annotated[int, typer.Option(min=1, help="With --until-done: rounds at most.")] = 1000,
             explain: Annotated[str | None, typer.Option("--explain", help="Print why edge KEY was promoted, held or rejected.")] = None,
             json_: JsonOpt = False) -> None:
-    """Run one promotion round (or explain a past decision)."""
+    """Run one promotion round (or rounds until done, or explain a past decision).
+
+    A round decides at most 5,000 candidates (those with new evidence first) and promotes at most
+    1,000; the summary says how many it left for later (deferred).
+    """
     with open_engine(schema) as kg:
         if explain:
             emit(kg.explain(explain), json_, _print_explanation)
             return
-        summary = kg.promote(policy=policy, quorum=quorum)
-    emit(summary, json_, lambda s: out.print(
-        f"version {s.version}: {s.promoted} promoted, {s.held} held, {s.rejected} rejected, {s.expired} expired "
-        f"of {s.candidates} candidates" + (" (round rolled back by audit)" if s.rolled_back else "")))
+        if not until_done:
+            summary = kg.promote(policy=policy, quorum=quorum)
+            emit(summary, json_, lambda s: out.print(_round_line(s)))
+            return
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            task = bar.add_task("promoting…")
+            totals = {"promoted": 0, "rounds": 0}
+
+            def seen(s) -> None:  # noqa: ANN001 - a RoundSummary
+                totals["promoted"] += s.promoted
+                totals["rounds"] += 1
+                bar.update(task, description=f"promoting… round {totals['rounds']}: {totals['promoted']} promoted, "
+                                             f"{s.deferred} deferred")
+
+            rounds = kg.promote_until_done(policy=policy, quorum=quorum, max_rounds=max_rounds, on_round=seen)
+    result = {"rounds": [r.model_dump() for r in rounds],
+              **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "held", "rejected", "expired")},
+              "deferred": rounds[-1].deferred if rounds else 0}
+
+    def show(res: dict) -> None:
+        for r in rounds:
+            out.print(_round_line(r))
+        out.print(f"{len(rounds)} rounds: {res['promoted']} promoted, {res['held']} held, {res['rejected']} rejected, "
+                  f"{res['deferred']} left undecided")
+
+    emit(result, json_, show)
+
+
+def _round_line(s) -> str:  # noqa: ANN001 - a RoundSummary
+    return (f"version {s.version}: {s.promoted} promoted, {s.held} held, {s.rejected} rejected, {s.expired} expired "
+            f"of {s.candidates} candidates" + (f", {s.deferred} deferred" if s.deferred else "")
+            + (" (round rolled back by audit)" if s.rolled_back else ""))
 
 
 def _print_explanation(row: dict) -> None:
@@ -102,6 +138,26 @@ def _print_explanation(row: dict) -> None:
         out.print(f"  v{d['version']} {d['action']}: {d['reason']}", markup=False)
         for k, v in sorted(json.loads(d["inputs"] or "{}").items()):
             out.print(f"      {k} = {v}", markup=False)
+
+
+@app.command()
+@errors_to_exit
+def merge(keep: Annotated[str, typer.Argument(metavar="KEEP_KEY", help="Key of the entity that stays, TYPE:NAME (e.g. Person:ada lovelace).")],
+          drop: Annotated[str, typer.Argument(metavar="DROP_KEY", help="Key of the entity merged into KEEP (kept, marked merged_into).")],
+          json_: JsonOpt = False) -> None:
+    """Merge entity DROP into entity KEEP (same type) as one version.
+
+    DROP's pending edges and votes move to KEEP (votes united by source), its promoted edges are
+    re-created on KEEP, its name becomes an alias of KEEP and later staging of it lands on KEEP.
+    A rollback to an earlier snapshot restores the promoted edges only.
+    """
+    with open_engine() as kg:
+        res = kg.merge_entities(keep, drop)
+    emit(res, json_, lambda r: out.print(
+        f"version {r.version}: merged {r.drop} into {r.keep}: {r.pending_moved} pending edges moved, "
+        f"{r.pending_united} united ({r.votes_added} votes added), {r.self_loops} self-loops rejected, "
+        f"{r.promoted_created} promoted edges re-created, {r.promoted_retired} retired, "
+        f"{r.mentions_moved} mentions moved", markup=False))
 
 
 @app.command()
@@ -155,9 +211,15 @@ def main() -> None:  # pragma: no cover
 @errors_to_exit
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .jsonl .pdf).")],
            schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
-           extractor: Annotated[str, typer.Option(help="rules (offline, default) or llm.")] = "rules",
-           model: Annotated[str | None, typer.Option(help="litellm model name for --extractor llm (e.g. openai/gpt-4o-mini).")] = None,
+           extractor: Annotated[str | None, typer.Option(
+               help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,
+           model: Annotated[str | None, typer.Option(
+               help="litellm model name (e.g. openai/gpt-4o-mini); implies --extractor llm.")] = None,
            api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (the key comes from the provider's environment variable).")] = None,
+           input_cost_per_token: Annotated[float | None, typer.Option(
+               min=0, help="USD per prompt token, for a model litellm cannot price (with --output-cost-per-token).")] = None,
+           output_cost_per_token: Annotated[float | None, typer.Option(
+               min=0, help="USD per completion token (with --input-cost-per-token).")] = None,
            timeout: Annotated[float, typer.Option(min=0.1, max=3600, help="Seconds per LLM request.")] = 60.0,
            max_attempts: Annotated[int, typer.Option(min=1, max=20, help="LLM requests per call, retries included.")] = 4,
            concurrency: Annotated[int, typer.Option(min=1, max=256, help="Chunks (LLM requests) in flight.")] = 4,
@@ -177,11 +239,23 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
     from kgr.ingest.chunking import ChunkingConfig
     from kgr.ingest.pipeline import IngestConfig, ingest as run_ingest
 
+    llm_only = [flag for flag, value in (("--model", model), ("--api-base", api_base),
+                                         ("--input-cost-per-token", input_cost_per_token),
+                                         ("--output-cost-per-token", output_cost_per_token)) if value is not None]
+    if extractor is None:  # --model (or another LLM option) means the llm extractor
+        extractor = "llm" if llm_only else "rules"
     if extractor not in ("rules", "llm"):
         raise KgrValidationError(f"expected --extractor rules or llm, got {extractor!r}", field="extractor")
+    if extractor == "rules" and llm_only:
+        raise KgrValidationError(f"{' and '.join(llm_only)} {'apply' if len(llm_only) > 1 else 'applies'} to the "
+                                 "llm extractor only; drop --extractor rules", field="extractor")
+    if (input_cost_per_token is None) != (output_cost_per_token is None):
+        raise KgrValidationError("give both --input-cost-per-token and --output-cost-per-token, or neither",
+                                 field="input_cost_per_token")
     if policy not in ("gedig", "quorum"):
         raise KgrValidationError(f"expected --policy gedig or quorum, got {policy!r}", field="policy")
     cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, timeout=timeout,  # type: ignore[arg-type]
+                       input_cost_per_token=input_cost_per_token, output_cost_per_token=output_cost_per_token,
                        max_attempts=max_attempts, concurrency=concurrency,
                        chunking=ChunkingConfig(size=chunk_size, overlap=min(chunk_overlap, chunk_size - 1)),
                        max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)  # type: ignore[arg-type]

@@ -194,8 +194,15 @@ class PromotionConfig(BaseModel):
     quorum : int, default 2
         Minimum distinct sources: one source can be wrong or repeated; two independent ones are
         the smallest corroboration.
-    max_promotions_per_round : int, default 100
-        :math:`k`: promotions per round (one round is one version; keeps diffs reviewable).
+    max_promotions_per_round : int, default 1000
+        :math:`k`: promotions per round (one round is one version). On the promotion benchmark
+        k = 1000 and k = 100 give the same quality (acceptance 0.80 / 0.77, FMR 0.120 / 0.117)
+        and 1000 needs a tenth of the rounds on a large backlog.
+    max_candidates_per_round : int, default 5000
+        Candidates one round decides at most (used by the store's runner, which takes the ones
+        with new evidence first): a round is one transaction and must stay bounded whatever the
+        backlog; repeated rounds (``kgr promote --until-done``) work through the rest. About 8 s
+        of gauge work at the default on a 2-core machine.
     hops : int, default 2
         :math:`H`: largest hop of the gauge and radius of the :math:`\Delta S_{VN}` ball. 2 is
         the smallest radius that sees a one-node detour; cost grows as :math:`O(\bar d^H)`.
@@ -302,7 +309,8 @@ class PromotionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     quorum: int = Field(2, ge=1)
-    max_promotions_per_round: int = Field(100, ge=0)
+    max_promotions_per_round: int = Field(1000, ge=0)
+    max_candidates_per_round: int = Field(5000, ge=1)
     hops: int = Field(2, ge=1)
     k_max: int = Field(64, ge=2)
     c_node: float = Field(1.0, ge=0.0, allow_inf_nan=False)

@@ -37,6 +37,7 @@ class RoundSummary(BaseModel):
     held: int = 0
     rejected: int = 0
     expired: int = 0
+    deferred: int = Field(0, description="undecided edges left for later rounds (a round decides a bounded number)")
     rolled_back: bool = False
     hash: str = ""
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")

@@ -65,7 +65,7 @@ from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
 from kgr.store import neighbourhood as nbhd
-from kgr.store.promotion import apply_decisions, candidates as pending_candidates
+from kgr.store.promotion import apply_decisions, round_candidates
 from kgr.store.versions import promoted_edges, rollback
 
 __all__ = ["run_round", "constraint_inputs", "FactHolders", "load_state", "LEARN_MIN"]
@@ -285,7 +285,7 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
         cfg = cfg.model_copy(update={"quorum": quorum})
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    rows = pending_candidates(graph)
+    rows, deferred = round_candidates(graph, cfg.max_candidates_per_round)
     if fetch == "local" and cfg.coverage_hops == 1:
         seen = _read_local(graph, rows, cfg, schema)
     else:
@@ -332,6 +332,7 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
 
     summary.held += unchanged
     summary.candidates = len(rows)
+    summary.deferred = deferred
     summary.graph_read = seen.read
     promoted_pairs = [(by_key[d.key]["subject_key"], by_key[d.key]["relation"]) for d in decisions if d.action == "promote"]
     conflicts = _functional_conflicts(graph, schema, promoted_pairs) if summary.promoted else []

@@ -18,14 +18,35 @@ from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.store.connection import Graph, Tx
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["apply_decisions", "quorum_decisions", "candidates", "promote_by_quorum"]
+__all__ = ["apply_decisions", "quorum_decisions", "candidates", "round_candidates", "promote_by_quorum",
+           "MAX_CANDIDATES_PER_ROUND"]
 
 _STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
+_UNDECIDED = ("pending", "held")
+
+#: Candidates one round decides at most (one transaction writes them all; see :func:`round_candidates`).
+MAX_CANDIDATES_PER_ROUND = 5000
 
 
-def candidates(graph: Graph, statuses: Sequence[str] = ("pending", "held")) -> list[dict]:
-    """Pending edges a round considers (by default: not yet decided for good)."""
+def candidates(graph: Graph, statuses: Sequence[str] = _UNDECIDED) -> list[dict]:
+    """Every pending edge with one of ``statuses`` (by default: not yet decided for good), by key."""
     return graph.read("pending_edges", {"statuses": list(statuses)})
+
+
+def round_candidates(graph: Graph, limit: int = MAX_CANDIDATES_PER_ROUND) -> tuple[list[dict], int]:
+    """The undecided edges one round takes, at most ``limit``, and how many it leaves (``deferred``).
+
+    A round is one transaction, so it must stay bounded however large the staged backlog is (a
+    20k-edge round overflowed the default transaction memory of the managed Neo4j). Order: edges
+    with new evidence since their last decision first, then most votes, oldest, key — so
+    newcomers are never starved by a standing backlog of unchanged holds. Repeated rounds
+    (``kgr promote --until-done``) work through the rest.
+    """
+    if limit < 1:
+        raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
+    rows = graph.read("round_candidates", {"statuses": list(_UNDECIDED), "limit": limit})
+    total = graph.read("undecided_count", {"statuses": list(_UNDECIDED)})[0]["n"]
+    return rows, max(0, total - len(rows))
 
 
 def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, kind: str = "promotion",
@@ -78,6 +99,10 @@ def quorum_decisions(rows: Sequence[dict], *, quorum: int = 2) -> list[EdgeDecis
     return out
 
 
-def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None) -> RoundSummary:
-    """One round of the simple quorum rule over all undecided pending edges."""
-    return apply_decisions(graph, quorum_decisions(candidates(graph), quorum=quorum), note=f"quorum {quorum}", now=now)
+def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None,
+                      limit: int = MAX_CANDIDATES_PER_ROUND) -> RoundSummary:
+    """One round of the simple quorum rule over (at most ``limit``) undecided pending edges."""
+    rows, deferred = round_candidates(graph, limit)
+    summary = apply_decisions(graph, quorum_decisions(rows, quorum=quorum), note=f"quorum {quorum}", now=now)
+    summary.deferred = deferred
+    return summary

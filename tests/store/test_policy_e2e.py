@@ -211,3 +211,43 @@ def test_local_region_read_decides_exactly_as_the_whole_graph(graph):
     assert local_edges == full_edges and local.hash == full.hash
     wider, _, _ = _decide(graph, "local", config=PromotionConfig(coverage_hops=2))
     assert wider.graph_read["fetch"] == "full"  # coverage beyond one hop needs more than the balls
+
+
+def test_rounds_are_bounded_take_fresh_evidence_first_and_until_done_works_through_the_backlog(graph):
+    from kgr.engine import Engine
+
+    # three sources each: accepted on strong corroboration whatever the gates say, so only the budget holds
+    people = [A(f"P{i:03d}", "Person", "WORKS_AT", f"Org{i % 7}", "Organization", s) for i in range(130)
+              for s in ("a", "b", "c")]
+    stage(graph, people, schema=SCHEMA)
+    cfg = PromotionConfig(max_candidates_per_round=50, max_promotions_per_round=20)
+    first = run_round(graph, schema=SCHEMA, config=cfg)
+    assert (first.candidates, first.deferred, first.promoted) == (50, 80, 20)
+    second = run_round(graph, schema=SCHEMA, config=cfg)  # the next 50 never decided, not round 1's holds
+    assert (second.candidates, second.deferred, second.promoted) == (50, 60, 20)
+    # 30 never-decided edges and 60 unchanged holds remain; new evidence goes before the holds
+    stage(graph, [A("Zed", "Person", "WORKS_AT", "Org1", "Organization", s) for s in ("a", "b", "c")], schema=SCHEMA)
+    third = run_round(graph, schema=SCHEMA, config=cfg)
+    assert (third.candidates, third.deferred) == (50, 41)
+    status = {r["subject"]: r["status"] for r in graph.read("pending_edges", {"statuses": None})}
+    assert status["Zed"] != "pending" and sum(1 for v in status.values() if v == "pending") == 0
+
+    kg = Engine(graph, schema=SCHEMA)
+    seen = []
+    rounds = kg.promote_until_done(config=cfg, on_round=seen.append)
+    assert rounds == seen and all(r.candidates <= 50 and r.promoted <= 20 for r in rounds)
+    assert rounds[-1].deferred == 0  # the round after it found nothing to decide and wrote no version
+    assert len(promoted_edges(graph)) == 131  # every edge, in bounded rounds
+    assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
+    assert kg.promote_until_done(config=cfg)[0].version is None  # nothing left: one empty round, no version
+
+
+def test_cli_promote_until_done(graph, neo4j_settings, monkeypatch):
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    stage(graph, [A(f"P{i}", "Person", "WORKS_AT", "Acme", "Organization", s) for i in range(12) for s in ("a", "b")]
+          + [A("Solo", "Person", "WORKS_AT", "Acme", "Organization", "a")])
+    res = CliRunner().invoke(app, ["promote", "--until-done", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["promoted"] == 12 and data["deferred"] == 0 and data["held"] >= 1
+    assert [r["version"] for r in data["rounds"]] == sorted(r["version"] for r in data["rounds"])
