@@ -70,8 +70,9 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections import defaultdict
 import zlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Annotated, Literal
 
 import networkx as nx
@@ -836,27 +837,47 @@ def _select(
 
     stopped_by_floor = False
     if config.lazy_greedy:
-        heap: list[tuple[float, str, int, int]] = []
+        # A selected edge (a, b) changes candidate j's marginal reward only if both ends lie in j's
+        # frozen ball (its induced edges: dS_VN) or one end is an endpoint of j (its degree: dCov at
+        # h = 1; and whether j's edge now exists). Only those entries go stale; the cached values of
+        # the others stay exact. Coverage with h > 1 reaches beyond the ball: then all go stale.
+        local = config.coverage_hops == 1
+        in_ball: dict[Hashable, list[int]] = defaultdict(list)
+        at_end: dict[Hashable, list[int]] = defaultdict(list)
+        if local:
+            for i in eligible:
+                for x in frozen[i][0]:
+                    in_ball[x].append(i)
+                at_end[cands[i].subject].append(i)
+                at_end[cands[i].object].append(i)
+        stale: set[int] = set()
+        heap: list[tuple[float, str, int]] = []
         for i in eligible:
             r = out[i]["rewards"]
             out[i]["selection_rewards"] = r
-            heapq.heappush(heap, (-r.r_env, cands[i].key, i, 0))
-        deferred: list[tuple[float, str, int, int]] = []
+            heapq.heappush(heap, (-r.r_env, cands[i].key, i))
+        deferred: list[tuple[float, str, int]] = []
         while heap and len(selected) < k:
             entry = heapq.heappop(heap)
-            neg, key, i, stamp = entry
+            neg, key, i = entry
             if blocked(i):
                 deferred.append(entry)
                 continue
-            if stamp != len(selected):
+            if i in stale:
+                stale.discard(i)
                 r = marginal(i)
                 out[i]["selection_rewards"] = r
-                heapq.heappush(heap, (-r.r_env, key, i, len(selected)))
+                heapq.heappush(heap, (-r.r_env, key, i))
                 continue
             if config.reward_floor is not None and -neg < config.reward_floor:
                 stopped_by_floor = True
                 break
             take(i, out[i]["selection_rewards"])
+            a, b = cands[i].subject, cands[i].object
+            if local:
+                stale.update(at_end[a], at_end[b], set(in_ball[a]).intersection(in_ball[b]))
+            else:
+                stale.update(eligible)
             still = []
             for e in deferred:
                 (still.append(e) if blocked(e[2]) else heapq.heappush(heap, e))
