@@ -123,7 +123,7 @@ class Engine:
                 rounds.append(summary)
                 if on_round is not None:
                     on_round(summary)
-            if summary.promoted == 0 and (summary.deferred == 0 or summary.version is None):
+            if summary.settled:
                 break
         return rounds
 

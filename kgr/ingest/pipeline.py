@@ -137,6 +137,9 @@ class IngestConfig(BaseModel):
                     "(they are not looked up again); 0: look every name up")
     promote_every: int = Field(0, ge=0, description="run a promotion round every N chunks (0 = only at the end)")
     promote: bool = True
+    final_promotion_rounds: int = Field(1000, ge=1, description=(
+        "at the end, promotion rounds until the backlog is worked through (a round decides at most "
+        "5,000 candidates and promotes at most 1,000), at most this many"))
     policy: Literal["gedig", "quorum"] = Field(
         "gedig", description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
@@ -786,7 +789,8 @@ def ingest(
     ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
     ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls`` and ``triples`` (assertions
     staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
-    chunks and once at the end when ``config.promote`` (default: no promotion, the caller decides).
+    chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
+    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides).
 
     Raises
     ------
@@ -876,8 +880,12 @@ def ingest(
         for f in inflight:
             f.cancel()
         pipe.close()
-    if promote is not None and cfg.promote:
-        report.promotion.append(promote())
+    if promote is not None and cfg.promote:  # work through the staged backlog, one version per round
+        for _ in range(cfg.final_promotion_rounds):
+            summary = promote()
+            report.promotion.append(summary)
+            if summary.settled:
+                break
     staged = pipe.staged
     report.new_votes, report.repeated_votes = staged.new_votes, staged.repeated_votes
     report.new_edges, report.new_entities = staged.new_edges, staged.new_entities

@@ -45,3 +45,9 @@ class RoundSummary(BaseModel):
                                              description="what the round read of the promoted graph: "
                                                          "fetch ('local' region or 'full'), edges, nodes, queries")
     decision_latency_ms: dict[str, float] = Field(default_factory=dict, description="p50/p95 per candidate")
+
+    @property
+    def settled(self) -> bool:
+        """True when another round now would make no progress: this one promoted nothing, and it
+        either left nothing deferred or wrote nothing at all (it only re-held unchanged holds)."""
+        return self.promoted == 0 and (self.deferred == 0 or self.version is None)

@@ -202,6 +202,23 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
 
 
 @pytest.mark.neo4j
+def test_the_end_of_an_ingest_promotes_until_the_backlog_is_settled(graph):
+    from kgr.gauge import PromotionConfig
+    from kgr.store.policy_runner import run_round
+
+    small = PromotionConfig(max_promotions_per_round=3)
+    rep = ingest(graph, [EXAMPLES / "corpus"], SCHEMA, config=IngestConfig(concurrency=2),
+                 promote=lambda: run_round(graph, schema=SCHEMA, config=small))
+    rounds = rep.promotion
+    assert len(rounds) > 2 and all(r.promoted <= 3 for r in rounds)
+    assert rounds[-1].settled and not any(r.settled for r in rounds[:-1])
+    assert run_round(graph, schema=SCHEMA, config=small).settled  # nothing left to gain
+    again = ingest(graph, [EXAMPLES / "corpus"], SCHEMA, config=IngestConfig(final_promotion_rounds=1),
+                   promote=lambda: run_round(graph, schema=SCHEMA, config=small))
+    assert len(again.promotion) == 1  # the cap holds
+
+
+@pytest.mark.neo4j
 def test_symmetric_votes_are_shared_in_the_graph(graph, tmp_path):
     _write(tmp_path, "a.txt", "John Mauchly worked with J. Presper Eckert.")
     _write(tmp_path, "b.txt", "J. Presper Eckert collaborated with John Mauchly.")
