@@ -347,6 +347,61 @@ def build_stream(*, n_synthetic: int, seed: int, waves: int) -> tuple[Stream, li
     return Stream(flat, kind, votes, schema(), n_real=len(real), n_synthetic=len(synth)), chunks
 
 
+def oracle_frontier(stream: Stream, *, quorum: int = 2) -> dict:
+    """The best (Acceptance, FMR) any policy can reach that decides on what this stream lets it see.
+
+    Features per triple: votes (capped at 4), whether the endpoint types match the declared domain
+    and range, how many common neighbours its endpoints have in the **complete true graph** (0, 1,
+    2, 3 or more: more than any real policy knows while the graph is still being built), and
+    whether it introduces an entity that no true triple mentions. Triples with the same features are indistinguishable to such a
+    policy, so it can only promote whole groups or fractions of them; promoting groups in order of
+    their true share (Neyman–Pearson) traces the best acceptance for every FMR. Returns the largest
+    acceptance with FMR ≤ 0.01, the smallest FMR with acceptance ≥ 0.97 (both with fractional
+    groups), and the same two with votes ≥ ``quorum`` required.
+    """
+    true_adj: dict[str, set[str]] = defaultdict(set)
+    known: set[str] = set()
+    for (s_key, _, o_key), k in stream.kind.items():
+        if k == "true":
+            true_adj[s_key].add(o_key)
+            true_adj[o_key].add(s_key)
+            known.update((s_key, o_key))
+    spec = {r: (d, o) for r, (d, o, _) in RELATIONS.items()}
+    groups: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])  # features -> [true, false]
+    for (s_key, rel, o_key), k in stream.kind.items():
+        st, ot = s_key.split(":", 1)[0], o_key.split(":", 1)[0]
+        common = len((true_adj[s_key] - {o_key}) & (true_adj[o_key] - {s_key}))
+        feats = (min(stream.votes[(s_key, rel, o_key)], 4), (st, ot) == spec[rel], min(common, 3),
+                 s_key not in known or o_key not in known)
+        groups[feats][0 if k == "true" else 1] += 1
+    n_true = sum(t for t, _ in groups.values())
+
+    def frontier(allowed) -> dict:
+        ranked = sorted((g for f, g in groups.items() if allowed(f)), key=lambda g: -(g[0] / (g[0] + g[1])))
+        levels = (0.5, 0.75, 0.9, 0.97)
+        at: dict[float, float | None] = {level: None for level in levels}
+        best_acc, tp, fp, full = 0.0, 0.0, 0.0, False
+        for t, f in ranked:
+            # largest fraction x of this group keeping FMR <= 1%: (fp + x f) <= 0.01 (tp + fp + x (t + f));
+            # groups come in decreasing true share, so the first one that only fits in part ends it
+            if not full:
+                room, slope = 0.01 * (tp + fp) - fp, 0.99 * f - 0.01 * t
+                x = 1.0 if slope <= 0 else max(0.0, min(1.0, room / slope))
+                full = x < 1.0
+                best_acc = (tp + x * t) / n_true
+            for level in levels:  # the fraction of this group still needed to reach each acceptance level
+                need = level * n_true - tp
+                if at[level] is None and t > 0 and need <= t:
+                    y = max(0.0, need / t)
+                    at[level] = (fp + y * f) / (tp + fp + y * (t + f))
+            tp, fp = tp + t, fp + f
+        return {"max_acceptance_at_fmr_0.01": best_acc, "min_fmr_at_acceptance_0.97": at[0.97],
+                "min_fmr_at_acceptance": {str(k): v for k, v in at.items()}}
+
+    return {"any votes": frontier(lambda f: True), f"votes >= {quorum}": frontier(lambda f: f[0] >= quorum),
+            "groups": len(groups)}
+
+
 # --------------------------------------------------------------------------------------------
 # Policies and the measured run
 # --------------------------------------------------------------------------------------------
@@ -694,6 +749,15 @@ def main(argv: list[str] | None = None) -> int:
           f"({stream.n_real} real facts from networkx + {stream.n_synthetic} synthetic); "
           + ", ".join(f"{k} {kinds[k]}" for k in KINDS) + f"; {len(chunks)} waves")
     print("true triples by votes: " + ", ".join(f"{n}: {votes_true[n]}" for n in sorted(votes_true)))
+    oracle = oracle_frontier(stream)
+    for name, fr in oracle.items():
+        if name == "groups":
+            continue
+        pts = ", ".join(f"{lvl}: {'unreachable' if v is None else f'{v:.3f}'}"
+                        for lvl, v in fr["min_fmr_at_acceptance"].items())
+        print(f"oracle frontier ({name}; features: votes, declared types, common neighbours in the true graph, "
+              f"new entity): max Acceptance at FMR <= 0.01 = {fr['max_acceptance_at_fmr_0.01']:.3f}; "
+              f"min FMR at Acceptance >= {pts}")
 
     names = set(args.variants.split(","))
     wanted: list[Variant] = []
@@ -771,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{load[2]:.1f} on {os.cpu_count()} cores; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')}")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
-            json.dump({"args": vars(args), "stream": {k: kinds[k] for k in KINDS},
+            json.dump({"args": vars(args), "stream": {k: kinds[k] for k in KINDS}, "oracle": oracle,
                        "results": [r.__dict__ for r in results], "scale": scale, "e2e": e2e, "backlog": backlog,
                        "entropy": ent}, fh, indent=2)
     return 0
