@@ -40,7 +40,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from kgr.agent.protocol import STORAGE, ProtocolGuard, system_prompt, user_prompt
 from kgr.agent.report import AgentReport, ChunkRun, TranscriptEntry
 from kgr.errors import KgrError, KgrExtractionError, KgrValidationError
-from kgr.extract.llm import RetryPolicy
+from kgr.extract.llm import RetryPolicy, response_cost
 from kgr.ingest.chunking import Chunk, ChunkingConfig, chunk_document
 from kgr.ingest.loaders import Document, iter_documents
 from kgr.model.canonical import entity_key
@@ -113,7 +113,6 @@ def _litellm() -> Any:
     except ImportError as exc:  # pragma: no cover - litellm is a declared extra
         raise KgrExtractionError("the agent needs litellm; install it with: pip install kgr[llm]") from exc
     litellm.suppress_debug_info = True
-    litellm.telemetry = False
     return litellm
 
 
@@ -138,10 +137,7 @@ class _Usage:
         if u is not None:
             self.prompt += int(getattr(u, "prompt_tokens", 0) or 0)
             self.completion += int(getattr(u, "completion_tokens", 0) or 0)
-        try:
-            self.cost += float(_litellm().completion_cost(completion_response=resp) or 0.0)
-        except Exception:  # noqa: BLE001 - unknown models have no price: cost 0
-            pass
+        self.cost += response_cost(resp) or 0.0  # litellm's own pricing, never recomputed; unknown: 0
 
 
 def _complete(config: AgentConfig, messages: list[dict[str, Any]], tools: list[dict[str, Any]],

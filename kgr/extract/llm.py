@@ -67,7 +67,7 @@ from kgr.extract.base import ExtractionResult, TokenUsage
 from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema
 
-__all__ = ["LLMExtractor", "RetryPolicy", "LLMOutput", "LLMPair", "build_messages", "system_prompt", "parse_reply",
+__all__ = ["LLMExtractor", "RetryPolicy", "response_cost", "LLMOutput", "LLMPair", "build_messages", "system_prompt", "parse_reply",
            "NO_KEY"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
@@ -422,18 +422,29 @@ class _Tally:
                 prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
             )
-        hidden = getattr(resp, "_hidden_params", None)
-        if isinstance(hidden, dict) and "response_cost" in hidden:
-            cost = hidden["response_cost"]
-        else:
-            try:
-                cost = _litellm().completion_cost(completion_response=resp)
-            except Exception:  # noqa: BLE001 - unknown models have no price
-                cost = None
+        cost = response_cost(resp)
         if cost is None or (self.placeholder and not cost):
             self.unpriced += 1  # unknown cost, counted as 0.0
             return
         self.cost += float(cost)
+
+
+def response_cost(resp: Any) -> float | None:
+    """USD cost of one litellm response, or None when unknown.
+
+    litellm prices every response it returns (``_hidden_params["response_cost"]``, ``None`` when it
+    has no price for the model); that value is used as is, never recomputed. Only a response that
+    did not go through litellm's pricing at all (no such key) is priced here.
+    """
+    hidden = getattr(resp, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        cost = hidden["response_cost"]
+    else:
+        try:
+            cost = _litellm().completion_cost(completion_response=resp)
+        except Exception:  # noqa: BLE001 - unknown models have no price
+            cost = None
+    return None if cost is None else float(cost)
 
 
 def _message_text(resp: Any) -> str | None:
