@@ -39,7 +39,8 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
         out.print("no promotion rounds yet", markup=False)
         return
     latency = any(r.mean_decision_latency_ms is not None for r in m.rounds)
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"last {len(m.rounds)} promotion rounds (rates in %)")
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+              title=f"last {len(m.rounds)} promotion rounds (rates in %)")
     for name in ("round", "policy", "cand", "prom", "held", "rej", "exp", "acc", "AG", "DG", "retr"):
         t.add_column(name, justify="left" if name == "policy" else "right", no_wrap=True)
     if latency:
@@ -52,6 +53,11 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
             row.append(_num(r.mean_decision_latency_ms, ".3f"))
         t.add_row(*row)
     out.print(t)
+    z = m.psz
+    out.print(f"PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms): acceptance {_pct(z.acceptance)} %, "
+              f"FMR (retracted) {_pct(z.fmr)} %, P50 {_num(z.p50_latency_ms, '.3f')} ms/candidate, "
+              f"shortfall {_num(z.shortfall)}" + ("" if z.in_zone is None else (" (in zone)" if z.in_zone else "")),
+              markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -32,6 +32,22 @@ Conventions
   it (``decide_ms`` on ``(:Version)``); None otherwise.
 * The ``totals`` aggregate the same figures over the listed rounds (rates are pooled: sums of
   counts over sums of counts, not means of per-round rates).
+* **PSZ** (the geDIG paper's Perfect Scaling Zone: Acceptance ≥ 0.95, FMR ≤ 0.02, added P50
+  latency ≤ 200 ms) on what a store can observe without ground truth, over the listed rounds:
+  ``acceptance`` = promoted / (promoted + holds with votes ≥ quorum) — the share of corroborated,
+  constraint-abiding candidates the policy integrated, whatever the policy; ``fmr`` = retracted / promoted (promotions since rolled back — a lower
+  bound of the false merge rate, the only one a store has without labels); ``p50_latency_ms`` =
+  the median over the rounds of their decision time per candidate; and the shortfall (the
+  paper's Eq. 2)
+
+  .. math::
+
+      s_{PSZ} = \max(0, 0.95 - Acc) + \max(0, FMR - 0.02) + \max(0, (P50 - 200\,\text{ms}) / 200\,\text{ms})
+
+  with ``in_zone`` when :math:`s_{PSZ} = 0`. A figure whose inputs are missing is None (e.g. no
+  round has a corroborated candidate), and so is the shortfall. Example: Acc 0.80, FMR 0.0, P50 2 ms gives
+  :math:`s_{PSZ} = 0.15`. The benchmark's labelled Acceptance and FMR (``scripts/bench_promotion.py``)
+  are the ground-truth versions of the first two.
 """
 
 from __future__ import annotations
@@ -50,7 +66,8 @@ from kgr.store.admin import status
 from kgr.store.connection import Graph
 from kgr.store.export import promoted_edge_pairs
 
-__all__ = ["EntropyFigure", "CoverageFigure", "RoundFigures", "StoreMetrics", "collect_metrics", "MAX_ROUNDS"]
+__all__ = ["EntropyFigure", "CoverageFigure", "RoundFigures", "PSZFigure", "StoreMetrics", "collect_metrics",
+           "psz_shortfall", "MAX_ROUNDS"]
 
 #: Largest ``rounds`` accepted (each round's decision inputs are read and parsed).
 MAX_ROUNDS = 1000
@@ -98,12 +115,37 @@ class RoundFigures(BaseModel):
     ag_fired: int = Field(0, ge=0)
     dg_fired: int = Field(0, ge=0)
     retracted: int = Field(0, ge=0, description="promoted edges of the round since retired")
+    corroborated_held: int = Field(0, ge=0, description="hold decisions with votes >= quorum (held past the quorum)")
     acceptance: float | None = Field(None, description="promoted / candidates")
     rejection_rate: float | None = Field(None, description="rejected / candidates")
     ag_rate: float | None = Field(None, description="AG fired / gauged")
     dg_rate: float | None = Field(None, description="DG fired / gauged")
     retracted_share: float | None = Field(None, description="retracted / promoted")
     mean_decision_latency_ms: float | None = Field(None, description="decide time per candidate, when recorded")
+
+
+class PSZFigure(BaseModel):
+    """The Perfect Scaling Zone figures of the listed rounds (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    acceptance: float | None = Field(None, description="promoted / (promoted + holds with votes >= quorum)")
+    fmr: float | None = Field(None, description="retracted / promoted: a lower bound of the false merge rate")
+    p50_latency_ms: float | None = Field(None, description="median over rounds of decision time per candidate")
+    shortfall: float | None = Field(None, description="s_PSZ (geDIG Eq. 2); 0 inside the zone")
+    in_zone: bool | None = None
+    targets: dict[str, float] = Field(default_factory=lambda: {"acceptance": 0.95, "fmr": 0.02, "p50_latency_ms": 200.0})
+
+
+def psz_shortfall(acceptance: float, fmr: float, p50_ms: float) -> float:
+    r""":math:`s_{PSZ} = \max(0, 0.95 - Acc) + \max(0, FMR - 0.02) + \max(0, (P50 - 200) / 200)`.
+
+    >>> round(psz_shortfall(0.80, 0.0, 2.0), 4), psz_shortfall(0.97, 0.01, 150.0)
+    (0.15, 0.0)
+    >>> round(psz_shortfall(0.90, 0.05, 300.0), 4)
+    0.58
+    """
+    return max(0.0, 0.95 - acceptance) + max(0.0, fmr - 0.02) + max(0.0, (p50_ms - 200.0) / 200.0)
 
 
 class StoreMetrics(BaseModel):
@@ -122,6 +164,7 @@ class StoreMetrics(BaseModel):
     rounds_requested: int = Field(ge=1)
     rounds: list[RoundFigures] = Field(description="the last promotion rounds, newest first")
     totals: RoundFigures = Field(description="the same figures pooled over the listed rounds")
+    psz: PSZFigure = Field(default_factory=PSZFigure, description="the Perfect Scaling Zone over the listed rounds")
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -157,6 +200,18 @@ def _gates(raw: str | None) -> tuple[bool, bool, bool] | None:
     hops = (inputs.get("gauge") or {}).get("hops") or []
     context = bool(hops) and isinstance(hops[-1], dict) and (hops[-1].get("edges_before") or 0) > 0
     return bool(gates.get("ag")), bool(gates.get("dg")), context
+
+
+def _corroborated(raw: str | None) -> bool:
+    """Whether a decision's recorded inputs have ``votes >= quorum``."""
+    try:
+        inputs = json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        return False
+    if not isinstance(inputs, dict):
+        return False
+    votes, quorum = inputs.get("votes"), inputs.get("quorum")
+    return isinstance(votes, int) and isinstance(quorum, int) and votes >= quorum
 
 
 def _entropy_and_coverage(pairs: Iterable[tuple[str, str]], config: PromotionConfig) -> tuple[EntropyFigure, CoverageFigure]:
@@ -218,6 +273,8 @@ def collect_metrics(graph: Graph, *, rounds: int = 5, config: PromotionConfig | 
     if versions:
         gate_counts: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         for r in graph.stream("metrics_decision_inputs", {"versions": versions}):
+            if r["action"] == "hold" and _corroborated(r["inputs"]):
+                figures[int(r["version"])].corroborated_held += 1
             g = _gates(r["inputs"])
             if g is None:
                 continue
@@ -238,7 +295,7 @@ def collect_metrics(graph: Graph, *, rounds: int = 5, config: PromotionConfig | 
     totals = RoundFigures(note=f"{len(listed)} round" + ("" if len(listed) == 1 else "s"))
     for f in listed:
         for name in ("candidates", "promoted", "held", "rejected", "expired", "gauged", "no_context", "ag_fired",
-                     "dg_fired", "retracted"):
+                     "dg_fired", "retracted", "corroborated_held"):
             setattr(totals, name, getattr(totals, name) + getattr(f, name))
     recorded = [(decide[f.version], f.candidates) for f in listed if decide[f.version] is not None and f.candidates]
     _finish(totals)
@@ -248,5 +305,19 @@ def collect_metrics(graph: Graph, *, rounds: int = 5, config: PromotionConfig | 
     return StoreMetrics(
         version=st.version, hash=st.hash, nodes=st.entities, edges=st.promoted,
         pending_edges=sum(st.pending_by_status.values()), status=by_status, entropy=entropy, coverage=cov,
-        rounds_requested=rounds, rounds=listed, totals=totals,
+        rounds_requested=rounds, rounds=listed, totals=totals, psz=_psz(listed, totals),
     )
+
+
+def _psz(listed: list[RoundFigures], totals: RoundFigures) -> PSZFigure:
+    latencies = sorted(f.mean_decision_latency_ms for f in listed if f.mean_decision_latency_ms is not None)
+    p50 = None
+    if latencies:
+        mid = len(latencies) // 2
+        p50 = latencies[mid] if len(latencies) % 2 else (latencies[mid - 1] + latencies[mid]) / 2
+    figure = PSZFigure(acceptance=_ratio(totals.promoted, totals.promoted + totals.corroborated_held),
+                       fmr=_ratio(totals.retracted, totals.promoted), p50_latency_ms=p50)
+    if figure.acceptance is not None and figure.fmr is not None and p50 is not None:
+        figure.shortfall = psz_shortfall(figure.acceptance, figure.fmr, p50)
+        figure.in_zone = figure.shortfall == 0.0
+    return figure

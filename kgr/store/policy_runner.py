@@ -326,7 +326,7 @@ def run_round(graph: Graph, *, schema: KGSchema | None = None, config: Promotion
         decisions.append(EdgeDecision(key=d.key, subject_key=r["subject_key"], object_key=r["object_key"],
                                       action=d.action, reason=d.reason, inputs=inputs))
     t0 = time.perf_counter()
-    summary = apply_decisions(graph, decisions, note="gedig policy")
+    summary = apply_decisions(graph, decisions, note="gedig policy", decide_ms=timings["decide"] * 1000.0)
     graph.write("policy_state_write", {"state": state.model_dump_json()})
     timings["write"] = time.perf_counter() - t0
 

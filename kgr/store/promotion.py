@@ -50,8 +50,12 @@ def round_candidates(graph: Graph, limit: int = MAX_CANDIDATES_PER_ROUND) -> tup
 
 
 def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, kind: str = "promotion",
-                    note: str = "", now: float | None = None) -> RoundSummary:
-    """Write one round of decisions as one version (nothing is written for an empty round)."""
+                    note: str = "", now: float | None = None, decide_ms: float | None = None) -> RoundSummary:
+    """Write one round of decisions as one version (nothing is written for an empty round).
+
+    ``decide_ms`` (the policy's decision time for the round) is stored on the version for
+    ``kgr metrics``.
+    """
     summary = RoundSummary(candidates=len(decisions))
     if not decisions:
         return summary
@@ -75,7 +79,7 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, kind: st
             tx.run("set_pending_status", {"rows": others, "version": version})
         tx.run("record_decisions", {"rows": rows, "version": version, "now": ts})
         new_hash = add_terms(old_hash, added=[r["key"] for r in done])
-        close_version(tx, version, new_hash, kind=kind, now=ts, note=note, promoted=len(done))
+        close_version(tx, version, new_hash, kind=kind, now=ts, note=note, promoted=len(done), decide_ms=decide_ms)
         counts = {a: sum(1 for d in decisions if d.action == a) for a in ("hold", "reject", "expire")}
         return RoundSummary(version=version, candidates=len(decisions), promoted=len(done), held=counts["hold"],
                             rejected=counts["reject"], expired=counts["expire"], hash=new_hash)
@@ -103,6 +107,9 @@ def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None
                       limit: int = MAX_CANDIDATES_PER_ROUND) -> RoundSummary:
     """One round of the simple quorum rule over (at most ``limit``) undecided pending edges."""
     rows, deferred = round_candidates(graph, limit)
-    summary = apply_decisions(graph, quorum_decisions(rows, quorum=quorum), note=f"quorum {quorum}", now=now)
+    started = time.perf_counter()
+    decisions = quorum_decisions(rows, quorum=quorum)
+    summary = apply_decisions(graph, decisions, note=f"quorum {quorum}", now=now,
+                              decide_ms=(time.perf_counter() - started) * 1000.0)
     summary.deferred = deferred
     return summary

@@ -114,10 +114,11 @@ def open_version(tx: Tx) -> tuple[int, str]:
 
 
 def close_version(tx: Tx, version: int, new_hash: str, *, kind: str, now: float, note: str = "",
-                  promoted: int = 0, retired: int = 0) -> None:
-    """Inside a write unit: store the hash and write the ``(:Version)`` record."""
+                  promoted: int = 0, retired: int = 0, decide_ms: float | None = None) -> None:
+    """Inside a write unit: store the hash and write the ``(:Version)`` record (``decide_ms``: the
+    round's decision time, read back by ``kgr metrics``)."""
     tx.run("version_close", {"version": version, "hash": new_hash, "kind": kind, "now": now, "note": note,
-                             "promoted": promoted, "retired": retired})
+                             "promoted": promoted, "retired": retired, "decide_ms": decide_ms})
 
 
 def promoted_edges(graph: Graph, version: int | None = None) -> list[EdgeRow]:

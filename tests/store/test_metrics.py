@@ -90,7 +90,7 @@ def test_triangle_entropy_coverage_and_counts(graph):
     assert (r.version, r.note, r.candidates, r.promoted, r.held, r.rejected) == (1, "quorum 2", 4, 3, 1, 0)
     assert r.acceptance == pytest.approx(0.75) and r.rejection_rate == 0.0
     assert r.gauged == 0 and r.ag_rate is None and r.dg_rate is None  # the quorum rule has no gates
-    assert r.retracted == 0 and r.mean_decision_latency_ms is None   # the store records no round timings
+    assert r.retracted == 0 and r.mean_decision_latency_ms is not None and r.mean_decision_latency_ms >= 0
 
 
 @pytest.mark.neo4j
@@ -138,12 +138,22 @@ def test_gedig_round_rates_and_retraction(graph):
     assert m.edges == 9 and m.status["rejected"] == 1 and m.status["held"] == 2
     # only the last round when asked for one
     assert [r.version for r in collect_metrics(graph, rounds=1).rounds] == [2]
+    # PSZ: the bridge and the 8 quorum promotions, against the newbie held past the quorum (2 votes);
+    # the one-vote hold and the rejection do not count; both rounds recorded their decide time
+    assert (r2.corroborated_held, r1.corroborated_held) == (1, 0)
+    assert all(r.mean_decision_latency_ms is not None and r.mean_decision_latency_ms >= 0 for r in m.rounds)
+    z = m.psz
+    assert z.acceptance == pytest.approx(9 / 10) and z.fmr == 0.0
+    lat = sorted(r.mean_decision_latency_ms for r in m.rounds)
+    assert z.p50_latency_ms == pytest.approx((lat[0] + lat[1]) / 2)
+    assert z.shortfall == pytest.approx(0.05 + max(0.0, (z.p50_latency_ms - 200) / 200)) and z.in_zone is False
 
     # rolling back to version 1 retires the bridge: round 2's promotion shows as retracted
     rollback(graph, 1)
-    r2 = collect_metrics(graph).rounds[0]
+    after = collect_metrics(graph)
+    r2 = after.rounds[0]
     assert r2.version == 2 and r2.retracted == 1 and r2.retracted_share == 1.0
-    assert collect_metrics(graph).edges == 8
+    assert after.edges == 8 and after.psz.fmr == pytest.approx(1 / 9)  # a retraction counts as a false merge
 
 
 @pytest.mark.neo4j
@@ -174,5 +184,6 @@ def test_cli_metrics_json_and_errors(graph, neo4j_settings, monkeypatch):
     assert data["entropy"]["value"] == pytest.approx(math.log(2)) and data["coverage"]["value"] == pytest.approx(0.57)
     res = runner.invoke(root, ["metrics"])
     assert res.exit_code == 0 and "S_VN 0.6931" in res.stdout and "quorum 2" in res.stdout
+    assert "PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms): acceptance 100.0 %" in res.stdout
     res = runner.invoke(root, ["metrics", "--rounds", "0"])
     assert res.exit_code == 2 and "rounds" in res.output.lower()
