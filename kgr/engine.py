@@ -23,7 +23,8 @@ from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
-from kgr.store import admin, aging, merge, promotion, staging, versions
+from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
+from kgr.store import admin, aging, merge, rounds, staging, versions
 from kgr.store.connection import Graph, Neo4jSettings, connect
 
 __all__ = ["Engine", "FileStageReport"]
@@ -42,6 +43,7 @@ class Engine:
     def __init__(self, graph: Graph, schema: KGSchema | None = None):
         self.graph = graph
         self.schema = schema
+        self._policies: dict[tuple, Policy] = {}
 
     @classmethod
     def connect(cls, settings: Neo4jSettings | None = None, *, schema: str | Path | KGSchema | None = None) -> "Engine":
@@ -91,41 +93,52 @@ class Engine:
         return FileStageReport(**rep.model_dump(), path=str(p), bad_lines=bad)
 
     # -- promotion -------------------------------------------------------------------------------
-    def promote(self, *, policy: str = "gedig", quorum: int | None = None, config: BaseModel | None = None) -> RoundSummary:
-        """One promotion round. ``policy="quorum"`` is the plain vote rule; ``"gedig"`` the full policy."""
-        if policy == "quorum":
-            return promotion.promote_by_quorum(self.graph, quorum=quorum or 2)
-        if policy == "gedig":
-            from kgr.store.policy_runner import run_round
+    def policy(self, policy: PolicyName | Policy = DEFAULT_POLICY, *, quorum: int | None = None,
+               config: BaseModel | None = None) -> Policy:
+        """The promotion policy ``policy`` (a registry name or a :class:`~kgr.gauge.policies.Policy`).
 
-            return run_round(self.graph, schema=self.schema, config=config, quorum=quorum)
-        raise KgrValidationError(f"unknown policy {policy!r} (quorum or gedig)", field="policy")
+        A policy object keeps what it learnt in this process (the calibrated policy's embedding
+        models warm-start from it), so the engine reuses one per name.
+        """
+        if not isinstance(policy, str):
+            return policy
+        key = (policy, quorum, None if config is None else config.model_dump_json())
+        if key not in self._policies:
+            self._policies[key] = make_policy(policy, config, quorum=quorum)
+        return self._policies[key]
 
-    def promote_until_done(self, *, policy: str = "gedig", quorum: int | None = None, config: BaseModel | None = None,
-                           max_rounds: int = 1000,
+    def promote(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
+                config: BaseModel | None = None) -> RoundSummary:
+        """One promotion round of ``policy`` (default: calibrated), written as one version."""
+        return rounds.run_round(self.graph, self.policy(policy, quorum=quorum, config=config), schema=self.schema)
+
+    def promote_until_done(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
+                           config: BaseModel | None = None, max_rounds: int = 1000,
                            on_round: Callable[[RoundSummary], None] | None = None) -> list[RoundSummary]:
         """Promotion rounds until the staged backlog is worked through; every round is one version.
 
-        A round decides a bounded number of candidates (``max_candidates_per_round``) and promotes
-        at most ``max_promotions_per_round``. Rounds repeat until one promotes nothing and either
-        leaves nothing deferred or writes nothing at all (only unchanged holds: repeating it would
-        decide the same), or after ``max_rounds``. ``on_round`` sees each round's summary.
+        A round decides a bounded number of candidates and promotes at most its budget; an edge
+        held only for budget is decided again next round. Rounds repeat until one is
+        :attr:`~kgr.model.decisions.RoundSummary.settled` (nothing promoted, nothing held for
+        budget, and nothing deferred or nothing written), or after ``max_rounds``. ``on_round``
+        sees each round's summary.
         """
         if max_rounds < 1:
             raise KgrValidationError("max_rounds must be >= 1", field="max_rounds")
-        rounds: list[RoundSummary] = []
-        while len(rounds) < max_rounds:
-            summary = self.promote(policy=policy, quorum=quorum, config=config)
-            if summary.version is None and not rounds:
-                rounds.append(summary)  # nothing to decide: report the empty round once
+        chosen = self.policy(policy, quorum=quorum, config=config)
+        out: list[RoundSummary] = []
+        while len(out) < max_rounds:
+            summary = rounds.run_round(self.graph, chosen, schema=self.schema)
+            if summary.version is None and not out:
+                out.append(summary)  # nothing to decide: report the empty round once
                 break
             if summary.version is not None:
-                rounds.append(summary)
+                out.append(summary)
                 if on_round is not None:
                     on_round(summary)
             if summary.settled:
                 break
-        return rounds
+        return out
 
     def explain(self, key: str) -> dict:
         rows = self.graph.read("decisions_for_edge", {"key": key})

@@ -11,6 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -78,7 +79,9 @@ def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], sche
 @app.command()
 @errors_to_exit
 def promote(schema: SchemaOpt = None,
-            policy: Annotated[str, typer.Option(help="gedig (votes + gauge + rewards) or quorum (votes only).")] = "gedig",
+            policy: Annotated[PolicyName, typer.Option(
+                help="calibrated (P(true | evidence) held to a target FMR), gedig (votes + gauge + rewards) or "
+                     "quorum (votes only).")] = DEFAULT_POLICY,
             quorum: Annotated[int | None, typer.Option(min=1, help="Minimum distinct sources.")] = None,
             until_done: Annotated[bool, typer.Option(
                 "--until-done", help="Repeat rounds (one version each) until the staged backlog is worked through.")] = False,
@@ -228,7 +231,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
            max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Extraction rounds per chunk.")] = 3,
            promote_every: Annotated[int, typer.Option(min=0, help="Promotion round every N chunks (0: at the end).")] = 0,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
-           policy: Annotated[str, typer.Option(help="gedig or quorum.")] = "gedig",
+           policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
            json_: JsonOpt = False) -> None:
     """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
 
@@ -252,13 +255,11 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
     if (input_cost_per_token is None) != (output_cost_per_token is None):
         raise KgrValidationError("give both --input-cost-per-token and --output-cost-per-token, or neither",
                                  field="input_cost_per_token")
-    if policy not in ("gedig", "quorum"):
-        raise KgrValidationError(f"expected --policy gedig or quorum, got {policy!r}", field="policy")
     cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, timeout=timeout,  # type: ignore[arg-type]
                        input_cost_per_token=input_cost_per_token, output_cost_per_token=output_cost_per_token,
                        max_attempts=max_attempts, concurrency=concurrency,
                        chunking=ChunkingConfig(size=chunk_size, overlap=min(chunk_overlap, chunk_size - 1)),
-                       max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)  # type: ignore[arg-type]
+                       max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)
     with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
                                              TimeElapsedColumn(), console=err, transient=True) as bar:
         kg.init()

@@ -386,6 +386,9 @@ class PolicyState(BaseModel):
         oldest first (at most ``calibration_memory``).
     rounds : int
         Rounds decided so far.
+    epoch, epoch_promoted : int
+        The re-decision epoch (:func:`kgr.gauge.policies.growth_epoch`) and the promoted edge
+        count when it began.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -397,6 +400,8 @@ class PolicyState(BaseModel):
     lam_ig: list[float] = Field(default_factory=list)
     fed: list[int] = Field(default_factory=list)
     rounds: int = 0
+    epoch: int = 0
+    epoch_promoted: int = 0
     _fed_set: set[int] = PrivateAttr(default_factory=set)
 
     def first_feed(self, key: str, memory: int) -> bool:
@@ -478,6 +483,9 @@ class CandidateDecision(BaseModel):
         The marginal terms last evaluated during selection (at selection time for promoted ones).
     rank : int or None
         1-based position in the round's selection order.
+    hold : {"quorum", "gate", "budget"} or None
+        Why a hold: too few votes, the gates (or cooldown, reward floor), or only the round's
+        promotion budget (``budget`` holds are decided again next round).
     lam, theta_ag, theta_dg : float
         :math:`\lambda` and thresholds in force this round.
     """
@@ -504,6 +512,7 @@ class CandidateDecision(BaseModel):
     rewards: RewardTerms | None = None
     selection_rewards: RewardTerms | None = None
     rank: int | None = None
+    hold: Literal["quorum", "gate", "budget"] | None = None
     lam: float
     theta_ag: float
     theta_dg: float
@@ -682,7 +691,7 @@ def decide_round(
         }
         out.append(rec)
         if c.votes < config.quorum:
-            rec.update(action="hold", reason=f"votes {c.votes} < quorum {config.quorum}")
+            rec.update(action="hold", hold="quorum", reason=f"votes {c.votes} < quorum {config.quorum}")
             continue
         if c.subject == c.object:
             rec.update(action="reject", reason="self-loop: subject and object are the same node")
@@ -912,5 +921,5 @@ def _select(
             why = f"marginal R_env below reward_floor={_fmt(config.reward_floor)}"  # type: ignore[arg-type]
         else:
             why = f"round budget of {k} promotions used"
-        rec.update(action="hold", reason=head + why)
+        rec.update(action="hold", hold="budget" if why.startswith("round budget") else "gate", reason=head + why)
     return selected

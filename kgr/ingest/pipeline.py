@@ -87,6 +87,7 @@ from kgr.ingest.loaders import LoadIssue, iter_documents
 from kgr.model.canonical import canonical_name, entity_key
 from kgr.model.decisions import RoundSummary
 from kgr.model.kg import ExtractedKG, RelationPair
+from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store import provenance
@@ -140,8 +141,8 @@ class IngestConfig(BaseModel):
     final_promotion_rounds: int = Field(1000, ge=1, description=(
         "at the end, promotion rounds until the backlog is worked through (a round decides at most "
         "5,000 candidates and promotes at most 1,000), at most this many"))
-    policy: Literal["gedig", "quorum"] = Field(
-        "gedig", description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
+    policy: PolicyName = Field(
+        DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
 
     @model_validator(mode="before")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["Action", "EdgeDecision", "RoundSummary"]
 
-Action = Literal["promote", "hold", "reject", "expire", "retire", "restore"]
+Action = Literal["promote", "hold", "reject", "expire", "retire", "restore", "label"]
 
 
 class EdgeDecision(BaseModel):
@@ -26,6 +26,10 @@ class EdgeDecision(BaseModel):
     action: Action
     reason: str
     inputs: dict[str, Any] = Field(default_factory=dict)
+    p_hat: float | None = Field(None, ge=0.0, le=1.0, description="calibrated P(true | evidence), when scored")
+    features: list[float] | None = Field(None, description="the scorer's feature vector (kept on the edge for refits)")
+    feature_set: str | None = Field(None, description="name and version of the feature vector's layout")
+    hold: str | None = Field(None, description="why a hold: quorum, evidence, escalated, budget, functional, gate")
 
 
 class RoundSummary(BaseModel):
@@ -39,6 +43,11 @@ class RoundSummary(BaseModel):
     expired: int = 0
     deferred: int = Field(0, description="undecided edges left for later rounds (a round decides a bounded number)")
     rolled_back: bool = False
+    escalated: int = Field(0, description="ambiguous candidates that need more evidence (verifier or review)")
+    budget_held: int = Field(0, description="acceptable candidates held only because the round's budget was used")
+    expected_fmr: float | None = Field(None, description="predicted false-promotion rate of the promoted graph after "
+                                                         "the round: sum(1 - p_hat) / promoted edges with a score")
+    policy: str = Field("", description="the policy that decided the round")
     hash: str = ""
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")
     graph_read: dict[str, int | str] = Field(default_factory=dict,
@@ -50,4 +59,4 @@ class RoundSummary(BaseModel):
     def settled(self) -> bool:
         """True when another round now would make no progress: this one promoted nothing, and it
         either left nothing deferred or wrote nothing at all (it only re-held unchanged holds)."""
-        return self.promoted == 0 and (self.deferred == 0 or self.version is None)
+        return self.promoted == 0 and self.budget_held == 0 and (self.deferred == 0 or self.version is None)

@@ -90,8 +90,7 @@ def test_edge_decisions_explain_an_edge(graph, history):
 
     rows = run_query(graph, "edge_decisions", {"key": history.babbage_engine})
     assert [(r["version"], r["action"], r["reason"], at(r["decided_at"])) for r in rows] == [
-        (1, "hold", "votes 1 < quorum 2", history.T1 + 60),
-        (2, "hold", "votes 1 < quorum 2", history.T2 + 60),
+        (1, "hold", "votes 1 < quorum 2", history.T1 + 60),  # not decided again on unchanged evidence
         (3, "expire", "no new vote for 35.0 days (ttl 30.0)", history.T_AGE),  # aged at version 3
     ]
 

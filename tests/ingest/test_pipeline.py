@@ -168,7 +168,7 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
     rounds = []
 
     def promote():
-        from kgr.store.policy_runner import run_round
+        from tests.support.rounds import gedig_round as run_round
 
         rounds.append(run_round(graph, schema=SCHEMA))
         return rounds[-1]
@@ -204,7 +204,7 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
 @pytest.mark.neo4j
 def test_the_end_of_an_ingest_promotes_until_the_backlog_is_settled(graph):
     from kgr.gauge import PromotionConfig
-    from kgr.store.policy_runner import run_round
+    from tests.support.rounds import gedig_round as run_round
 
     small = PromotionConfig(max_promotions_per_round=3)
     rep = ingest(graph, [EXAMPLES / "corpus"], SCHEMA, config=IngestConfig(concurrency=2),

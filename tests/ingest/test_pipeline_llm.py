@@ -15,7 +15,7 @@ if _ROOT not in sys.path:  # --import-mode=importlib: the shared helpers live in
 
 from kgr.ingest.pipeline import IngestConfig, ingest  # noqa: E402
 from kgr.model.schema import load_schema  # noqa: E402
-from kgr.store.policy_runner import run_round  # noqa: E402
+from tests.support.rounds import gedig_round as run_round  # noqa: E402
 from kgr.store.promotion import promote_by_quorum  # noqa: E402
 from kgr.store.provenance import schema_proposals  # noqa: E402
 from kgr.store.versions import promoted_edges  # noqa: E402

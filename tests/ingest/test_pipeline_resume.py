@@ -18,7 +18,7 @@ import pytest
 from kgr.model.canonical import canonical_name
 from kgr.model.schema import KGSchema, load_schema
 from kgr.store.admin import fingerprint, reset
-from kgr.store.policy_runner import run_round
+from tests.support.rounds import gedig_round as run_round
 from kgr.store.versions import current_state
 from kgr.tools.disambiguation import string_similarity
 

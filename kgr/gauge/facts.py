@@ -1,0 +1,126 @@
+r"""Typed facts as integer arrays: the common input of the learned-plausibility evidence.
+
+The relational evidence of the promotion scorer (path and inverse rules :mod:`kgr.gauge.rules`,
+role profiles :mod:`kgr.gauge.roles`, knowledge-graph embeddings :mod:`kgr.gauge.embedding`)
+works on the same table of facts: entity ids :math:`0..n-1` with a type each, relation ids
+:math:`0..R-1`, and one row :math:`(h, r, t, w)` per directed fact with a weight :math:`w > 0`
+(1 for a promoted edge; the vote weight for a staged one). A *query* is a triple to score
+with the same ids, given as three parallel arrays.
+
+Conventions: ids are ``int64`` numpy arrays; a fact table holds each ``(h, r, t)`` at most once
+(:func:`FactTable.from_triples` sums the weights of repeats); self loops are allowed in the
+table but every evidence module ignores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kgr.errors import KgrValidationError
+
+__all__ = ["FactTable", "Vocabulary"]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Names of the integer ids: entity keys and their types, relation names.
+
+    Attributes
+    ----------
+    entities : tuple of str
+        Entity keys; the position is the entity id.
+    entity_types : numpy.ndarray of int64, shape (n,)
+        Type id of each entity (index into ``types``).
+    types : tuple of str
+        Entity type names.
+    relations : tuple of str
+        Relation names; the position is the relation id.
+    """
+
+    entities: tuple[str, ...]
+    entity_types: np.ndarray
+    types: tuple[str, ...]
+    relations: tuple[str, ...]
+
+    @classmethod
+    def build(cls, entities: Iterable[tuple[str, str]], relations: Iterable[str]) -> "Vocabulary":
+        """From ``(key, type)`` pairs and relation names; ids follow sorted order (deterministic)."""
+        ents = dict(entities)
+        keys = tuple(sorted(ents))
+        types = tuple(sorted(set(ents.values())))
+        tid = {t: i for i, t in enumerate(types)}
+        return cls(entities=keys, entity_types=np.array([tid[ents[k]] for k in keys], dtype=np.int64),
+                   types=types, relations=tuple(sorted(set(relations))))
+
+    @property
+    def n_entities(self) -> int:
+        return len(self.entities)
+
+    @property
+    def n_relations(self) -> int:
+        return len(self.relations)
+
+    def entity_index(self) -> dict[str, int]:
+        return {k: i for i, k in enumerate(self.entities)}
+
+    def relation_index(self) -> dict[str, int]:
+        return {r: i for i, r in enumerate(self.relations)}
+
+
+@dataclass(frozen=True)
+class FactTable:
+    """Directed weighted facts :math:`(h, r, t, w)` over ``n_entities`` entities and ``n_relations`` relations.
+
+    Attributes
+    ----------
+    head, rel, tail : numpy.ndarray of int64, shape (m,)
+        The facts, each ``(h, r, t)`` once.
+    weight : numpy.ndarray of float64, shape (m,)
+        Positive weights.
+    n_entities, n_relations : int
+        Sizes of the id spaces (ids may be unused).
+    """
+
+    head: np.ndarray
+    rel: np.ndarray
+    tail: np.ndarray
+    weight: np.ndarray
+    n_entities: int
+    n_relations: int
+
+    def __post_init__(self) -> None:
+        m = len(self.head)
+        if not (len(self.rel) == len(self.tail) == len(self.weight) == m):
+            raise KgrValidationError("head, rel, tail and weight must have one entry per fact", field="facts")
+        if m and (self.head.min() < 0 or self.tail.min() < 0 or max(self.head.max(), self.tail.max()) >= self.n_entities):
+            raise KgrValidationError("entity id out of range", field="facts")
+        if m and (self.rel.min() < 0 or self.rel.max() >= self.n_relations):
+            raise KgrValidationError("relation id out of range", field="facts")
+        if m and not np.all(self.weight > 0):
+            raise KgrValidationError("weights must be > 0", field="facts.weight")
+
+    @classmethod
+    def from_triples(cls, triples: Sequence[tuple[int, int, int]] | np.ndarray, *, n_entities: int, n_relations: int,
+                     weights: Sequence[float] | np.ndarray | None = None) -> "FactTable":
+        """From ``(h, r, t)`` rows (repeats merged, their weights summed; default weight 1)."""
+        arr = np.asarray(triples, dtype=np.int64).reshape(-1, 3)
+        w = np.ones(len(arr)) if weights is None else np.asarray(weights, dtype=np.float64)
+        if len(w) != len(arr):
+            raise KgrValidationError("one weight per triple", field="weights")
+        if len(arr) == 0:
+            e = np.zeros(0, dtype=np.int64)
+            return cls(e, e.copy(), e.copy(), np.zeros(0), n_entities, n_relations)
+        uniq, inv = np.unique(arr, axis=0, return_inverse=True)
+        ws = np.bincount(inv.ravel(), weights=w, minlength=len(uniq))
+        return cls(uniq[:, 0].copy(), uniq[:, 1].copy(), uniq[:, 2].copy(), ws, n_entities, n_relations)
+
+    def __len__(self) -> int:
+        return len(self.head)
+
+    def subset(self, mask: np.ndarray) -> "FactTable":
+        """The facts where ``mask`` is true (same id spaces)."""
+        return FactTable(self.head[mask], self.rel[mask], self.tail[mask], self.weight[mask],
+                         self.n_entities, self.n_relations)

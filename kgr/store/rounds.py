@@ -1,0 +1,381 @@
+"""Promotion rounds on the store: read what a policy asks for, write what it decided. No decisions here.
+
+A round is::
+
+    context   = read_context(graph, policy.name)           # version, hash, counts, the policy's state
+    request   = policy.plan(context, state)                # what to read (candidates, graph, labels ...)
+    inputs    = read_round(graph, request, context)        # typed rows: RoundInputs
+    decisions = policy.decide(inputs, state)               # pure (kgr.gauge.policies)
+    summary   = write_round(graph, decisions, inputs)      # one version, one transaction
+
+:func:`run_round` does all of it for any policy of :mod:`kgr.gauge.policies` (the seam: the geDIG,
+quorum and calibrated policies run through the same function).
+
+**One transaction, checked.** :func:`write_round` opens the version under the state lock and first
+checks that the store is still at the version the round read: a concurrent round (or merge,
+rollback, label) that committed in between makes the write fail with :class:`RoundConflict`,
+nothing is written, and :func:`run_round` reads and decides again. The round's decisions, the
+policy's new state, refitted scores and the version record are written in that one transaction.
+
+**Grace-period audit, inside the transaction.** After its promotions are written, and before it
+commits, the round checks that no subject now has two current objects on a functional relation.
+If one does, the transaction is abandoned (nothing is written) and the round is written again with
+those promotions held (``hold = audit``: decided again next round), so a round never commits a conflict.
+
+**What is read.** Candidates (``round_candidates_read``) carry every piece of evidence the store
+holds: votes, independent documents (a chunk's document, or the part of a source before ``#``),
+confidences, the mean extraction quality of the source chunks, verifier answers, a reviewer's
+label. The promoted graph (``round_promoted_read``: parallel lists, ~0.5 s per 100k edges) is kept
+in a per-process cache keyed by the store's (version, hash) and updated with the round's own
+promotions, so ``kgr promote --until-done`` reads it once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kgr.errors import KgrError, KgrNotFound, KgrValidationError
+from kgr.model.decisions import EdgeDecision, RoundSummary
+from kgr.model.promotion import (
+    CandidateRow,
+    EdgeList,
+    LabelRow,
+    RoundContext,
+    RoundDecisions,
+    RoundInputs,
+    RoundRequest,
+    ScoredEdge,
+)
+from kgr.model.schema import KGSchema
+from kgr.store.connection import Graph, Tx
+from kgr.store.versions import add_terms, close_version
+
+__all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_round", "policy_state",
+           "PromotedGraphCache"]
+
+_STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
+
+
+class RoundConflict(KgrError):
+    """The store moved on (another round, merge, rollback or label committed) after the round read it."""
+
+
+class _AuditFailed(Exception):
+    """Inside a write unit: the round's promotions break a functional relation (the unit is abandoned)."""
+
+    def __init__(self, conflicts: list[tuple[str, str, list[str]]]):
+        super().__init__(f"{len(conflicts)} functional conflicts")
+        self.conflicts = conflicts
+
+
+def policy_state(graph: Graph, policy: str) -> str | None:
+    """The persisted state (JSON) of ``policy``, or None."""
+    rows = graph.read("policy_state_read", {"policy": policy})
+    return rows[0]["state"] if rows else None
+
+
+def read_context(graph: Graph, policy: str) -> tuple[RoundContext, str | None]:
+    """The store's version, hash and counts, and ``policy``'s persisted state."""
+    rows = graph.read("round_state", {"policy": policy})
+    if not rows:
+        raise KgrNotFound("the store is not initialised: run `kgr init`")
+    r = rows[0]
+    ctx = RoundContext(version=int(r["version"]), hash=r["hash"], labels=int(r["labels"]),
+                       promoted=int(r["promoted"]), promoted_scored=int(r["scored"]),
+                       promoted_expected_false=float(r["expected_false"] or 0.0))
+    return ctx, r["state"]
+
+
+# --------------------------------------------------------------------------------------------
+# The promoted graph, cached per process
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Cached:
+    version: int
+    hash: str
+    edges: EdgeList
+    types: dict[str, str]
+
+
+class PromotedGraphCache:
+    """The promoted edges of each store seen by this process, keyed by its (version, hash).
+
+    A hit costs nothing; a round that wrote promotions moves the cached copy to its new version
+    (:meth:`advance`); anything else (another process's round, a rollback) misses and re-reads.
+    """
+
+    def __init__(self) -> None:
+        self._by_store: dict[tuple[str, str], _Cached] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _store(graph: Graph) -> tuple[str, str]:
+        return (graph.uri, graph.database)
+
+    def get(self, graph: Graph, ctx: RoundContext) -> tuple[EdgeList, dict[str, str], bool]:
+        """The promoted edges at ``ctx``'s version (read when not cached), their types, and whether it was a hit."""
+        with self._lock:
+            hit = self._by_store.get(self._store(graph))
+        if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
+            return hit.edges, hit.types, True
+        r = graph.read("round_promoted_read")[0]
+        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"])
+        types = dict(zip(r["subject"], r["subject_type"]))
+        types.update(zip(r["object"], r["object_type"]))
+        with self._lock:
+            self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
+        return edges, types, False
+
+    def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
+                added: Sequence[tuple[str, str, str, float, str]], types: dict[str, str]) -> None:
+        """Move the cached copy from ``base`` to ``version`` by appending ``added`` (key, s, r, o, votes)."""
+        with self._lock:
+            hit = self._by_store.get(self._store(graph))
+            if hit is None or hit.version != base.version or hit.hash != base.hash:
+                self._by_store.pop(self._store(graph), None)
+                return
+            e = hit.edges
+            edges = EdgeList(list(e.subject) + [a[1] for a in added], list(e.relation) + [a[2] for a in added],
+                             list(e.object) + [a[3] for a in added], list(e.weight) + [a[4] for a in added],
+                             list(e.key) + [a[0] for a in added])
+            merged = dict(hit.types)
+            for a in added:
+                merged.setdefault(a[1], types.get(a[1], a[1].partition(":")[0]))
+                merged.setdefault(a[3], types.get(a[3], a[3].partition(":")[0]))
+            self._by_store[self._store(graph)] = _Cached(version, new_hash, edges, merged)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_store.clear()
+
+
+#: The process-wide cache used by :func:`read_round`.
+PROMOTED_CACHE = PromotedGraphCache()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+def _candidate(row: list) -> CandidateRow:
+    (key, rel, s_key, s_type, o_key, o_type, votes, documents, conf, mean_conf, quality, sup, con, sil, label,
+     status, decided_votes, hold, first_seen, last_seen) = row
+    votes = int(votes or 0)
+    return CandidateRow(
+        key=key, relation=rel, subject_key=s_key, subject_type=s_type, object_key=o_key, object_type=o_type,
+        votes=votes, documents=max(1, min(int(documents or 0), votes)) if votes else 0,
+        confidence=min(1.0, max(0.0, float(conf or 0.0))), mean_confidence=min(1.0, max(0.0, float(mean_conf or 0.0))),
+        quality=None if quality is None else float(quality), supports=int(sup), contradicts=int(con), silent=int(sil),
+        label=label, status=status, decided_votes=decided_votes, hold=hold,
+        first_seen=float(first_seen or 0.0), last_seen=float(last_seen or 0.0))
+
+
+def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
+               cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
+    """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
+    if request.limit < 1:
+        raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
+    params = {"limit": request.limit, "epoch": request.epoch}
+    rows = graph.read("round_candidates_read", params)[0]["rows"]
+    cands = tuple(_candidate(r) for r in rows)
+    total = graph.read("round_undecided_count", {"epoch": request.epoch})[0]["n"]
+    types: dict[str, str] = {}
+    promoted = EdgeList()
+    if request.graph:
+        promoted, ptypes, _ = (cache or PROMOTED_CACHE).get(graph, context)
+        types.update(ptypes)
+    pending = EdgeList()
+    if request.pending:
+        r = graph.read("round_pending_read")[0]
+        pending = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]])
+        types.update(zip(r["subject"], r["subject_type"]))
+        types.update(zip(r["object"], r["object_type"]))
+    for c in cands:
+        types[c.subject_key] = c.subject_type
+        types[c.object_key] = c.object_type
+    labels: tuple[LabelRow, ...] = ()
+    if request.labels:
+        labels = tuple(LabelRow(key=k, label=bool(lab), reviewer=rev or "",
+                                features=None if f is None else tuple(float(x) for x in f), feature_set=fs)
+                       for k, lab, rev, f, fs in graph.read("round_labels_read")[0]["rows"])
+    scored: tuple[ScoredEdge, ...] = ()
+    if request.promoted_features:
+        scored = tuple(ScoredEdge(key=k, subject_key=s, object_key=o, features=tuple(float(x) for x in f),
+                                  feature_set=fs)
+                       for k, s, o, f, fs in graph.read("round_promoted_features")[0]["rows"])
+    return RoundInputs(candidates=cands, promoted=promoted, pending=pending, entity_types=types, labels=labels,
+                       promoted_features=scored, schema=schema, context=context, epoch=request.epoch,
+                       deferred=max(0, total - len(cands)), now=time.time() if now is None else now)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+def _inputs_json(d: EdgeDecision) -> str:
+    return json.dumps(d.inputs, default=float, sort_keys=True)
+
+
+def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *, policy: str,
+                functional: frozenset[str] = frozenset(), cache: PromotedGraphCache | None = None) -> RoundSummary:
+    """Write one round as one version in one transaction (see the module docstring).
+
+    Raises
+    ------
+    RoundConflict
+        The store is no longer at ``inputs.context.version``; nothing was written.
+    """
+    ds = decisions.decisions
+    keys = [d.key for d in ds]
+    if len(set(keys)) != len(keys):
+        raise KgrValidationError("a round may decide each edge once", field="decisions")
+    base = inputs.context
+    summary = RoundSummary(candidates=len(inputs.candidates), deferred=inputs.deferred, policy=policy)
+    held_unchanged = decisions.unchanged
+    if not ds and not decisions.rescored:  # nothing to version; keep what the policy learnt
+        if decisions.state is not None:
+            graph.write("policy_state_write", {"policy": policy, "state": decisions.state, "now": inputs.now or time.time()})
+        summary.held = held_unchanged
+        return summary
+    by_key = {c.key: c for c in inputs.candidates}
+    demoted: dict[str, str] = {}
+    for _attempt in range(3):
+        try:
+            summary = graph.write_unit(lambda tx: _write_unit(tx, decisions, inputs, policy, functional, demoted))
+            break
+        except _AuditFailed as exc:
+            for subject, rel, objects in exc.conflicts:
+                for d in ds:
+                    if d.action == "promote" and d.subject_key == subject and by_key.get(d.key) is not None \
+                            and by_key[d.key].relation == rel:
+                        demoted[d.key] = (f"grace-period audit: functional relation {rel} would give {subject} "
+                                          f"{len(objects)} objects")
+    else:  # pragma: no cover - three audits in a row would need a concurrent writer each time
+        raise RoundConflict("the grace-period audit kept failing; try again")
+    summary.held += held_unchanged
+    summary.candidates = len(inputs.candidates) or len(ds)
+    summary.deferred = inputs.deferred
+    summary.policy = policy
+    if summary.version is not None:
+        store = cache or PROMOTED_CACHE
+        promoted = [d for d in ds if d.action == "promote" and d.key not in demoted]
+        if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted:
+            added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes))
+                     for d in promoted]
+            store.advance(graph, base, summary.version, summary.hash, added, inputs.entity_types)
+        else:  # promotions of edges the round did not read: re-read next time
+            store.advance(graph, RoundContext(version=-1, hash=""), summary.version, summary.hash, [], {})
+    return summary
+
+
+def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: str, functional: frozenset[str],
+                demoted: dict[str, str]) -> RoundSummary:
+    rows = tx.run("state_bump_version")
+    if not rows:
+        raise KgrNotFound("the store is not initialised: run `kgr init`")
+    version, old_hash = int(rows[0]["version"]), rows[0]["hash"]
+    if version != inputs.context.version + 1 or old_hash != inputs.context.hash:
+        raise RoundConflict(f"the store moved from version {inputs.context.version} to {version - 1} while the "
+                            "round was deciding")
+    ts = inputs.now or time.time()
+    ds = [d if d.key not in demoted else d.model_copy(update={"action": "hold", "reason": demoted[d.key],
+                                                              "hold": "audit"})
+          for d in decisions.decisions]
+    ids = {d.key: uuid.uuid4().hex for d in ds}
+    promote = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason,
+                "decision": ids[d.key], "p_hat": d.p_hat, "features": d.features, "feature_set": d.feature_set}
+               for d in ds if d.action == "promote"]
+    others = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "status": _STATUS[d.action],
+               "reason": d.reason, "votes": d.inputs.get("votes"), "hold": d.hold, "p_hat": d.p_hat,
+               "features": d.features, "feature_set": d.feature_set}
+              for d in ds if d.action in _STATUS]
+    done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts, "epoch": inputs.epoch}) \
+        if promote else []
+    if others:
+        tx.run("set_pending_status", {"rows": others, "version": version, "epoch": inputs.epoch})
+    by_key = {c.key: c for c in inputs.candidates}
+    pairs = sorted({(d.subject_key, by_key[d.key].relation) for d in ds
+                    if d.action == "promote" and d.key in by_key and by_key[d.key].relation in functional})
+    if pairs:
+        conflicts = tx.run("round_functional_conflicts",
+                           {"pairs": [{"subject": s, "relation": r} for s, r in pairs]})
+        if conflicts:
+            raise _AuditFailed([(c["subject"], c["relation"], c["objects"]) for c in conflicts])
+    records = [{"id": ids[d.key], "key": d.key, "action": d.action, "round": version, "reason": d.reason,
+                "inputs": _inputs_json(d)} for d in ds]
+    if records:
+        tx.run("record_decisions", {"rows": records, "version": version, "now": ts})
+    if decisions.rescored:
+        ends = {e.key: e for e in inputs.promoted_features}
+        rows_ = [{"key": k, "s_key": ends[k].subject_key, "o_key": ends[k].object_key, "p_hat": p}
+                 for k, p in decisions.rescored.items() if k in ends]
+        if rows_:
+            tx.run("rescore_promoted", {"rows": rows_})
+    if decisions.state is not None:
+        tx.run("policy_state_write", {"policy": policy, "state": decisions.state, "now": ts})
+    new_hash = add_terms(old_hash, added=[r["key"] for r in done])
+    close_version(tx, version, new_hash, kind="promotion", now=ts, note=decisions.note, promoted=len(done),
+                  decide_ms=decisions.decide_ms)
+    counts = {a: sum(1 for d in ds if d.action == a) for a in ("hold", "reject", "expire")}
+    budget = sum(1 for d in ds if d.action == "hold" and d.hold == "budget")
+    escalated = sum(1 for d in ds if d.action == "hold" and d.hold == "escalated")
+    return RoundSummary(version=version, candidates=len(ds), promoted=len(done), held=counts["hold"],
+                        rejected=counts["reject"], expired=counts["expire"], hash=new_hash, budget_held=budget,
+                        escalated=escalated)
+
+
+def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts: int = 3,
+              cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundSummary:
+    """Run one round of ``policy`` (any :class:`kgr.gauge.policies.Policy`) and write it as one version.
+
+    A :class:`RoundConflict` (the store moved while deciding) is retried from the read, at most
+    ``attempts`` times. ``summary.timings`` has the seconds per phase.
+    """
+    from kgr.gauge.constraints import functional_relations
+
+    last: RoundConflict | None = None
+    for _ in range(attempts):
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        context, state = read_context(graph, policy.name)
+        request = policy.plan(context, state)
+        inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
+        timings["read"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        decisions = policy.decide(inputs, state)
+        timings["decide"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        try:
+            summary = write_round(graph, decisions, inputs, policy=policy.name,
+                                  functional=functional_relations(schema), cache=cache)
+        except RoundConflict as exc:
+            last = exc
+            continue
+        timings["write"] = time.perf_counter() - t0
+        summary.timings = {k: round(v, 4) for k, v in timings.items()}
+        n = len(inputs.candidates)
+        summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
+        summary.expected_fmr = decisions_expected_fmr(decisions, inputs)
+        summary.escalated = len(decisions.escalated) if decisions.escalated else summary.escalated
+        return summary
+    assert last is not None
+    raise last
+
+
+def decisions_expected_fmr(decisions: RoundDecisions, inputs: RoundInputs) -> float | None:
+    """Predicted FMR of the promoted graph after the round: (Σ(1 − p̂) before + this round's) / scored edges."""
+    scored = [d.p_hat for d in decisions.decisions if d.action == "promote" and d.p_hat is not None]
+    ctx = inputs.context
+    base_false = ctx.promoted_expected_false
+    if decisions.rescored:
+        base_false = sum(1.0 - p for p in decisions.rescored.values())
+    n = ctx.promoted_scored + len(scored)
+    if n == 0:
+        return None
+    return (base_false + sum(1.0 - p for p in scored)) / n
