@@ -23,11 +23,25 @@ from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
+from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
-from kgr.store import admin, aging, merge, rounds, staging, versions
+from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
+from kgr.store import admin, aging, merge, review, rounds, staging, versions
 from kgr.store.connection import Graph, Neo4jSettings, connect
 
 __all__ = ["Engine", "FileStageReport"]
+
+
+def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
+    """``config`` with the calibrated policy's ``target_fmr`` replaced (when one is given)."""
+    if target_fmr is None:
+        return config
+    if policy != "calibrated":
+        raise KgrValidationError("target_fmr applies to the calibrated policy only", field="target_fmr")
+    from kgr.gauge.calibrated import CalibratedConfig
+
+    base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
+    return base.model_copy(update={"target_fmr": target_fmr})
 
 
 class FileStageReport(staging.StageReport):
@@ -108,12 +122,40 @@ class Engine:
         return self._policies[key]
 
     def promote(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
-                config: BaseModel | None = None) -> RoundSummary:
-        """One promotion round of ``policy`` (default: calibrated), written as one version."""
-        return rounds.run_round(self.graph, self.policy(policy, quorum=quorum, config=config), schema=self.schema)
+                config: BaseModel | None = None, target_fmr: float | None = None,
+                verifier: Verifier | None = None) -> RoundSummary:
+        """One promotion round of ``policy`` (default: calibrated), written as one version.
+
+        ``target_fmr`` sets the calibrated policy's target (its config otherwise). With a
+        ``verifier``, the candidates the round escalated are then re-read
+        (:meth:`reread`): their new evidence is decided in the next round, and
+        ``summary.reread`` says what was found.
+        """
+        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
+        summary = rounds.run_round(self.graph, chosen, schema=self.schema)
+        if verifier is not None and summary.escalated:
+            summary.reread = self.reread(verifier)
+        return summary
+
+    def reread(self, verifier: Verifier, *, limit: int = 1000, per_edge: int = 3) -> RereadReport:
+        """Re-read the chunks that mention both endpoints of escalated candidates (see :mod:`kgr.ingest.reread`)."""
+        from kgr.ingest.reread import reread
+
+        if self.schema is None:
+            raise KgrValidationError("re-reading needs the KG schema (the verifier reads with it)", field="schema")
+        return reread(self.graph, self.schema, verifier, limit=limit, per_edge=per_edge)
+
+    def review_queue(self, *, limit: int = 20) -> ReviewQueue:
+        """The candidates whose label would teach the scorer most, with their evidence (see :mod:`kgr.store.review`)."""
+        return review.review_queue(self.graph, limit=limit)
+
+    def label(self, labels: Iterable[EdgeLabel]) -> LabelReport:
+        """Record reviewer labels as one version; a promoted edge labelled false is retired."""
+        return review.record_labels(self.graph, list(labels))
 
     def promote_until_done(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
-                           config: BaseModel | None = None, max_rounds: int = 1000,
+                           config: BaseModel | None = None, target_fmr: float | None = None,
+                           verifier: Verifier | None = None, max_rounds: int = 1000,
                            on_round: Callable[[RoundSummary], None] | None = None) -> list[RoundSummary]:
         """Promotion rounds until the staged backlog is worked through; every round is one version.
 
@@ -125,10 +167,10 @@ class Engine:
         """
         if max_rounds < 1:
             raise KgrValidationError("max_rounds must be >= 1", field="max_rounds")
-        chosen = self.policy(policy, quorum=quorum, config=config)
+        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
         out: list[RoundSummary] = []
         while len(out) < max_rounds:
-            summary = rounds.run_round(self.graph, chosen, schema=self.schema)
+            summary = self.promote(policy=chosen, verifier=verifier)
             if summary.version is None and not out:
                 out.append(summary)  # nothing to decide: report the empty round once
                 break
@@ -136,7 +178,7 @@ class Engine:
                 out.append(summary)
                 if on_round is not None:
                     on_round(summary)
-            if summary.settled:
+            if summary.settled and not (summary.reread is not None and summary.reread.claims):
                 break
         return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 
 for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapshot"), ("export", "kgr.cli.export"),
-                       ("tool", "kgr.cli.tool")):
+                       ("review", "kgr.cli.review"), ("tool", "kgr.cli.tool")):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # an optional sub-app whose extra is missing
@@ -83,6 +83,14 @@ def promote(schema: SchemaOpt = None,
                 help="calibrated (P(true | evidence) held to a target FMR), gedig (votes + gauge + rewards) or "
                      "quorum (votes only).")] = DEFAULT_POLICY,
             quorum: Annotated[int | None, typer.Option(min=1, help="Minimum distinct sources.")] = None,
+            target_fmr: Annotated[float | None, typer.Option(
+                min=0.0001, max=0.9999,
+                help="Calibrated policy: the expected false-promotion rate to hold the promoted graph to "
+                     "(default 0.05).")] = None,
+            verify: Annotated[VerifierChoice, typer.Option(
+                help="Re-read the chunks of escalated candidates with this verifier after each round "
+                     "(rules: offline; llm: needs --model); none: leave them to `kgr review`.")] = "none",
+            model: Annotated[str | None, typer.Option(help="litellm model of the llm verifier.")] = None,
             until_done: Annotated[bool, typer.Option(
                 "--until-done", help="Repeat rounds (one version each) until the staged backlog is worked through.")] = False,
             max_rounds: Annotated[int, typer.Option(min=1, help="With --until-done: rounds at most.")] = 1000,
@@ -97,8 +105,9 @@ def promote(schema: SchemaOpt = None,
         if explain:
             emit(kg.explain(explain), json_, _print_explanation)
             return
+        verifier = _verifier(verify, model)
         if not until_done:
-            summary = kg.promote(policy=policy, quorum=quorum)
+            summary = kg.promote(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier)
             emit(summary, json_, lambda s: out.print(_round_line(s)))
             return
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -112,7 +121,8 @@ def promote(schema: SchemaOpt = None,
                 bar.update(task, description=f"promoting… round {totals['rounds']}: {totals['promoted']} promoted, "
                                              f"{s.deferred} deferred")
 
-            rounds = kg.promote_until_done(policy=policy, quorum=quorum, max_rounds=max_rounds, on_round=seen)
+            rounds = kg.promote_until_done(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier,
+                                           max_rounds=max_rounds, on_round=seen)
     result = {"rounds": [r.model_dump() for r in rounds],
               **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "held", "rejected", "expired")},
               "deferred": rounds[-1].deferred if rounds else 0}
@@ -126,9 +136,34 @@ def promote(schema: SchemaOpt = None,
     emit(result, json_, show)
 
 
+VerifierChoice = Literal["none", "rules", "llm"]
+
+
+def _verifier(kind: str, model: str | None):  # noqa: ANN202 - a Verifier or None (import kept lazy)
+    from kgr.errors import KgrValidationError
+
+    if kind == "none":
+        if model:
+            raise KgrValidationError("--model applies to --verify llm", field="model")
+        return None
+    from kgr.extract.verify import make_verifier
+
+    return make_verifier(kind, model=model) if kind == "llm" else make_verifier(kind)  # type: ignore[arg-type]
+
+
 def _round_line(s) -> str:  # noqa: ANN001 - a RoundSummary
+    extra = ""
+    if s.expected_fmr is not None:
+        extra += f", expected FMR {s.expected_fmr:.4f}"
+    if s.escalated:
+        extra += f", {s.escalated} escalated"
+    if s.retired:
+        extra += f", {s.retired} retired"
+    if s.reread is not None:
+        r = s.reread
+        extra += f"; re-read {r.claims} chunks: {r.supports} supports, {r.contradicts} contradicts, {r.silent} silent"
     return (f"version {s.version}: {s.promoted} promoted, {s.held} held, {s.rejected} rejected, {s.expired} expired "
-            f"of {s.candidates} candidates" + (f", {s.deferred} deferred" if s.deferred else "")
+            f"of {s.candidates} candidates" + (f", {s.deferred} deferred" if s.deferred else "") + extra
             + (" (round rolled back by audit)" if s.rolled_back else ""))
 
 
@@ -139,7 +174,17 @@ def _print_explanation(row: dict) -> None:
               f"{row['votes']} votes, confidence {row['confidence']:.3f}", markup=False)
     for d in row["decisions"]:
         out.print(f"  v{d['version']} {d['action']}: {d['reason']}", markup=False)
-        for k, v in sorted(json.loads(d["inputs"] or "{}").items()):
+        inputs = json.loads(d["inputs"] or "{}")
+        if "p_hat" in inputs and "gate" in inputs:  # the calibrated policy: p_hat, the gate, what moved it
+            tau = inputs.get("tau")
+            out.print(f"      p_hat = {inputs['p_hat']:.4f}, gate {inputs['gate']}, cut tau = "
+                      f"{'none' if tau is None else f'{tau:.4f}'} (target FMR {inputs.get('target_fmr')})", markup=False)
+            moved = ", ".join(f"{name} {value:+.2f}" for name, value in inputs.get("evidence", []))
+            out.print(f"      moved most (log-odds): {moved or 'nothing'}", markup=False)
+            feats = inputs.get("features", {})
+            out.print("      features: " + ", ".join(f"{k}={v:g}" for k, v in feats.items()), markup=False)
+            continue
+        for k, v in sorted(inputs.items()):
             out.print(f"      {k} = {v}", markup=False)
 
 

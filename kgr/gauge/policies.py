@@ -99,11 +99,6 @@ def _edge(c: CandidateRow, action: str, reason: str, inputs: dict, **extra) -> E
                         reason=reason, inputs=inputs, **extra)
 
 
-def _unchanged_hold(c: CandidateRow, hold: str | None) -> bool:
-    """Held again for the same reason on the same votes: nothing new to record."""
-    return c.status == "held" and c.decided_votes == c.votes and c.hold == hold and hold not in ("budget", "audit")
-
-
 # --------------------------------------------------------------------------------------------
 # quorum
 # --------------------------------------------------------------------------------------------
@@ -131,18 +126,15 @@ class QuorumPolicy:
     def decide(self, inputs: RoundInputs, state: str | None) -> RoundDecisions:
         started = time.perf_counter()
         q = self.config.quorum
-        out, unchanged, order = [], 0, []
+        out, order = [], []
         for c in inputs.candidates:
             ok = c.votes >= q
-            if not ok and _unchanged_hold(c, "quorum"):
-                unchanged += 1
-                continue
             out.append(_edge(c, "promote" if ok else "hold", f"votes {c.votes} {'>=' if ok else '<'} quorum {q}",
                              {"votes": c.votes, "quorum": q, "confidence": c.confidence},
                              hold=None if ok else "quorum"))
             if ok:
                 order.append(c.key)
-        return RoundDecisions(decisions=out, promoted_order=tuple(order), unchanged=unchanged, note=f"quorum {q}",
+        return RoundDecisions(decisions=out, promoted_order=tuple(order), note=f"quorum {q}",
                               decide_ms=(time.perf_counter() - started) * 1000.0)
 
 
@@ -198,21 +190,18 @@ class GedigPolicy:
         by_key = {c.key: c for c in inputs.candidates}
         promoted = [by_key[d.key] for d in round_.decisions if d.action == "promote"]
         demoted = functional_losers(promoted, functional_relations(inputs.schema), index.objects)
-        out, unchanged = [], 0
+        out = []
         for d in round_.decisions:
             c = by_key[d.key]
             hold = d.hold or ("gate" if d.action == "hold" else None)
             if d.key in demoted:
                 d = d.model_copy(update={"action": "hold", "reason": demoted[d.key]})
                 hold = "functional"
-            if d.action == "hold" and _unchanged_hold(c, hold):
-                unchanged += 1
-                continue
             payload = json.loads(d.model_dump_json())
             payload.pop("key", None)
             out.append(_edge(c, d.action, d.reason, payload, hold=hold if d.action == "hold" else None))
         order = tuple(k for k in round_.promoted if k not in demoted)
-        return RoundDecisions(decisions=out, promoted_order=order, state=st.model_dump_json(), unchanged=unchanged,
+        return RoundDecisions(decisions=out, promoted_order=order, state=st.model_dump_json() if out else None,
                               note="gedig policy", decide_ms=(time.perf_counter() - started) * 1000.0)
 
 

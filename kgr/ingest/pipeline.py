@@ -442,6 +442,7 @@ class _Draft:
     proposals: list[tuple[str, str, str]]
     rejections: list[Rejection]
     extractor: str
+    quality: float | None = None
 
 
 @dataclass
@@ -455,6 +456,7 @@ class _Work:
     keys: list[str]
     proposals: list[tuple[str, str, str]]
     extractor: str
+    quality: float | None = None
     future: asyncio.Future = field(repr=False, default=None)  # type: ignore[assignment]
 
 
@@ -580,6 +582,7 @@ class _Pipeline:
         proposals: list[tuple[str, str, str]] = []
         rejections: list[Rejection] = []
         extractor_name = ""
+        score: float | None = None
 
         def tool(name: str, payload: dict[str, Any]) -> dict[str, Any]:
             calls[name] += 1
@@ -605,6 +608,7 @@ class _Pipeline:
                 continue
             coverage = tool("query_coverage_feedback", base)
             quality = tool("query_quality_metrics", base)
+            score = quality.get("overall_score")
             fb = tool("query_iterative_feedback", {**base, "extraction_history": [*history, base["extracted_kg"]],
                                                    "feedback_history": feedback[-50:],
                                                    "max_iterations": cfg.max_rounds})
@@ -617,7 +621,8 @@ class _Pipeline:
 
         out.tool_calls = dict(calls)
         return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
-                      extractor=extractor_name or self.config.extractor)
+                      extractor=extractor_name or self.config.extractor,
+                      quality=None if score is None else float(score) / 100.0)
 
     async def _finish(self, chunk: Chunk, out: ChunkOutcome, draft: _Draft) -> _Work:
         """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
@@ -648,7 +653,7 @@ class _Pipeline:
         out.rejected = len(rejections)
         out.rejections = rejections[:MAX_LISTED]
         return _Work(chunk=chunk, outcome=out, assertions=assertions, entities=entities, keys=keys,
-                     proposals=props, extractor=draft.extractor)
+                     proposals=props, extractor=draft.extractor, quality=draft.quality)
 
     def _resolved(self, etype: str, name: str) -> str:
         try:
@@ -745,7 +750,8 @@ class _Pipeline:
         assertions = [a for w in group for a in w.assertions]
         entities = [e for w in group for e in w.entities]
         finished = sorted(({"chunk_id": w.chunk.id, "entity_keys": sorted(set(w.keys)), "extractor": w.extractor,
-                            "rounds": w.outcome.rounds} for w in group), key=lambda r: r["chunk_id"])
+                            "rounds": w.outcome.rounds, "quality": w.quality} for w in group),
+                          key=lambda r: r["chunk_id"])
 
         def unit(tx: Tx) -> StageReport:
             rep = write_batch(tx, assertions, schema=self.schema, entities=entities)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kgr.model.review import RereadReport
+
 __all__ = ["Action", "EdgeDecision", "RoundSummary"]
 
 Action = Literal["promote", "hold", "reject", "expire", "retire", "restore", "label"]
@@ -41,6 +43,7 @@ class RoundSummary(BaseModel):
     held: int = 0
     rejected: int = 0
     expired: int = 0
+    retired: int = Field(0, description="promoted edges retired (their expected FMR no longer fits the target)")
     deferred: int = Field(0, description="undecided edges left for later rounds (a round decides a bounded number)")
     rolled_back: bool = False
     escalated: int = Field(0, description="ambiguous candidates that need more evidence (verifier or review)")
@@ -48,6 +51,8 @@ class RoundSummary(BaseModel):
     expected_fmr: float | None = Field(None, description="predicted false-promotion rate of the promoted graph after "
                                                          "the round: sum(1 - p_hat) / promoted edges with a score")
     policy: str = Field("", description="the policy that decided the round")
+    reread: RereadReport | None = Field(None, description="what re-reading the escalated candidates found, when a "
+                                                         "verifier was given")
     hash: str = ""
     timings: dict[str, float] = Field(default_factory=dict, description="seconds per phase")
     graph_read: dict[str, int | str] = Field(default_factory=dict,

@@ -265,7 +265,7 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
     if summary.version is not None:
         store = cache or PROMOTED_CACHE
         promoted = [d for d in ds if d.action == "promote" and d.key not in demoted]
-        if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted:
+        if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted and not summary.retired:
             added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes))
                      for d in promoted]
             store.advance(graph, base, summary.version, summary.hash, added, inputs.entity_types)
@@ -295,6 +295,9 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                "reason": d.reason, "votes": d.inputs.get("votes"), "hold": d.hold, "p_hat": d.p_hat,
                "features": d.features, "feature_set": d.feature_set}
               for d in ds if d.action in _STATUS]
+    retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason}
+              for d in ds if d.action == "retire"]
+    gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "held"}) if retire else []
     done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts, "epoch": inputs.epoch}) \
         if promote else []
     if others:
@@ -319,15 +322,15 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
             tx.run("rescore_promoted", {"rows": rows_})
     if decisions.state is not None:
         tx.run("policy_state_write", {"policy": policy, "state": decisions.state, "now": ts})
-    new_hash = add_terms(old_hash, added=[r["key"] for r in done])
+    new_hash = add_terms(old_hash, added=[r["key"] for r in done], removed=[r["key"] for r in gone])
     close_version(tx, version, new_hash, kind="promotion", now=ts, note=decisions.note, promoted=len(done),
-                  decide_ms=decisions.decide_ms)
+                  retired=len(gone), decide_ms=decisions.decide_ms)
     counts = {a: sum(1 for d in ds if d.action == a) for a in ("hold", "reject", "expire")}
     budget = sum(1 for d in ds if d.action == "hold" and d.hold == "budget")
     escalated = sum(1 for d in ds if d.action == "hold" and d.hold == "escalated")
     return RoundSummary(version=version, candidates=len(ds), promoted=len(done), held=counts["hold"],
-                        rejected=counts["reject"], expired=counts["expire"], hash=new_hash, budget_held=budget,
-                        escalated=escalated)
+                        rejected=counts["reject"], expired=counts["expire"], retired=len(gone), hash=new_hash,
+                        budget_held=budget, escalated=escalated)
 
 
 def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts: int = 3,

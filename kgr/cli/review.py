@@ -1,0 +1,85 @@
+"""``kgr review queue|label``: the review loop for people."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.errors import KgrValidationError
+from kgr.model.review import EdgeLabel
+
+app = typer.Typer(no_args_is_help=True, help="Label the candidates whose answer would teach the scorer most.")
+
+#: Largest label file read (bytes).
+MAX_LABEL_FILE = 50 * 1024 * 1024
+
+
+def read_labels(path: Path) -> list[EdgeLabel]:
+    """Every line of a label JSONL file; any bad line fails the whole file with its line number."""
+    if not path.is_file():
+        raise KgrValidationError(f"no such file: {path}", field="path")
+    if path.stat().st_size > MAX_LABEL_FILE:
+        raise KgrValidationError(f"{path} is larger than {MAX_LABEL_FILE} bytes", field="path")
+    labels: list[EdgeLabel] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KgrValidationError(f"{path} is not UTF-8 (byte {exc.start})", field="path") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            labels.append(EdgeLabel.model_validate_json(line))
+        except ValidationError as exc:
+            err = KgrValidationError.from_pydantic(exc)
+            raise KgrValidationError(f"{path}:{n}: {err} (nothing was recorded)", field="labels") from None
+    return labels
+
+
+@app.command("queue")
+@errors_to_exit
+def queue(limit: Annotated[int, typer.Option(min=1, max=1000, help="Items at most.")] = 20,
+          json_: JsonOpt = False) -> None:
+    """The candidates whose label would teach the scorer most (uncertainty about the cut x impact), with evidence.
+
+    Answer them in a JSONL file, one line each: {"key": ..., "label": true|false, "reviewer": ...},
+    and record it with `kgr review label FILE`.
+    """
+    with open_engine() as kg:
+        q = kg.review_queue(limit=limit)
+
+    def show(q) -> None:  # noqa: ANN001 - a ReviewQueue
+        tau = "none yet" if q.tau is None else f"{q.tau:.4f}"
+        out.print(f"{len(q.items)} candidates to review (promotion cut tau = {tau})", markup=False)
+        for it in q.items:
+            out.print(f"{it.key}  p_hat={it.p_hat:.3f}  priority={it.priority:.3f}  {it.status}", markup=False)
+            out.print(f"    ({it.subject}) -[{it.relation}]-> ({it.object})  votes {it.votes}, documents {it.documents}",
+                      markup=False)
+            for v in it.verdicts:
+                out.print(f"    verifier: {v}", markup=False)
+            for e in it.evidence[:3]:
+                where = e.document or e.source
+                quote = f': "{e.quote}"' if e.quote else ""
+                out.print(f"    from {where}{quote}", markup=False)
+
+    emit(q, json_, show)
+
+
+@app.command("label")
+@errors_to_exit
+def label(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Lines {\"key\", \"label\", \"reviewer\"}.")],
+          json_: JsonOpt = False) -> None:
+    """Record labels as one version: the scorer refits on them; a promoted edge labelled false is retired."""
+    labels = read_labels(path)
+    with open_engine() as kg:
+        rep = kg.label(labels)
+    emit(rep, json_, lambda r: out.print(
+        f"version {r.version}: {r.labelled} labels recorded ({r.relabelled} replaced), {r.retired} promoted edges "
+        f"retired, {r.rejected} staged edges rejected", markup=False))
+
+
+__all__ = ["app", "read_labels"]

@@ -1,0 +1,125 @@
+"""The review loop and corpus re-reading, as data: labels people give, the queue they answer,
+the claims a verifier re-reads and what it answered.
+
+A label line (``kgr review label FILE.jsonl``, ``schemas/edge_label.schema.json``)::
+
+    {"key": "3f2a9c0e1b7d4a5f6c8e9d01", "label": false, "reviewer": "ada@example.org"}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EdgeLabel", "LabelReport", "EvidenceLink", "ReviewItem", "ReviewQueue", "ClaimRow", "VerdictRow",
+           "RereadReport", "EDGE_KEY"]
+
+#: An edge key: 24 lowercase hex digits.
+EDGE_KEY = r"^[0-9a-f]{24}$"
+Answer = Literal["supports", "contradicts", "silent"]
+
+
+class EdgeLabel(BaseModel):
+    """One reviewer's answer about one staged or promoted edge."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: Annotated[str, Field(pattern=EDGE_KEY, description="the edge key, as `kgr review queue` lists it")]
+    label: bool = Field(description="true: the triple is a fact; false: it is not")
+    reviewer: Annotated[str, Field(min_length=1, max_length=200, description="who answered (recorded)")]
+
+
+class LabelReport(BaseModel):
+    """What ``kgr review label`` changed (one version)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int | None = Field(None, description="the version that recorded the labels (None: nothing to record)")
+    labelled: int = 0
+    relabelled: int = Field(0, description="edges that already had a label (the new one replaces it)")
+    retired: int = Field(0, description="promoted edges labelled false, retired in this version")
+    rejected: int = Field(0, description="staged edges labelled false, rejected")
+    hash: str = ""
+
+
+class EvidenceLink(BaseModel):
+    """One vote's provenance: source, chunk, document and a short quote."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    chunk_id: str | None = None
+    document: str | None = None
+    quote: str | None = None
+
+
+class ReviewItem(BaseModel):
+    """A candidate whose label would teach the scorer most, with its evidence chain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    subject: str
+    relation: str
+    object: str
+    subject_key: str
+    object_key: str
+    status: str = Field(description="held (escalated or below the cut) or promoted")
+    p_hat: float
+    priority: float = Field(description="uncertainty x impact: the order of the queue")
+    votes: int
+    documents: int
+    verdicts: list[str] = Field(default_factory=list, description="verifier answers so far, e.g. 'supports: c12'")
+    evidence: list[EvidenceLink] = Field(default_factory=list)
+
+
+class ReviewQueue(BaseModel):
+    """``kgr review queue``: the items, best first, and the cut they were ranked against."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tau: float | None = Field(description="the calibrated policy's last promotion cut on p_hat")
+    items: list[ReviewItem]
+
+
+class ClaimRow(BaseModel):
+    """A (candidate, chunk) pair to re-read: the chunk mentions both endpoints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    edge_key: str
+    subject: str
+    subject_type: str
+    relation: str
+    object: str
+    object_type: str
+    chunk_id: str
+    chunk_text: str
+
+
+class VerdictRow(BaseModel):
+    """A verifier's answer to one claim, as the store records it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    edge_key: str
+    chunk_id: str
+    answer: Answer
+    verifier: str
+    quote: str = ""
+
+
+class RereadReport(BaseModel):
+    """What a corpus re-reading pass did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    edges: int = Field(0, description="candidates whose chunks were re-read")
+    claims: int = Field(0, description="(candidate, chunk) pairs read")
+    supports: int = 0
+    contradicts: int = 0
+    silent: int = 0
+    no_chunks: int = Field(0, description="candidates with no chunk mentioning both endpoints (left to review)")
+    cost_usd: float | None = 0.0
+    failures: int = 0

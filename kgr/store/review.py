@@ -1,0 +1,132 @@
+"""The review loop on the store: the queue people answer, and the labels they give.
+
+**Queue** (:func:`review_queue`). Candidates whose label would teach the scorer most: scored
+staged edges without a label, held (escalated or below the cut) or promoted. The pool nearest the
+calibrated policy's cut :math:`\\tau` is read, ranked by :func:`kgr.gauge.review.review_priority`
+(uncertainty about the cut × impact), and the top ``limit`` items come back with their evidence
+chain: sources → chunks → documents with a short quote, and the verifier answers so far.
+
+**Labels** (:func:`record_labels`), one version per call, in one transaction:
+
+- every label is recorded as a ``(:ReviewLabel {edge_key})`` (a new label replaces the old one)
+  and as a decision (``action: label``, the reviewer in its inputs);
+- a staged edge labelled ``false`` is rejected; a **promoted edge labelled false is retired** in
+  this version (its ``valid_to`` set, the content hash updated, a ``retire`` decision recorded);
+- a promoted edge labelled ``true`` gets :math:`\\hat p = 1`;
+- every labelled edge's evidence revision moves, so the next round decides it again and the
+  scorer refits on the labels (:mod:`kgr.gauge.scorer`).
+
+Unknown keys fail the whole call with their list: nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.gauge.review import review_priority
+from kgr.model.review import EdgeLabel, EvidenceLink, LabelReport, ReviewItem, ReviewQueue
+from kgr.store.connection import Graph, Tx
+from kgr.store.rounds import policy_state
+from kgr.store.versions import add_terms, close_version, open_version
+
+__all__ = ["review_queue", "record_labels", "current_tau", "POOL"]
+
+#: Scored edges nearest the cut read to rank the queue from.
+POOL = 5000
+
+
+def current_tau(graph: Graph) -> float | None:
+    """The calibrated policy's last promotion cut, or None before its first round."""
+    raw = policy_state(graph, "calibrated")
+    if not raw:
+        return None
+    try:
+        tau = json.loads(raw).get("last_tau")
+    except ValueError:
+        return None
+    return float(tau) if isinstance(tau, (int, float)) else None
+
+
+def review_queue(graph: Graph, *, limit: int = 20) -> ReviewQueue:
+    """The ``limit`` candidates whose label would teach most, best first (see the module docstring)."""
+    if not 1 <= limit <= 1000:
+        raise KgrValidationError("limit must be between 1 and 1000", field="limit")
+    tau = current_tau(graph)
+    rows = graph.read("review_pool", {"tau": 0.5 if tau is None else tau, "pool": POOL})[0]["rows"]
+    if not rows:
+        return ReviewQueue(tau=tau, items=[])
+    keys = [r[0] for r in rows]
+    p_hat = [float(r[7]) for r in rows]
+    relations = [r[2] for r in rows]
+    prio = review_priority(p_hat, relations, tau=0.5 if tau is None else tau)
+    top = sorted(range(len(rows)), key=lambda i: (-prio[i], keys[i]))[:limit]
+    ev = {r["key"]: r for r in graph.read("review_evidence", {"rows": [
+        {"key": rows[i][0], "s_key": rows[i][4], "o_key": rows[i][5]} for i in top]})}
+    items = []
+    for i in top:
+        key, s, rel, o, s_key, o_key, status, p, votes, _sup, _con, _sil = rows[i]
+        e = ev.get(key, {"links": [], "verdicts": []})
+        links = [EvidenceLink(source=src, chunk_id=cid, document=doc, quote=quote) for src, cid, doc, quote in e["links"]]
+        items.append(ReviewItem(key=key, subject=s, relation=rel, object=o, subject_key=s_key, object_key=o_key,
+                                status=status, p_hat=float(p), priority=float(prio[i]), votes=int(votes),
+                                documents=len({lk.document or lk.source.split("#")[0] for lk in links}) or int(votes),
+                                verdicts=sorted(e["verdicts"]), evidence=links))
+    return ReviewQueue(tau=tau, items=items)
+
+
+def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | None = None) -> LabelReport:
+    """Record reviewer labels as one version (see the module docstring).
+
+    Raises
+    ------
+    KgrNotFound
+        Some keys name no staged edge (listed; nothing is written).
+    KgrValidationError
+        One key labelled twice with different answers in the same call.
+    """
+    if not labels:
+        return LabelReport()
+    by_key: dict[str, EdgeLabel] = {}
+    for lab in labels:
+        old = by_key.get(lab.key)
+        if old is not None and old.label != lab.label:
+            raise KgrValidationError(f"edge {lab.key} is labelled both true and false in one call", field="label")
+        by_key[lab.key] = lab
+    found = {r[0]: r for r in graph.read("labels_find_edges", {"keys": sorted(by_key)})[0]["rows"]}
+    missing = sorted(set(by_key) - set(found))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise KgrNotFound(f"no staged edge with key {shown}: nothing was recorded")
+    ts = time.time() if now is None else now
+
+    def unit(tx: Tx) -> LabelReport:
+        version, old_hash = open_version(tx)
+        rows = [{"key": k, "s_key": found[k][1], "o_key": found[k][2], "label": lab.label, "reviewer": lab.reviewer}
+                for k, lab in sorted(by_key.items())]
+        tx.run("labels_write", {"rows": rows, "now": ts, "version": version})
+        retire = [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
+                   "reason": f"labelled false by {r['reviewer']}"} for r in rows
+                  if not r["label"] and found[r["key"]][3] == "promoted"]
+        gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "rejected"}) if retire else []
+        sure = [r for r in rows if r["label"] and found[r["key"]][3] == "promoted"]
+        if sure:
+            tx.run("label_promoted_p_hat", {"rows": sure})
+        decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "label", "round": version,
+                      "reason": f"labelled {'true' if r['label'] else 'false'} by {r['reviewer']}",
+                      "inputs": json.dumps({"label": r["label"], "reviewer": r["reviewer"],
+                                            "status_before": found[r["key"]][3]})} for r in rows]
+        decisions += [{"id": uuid.uuid4().hex, "key": g["key"], "action": "retire", "round": version,
+                       "reason": next(r["reason"] for r in retire if r["key"] == g["key"]),
+                       "inputs": json.dumps({"label": False})} for g in gone]
+        tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
+        new_hash = add_terms(old_hash, removed=[g["key"] for g in gone])
+        close_version(tx, version, new_hash, kind="label", now=ts, note=f"{len(rows)} labels", retired=len(gone))
+        rejected = sum(1 for r in rows if not r["label"] and found[r["key"]][3] in ("pending", "held", "expired"))
+        return LabelReport(version=version, labelled=len(rows), relabelled=sum(1 for r in rows if found[r["key"]][4] is not None),
+                           retired=len(gone), rejected=rejected, hash=new_hash)
+
+    return graph.write_unit(unit)
