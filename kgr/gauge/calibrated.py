@@ -1,27 +1,30 @@
 r"""The calibrated promotion policy: promote to a target false-promotion rate.
 
 Every candidate gets :math:`\hat p = P(\text{true} \mid \text{evidence})` from its evidence features
-(:mod:`kgr.gauge.features`) and the scorer (:mod:`kgr.gauge.scorer`). A round then promotes the
-set that maximises acceptance while the *expected* false-promotion rate of the promoted graph stays
-within the target :math:`\varphi` (``target_fmr``):
+(:mod:`kgr.gauge.features`) and the scorer (:mod:`kgr.gauge.scorer`). The policy keeps the
+promoted graph the largest set whose *expected* false-promotion rate stays within the target
+:math:`\varphi` (``target_fmr``):
 
 .. math::
 
-    \widehat{\mathrm{FMR}} = \frac{\sum_{e \in P} (1 - \hat p_e)}{|P|} \le \varphi ,
+    \widehat{\mathrm{FMR}}(P) = \frac{\sum_{e \in P} (1 - \hat p_e)}{|P|} \le \varphi .
 
-:math:`P` the promoted edges after the round (those promoted earlier keep their recorded
-:math:`\hat p`, rescored when labels refit the scorer). For a fixed set already promoted, the
-largest admissible set of new edges is a prefix of the candidates sorted by :math:`\hat p`
-(taking a less likely edge before a likelier one can only use more of the error budget), so the
-round computes the cut
+For a fixed size, the set with the smallest expected number of false edges is the top of the
+ranking by :math:`\hat p`, so the best admissible set is a prefix of everything scored — the
+promoted edges (their recorded :math:`\hat p`, rescored when labels refit the scorer; unscored
+and reviewer-confirmed ones count as certain) and this round's candidates — sorted by
+:math:`\hat p`. The round computes its cut
 
 .. math::
 
-    \tau = \min\Bigl\{\hat p_{(k)} : \frac{E_0 + \sum_{i \le k} (1 - \hat p_{(i)})}{n_0 + k} \le \varphi\Bigr\}
-    \quad (\hat p_{(1)} \ge \hat p_{(2)} \ge \ldots),
+    \tau = \min\Bigl\{\hat p_{(k)} : \frac{\sum_{i \le k} (1 - \hat p_{(i)})}{n_1 + k} \le \varphi,\
+    \hat p_{(k)} \ge p_{\min}\Bigr\} \quad (\hat p_{(1)} \ge \hat p_{(2)} \ge \ldots),
 
-with :math:`E_0, n_0` the expected false promotions and size of the promoted graph, and never
-below ``min_p`` (0.5: nothing more likely false than true is promoted).
+(:math:`n_1` the certain edges, :math:`p_{\min}` = ``min_p``, 0.5: nothing more likely false
+than true is promoted), promotes the candidates at or above it and, when the promoted graph would
+exceed the target, **retires** the least likely promoted edges below the cut (an *exchange*: a
+candidate better supported than an edge promoted earlier takes its place instead of being locked
+out by an error budget already spent). Retired edges stay staged and may return.
 
 **The gates on** :math:`\hat p` keep their geDIG meaning:
 
@@ -210,21 +213,27 @@ class CalibratedPolicy:
             st.effective_n = min(float(cfg.prior_cap), cfg.prior_strength * st.effective_n + len(fit_X))
         # rescore promoted edges when labels refit the model
         rescored: dict[str, float] = {}
-        base_false, base_n = ctx.promoted_expected_false, ctx.promoted_scored
+        labelled_true = {lab.key for lab in inputs.labels if lab.label}
         if refit and inputs.promoted_features and model is not None:
             rows = [e for e in inputs.promoted_features if e.feature_set == FEATURE_SET and len(e.features) == len(FEATURES)]
             if rows:
                 ps = predict(model, np.array([e.features for e in rows]))
-                labels = {lab.key: lab.label for lab in inputs.labels}
-                rescored = {e.key: float(1.0 if labels.get(e.key) else p_) for e, p_ in zip(rows, ps)}
-                base_false = sum(1.0 - v for v in rescored.values())
-                base_n = len(rescored)
+                rescored = {e.key: float(1.0 if e.key in labelled_true else p_) for e, p_ in zip(rows, ps)}
         st.labels_seen = ctx.labels
-        retired = self._retire_overshoot(rescored, inputs, decisions)
-        if retired:
-            base_false -= sum(1.0 - rescored.pop(k) for k in retired)
-            base_n -= len(retired)
-        tau = promotion_cut(p, target=cfg.target_fmr, base_false=base_false, base_n=base_n, min_p=cfg.min_p)
+        # the promoted edges that carry a score (unscored and labelled-true ones count as certain)
+        pr = inputs.promoted
+        held_scores: dict[str, tuple[float, str, str]] = {}
+        certain = 0
+        for k, s_, o_, sc in zip(pr.key, pr.subject, pr.object, pr.score or [None] * len(pr)):
+            sc = rescored.get(k, sc)
+            if sc is None or k in labelled_true:
+                certain += 1
+            else:
+                held_scores[k] = (float(sc), s_, o_)
+        # the cut over everything scored: the promoted edges and this round's candidates
+        eligible = cand_labels != 0
+        pool = np.concatenate([np.array([v[0] for v in held_scores.values()]), p[eligible]])
+        tau = promotion_cut(pool, target=cfg.target_fmr, base_n=certain, min_p=cfg.min_p)
         st.last_tau = None if math.isinf(tau) else tau
         # AG: would one supporting verifier answer carry it over the cut?
         ag = np.zeros(len(scored), bool)
@@ -239,6 +248,7 @@ class CalibratedPolicy:
         chosen = order[:cfg.max_promotions_per_round]
         losers = functional_losers([cands[scored[j]] for j in chosen], functional_relations(inputs.schema), index.objects)
         chosen_set = {j for j in chosen if cands[scored[j]].key not in losers}
+        self._exchange(held_scores, certain, [float(p[j]) for j in chosen_set], tau, decisions, rescored)
         promoted_order = []
         tau_txt = "inf" if math.isinf(tau) else f"{tau:.4f}"
         for j, i in enumerate(scored):
@@ -275,31 +285,29 @@ class CalibratedPolicy:
                               rescored=rescored, note=f"calibrated policy, target FMR {cfg.target_fmr}",
                               decide_ms=(time.perf_counter() - started) * 1000.0, escalated=escalated)
 
-    def _retire_overshoot(self, rescored: dict[str, float], inputs: RoundInputs,
-                          decisions: list[EdgeDecision]) -> list[str]:
-        """After a refit: retire the least likely promoted edges until the expected FMR fits the target again."""
+    def _exchange(self, held: dict[str, tuple[float, str, str]], certain: int, new: list[float], tau: float,
+                  decisions: list[EdgeDecision], rescored: dict[str, float]) -> None:
+        """Retire the least likely promoted edges below the cut while the expected FMR exceeds the target.
+
+        The promoted set then stays a top slice of everything scored: a candidate better supported
+        than an edge promoted earlier takes its place instead of being locked out by a spent error
+        budget (and after a refit lowers old scores, the graph is brought back within the target).
+        """
         cfg = self.config
-        if not rescored:
-            return []
-        labels = {lab.key: lab.label for lab in inputs.labels}
-        false, n = sum(1.0 - p for p in rescored.values()), len(rescored)
-        if false / n <= cfg.target_fmr + 1e-12:
-            return []
-        ends = {e.key: e for e in inputs.promoted_features}
-        out = []
-        for p_, k in sorted((p_, k) for k, p_ in rescored.items() if labels.get(k) is not True):
-            if false / max(n, 1) <= cfg.target_fmr + 1e-12:
+        false = sum(1.0 - v[0] for v in held.values()) + sum(1.0 - x for x in new)
+        n = certain + len(held) + len(new)
+        for k, (p_, s_, o_) in sorted(held.items(), key=lambda kv: (kv[1][0], kv[0])):
+            if n == 0 or false / n <= cfg.target_fmr + 1e-12 or p_ >= tau:
                 break
-            e = ends[k]
             decisions.append(EdgeDecision(
-                key=k, subject_key=e.subject_key, object_key=e.object_key, action="retire", p_hat=p_,
-                reason=(f"refit after labels: expected FMR of the promoted graph {false / n:.4f} > target "
-                        f"{cfg.target_fmr}; p_hat={p_:.4f} is among the lowest"),
-                inputs={"p_hat": p_, "expected_fmr": false / n, "target_fmr": cfg.target_fmr}))
-            out.append(k)
+                key=k, subject_key=s_, object_key=o_, action="retire", p_hat=p_,
+                reason=(f"p_hat={p_:.4f} < tau={tau:.4f}: exchanged for better-supported candidates to keep the "
+                        f"expected FMR of the promoted graph ({false / n:.4f}) within the target {cfg.target_fmr}"),
+                inputs={"p_hat": p_, "tau": None if math.isinf(tau) else tau, "expected_fmr": false / n,
+                        "target_fmr": cfg.target_fmr}))
+            rescored.pop(k, None)
             false -= 1.0 - p_
             n -= 1
-        return out
 
     # -- features ---------------------------------------------------------------------------------
     def features(self, cands: list[CandidateRow], inputs: RoundInputs, r_contr: list[float], cons: list) -> np.ndarray:
@@ -358,7 +366,8 @@ class CalibratedPolicy:
             self._kge = CrossFitter(dim=self.config.embedding_dim)
         f = eg.facts
         query = ~eg.promoted
-        scores = self._kge.scores(f, query, entity_types=eg.vocab.entity_types, entity_keys=eg.vocab.entities)
+        scores = self._kge.scores(f, query, entity_types=eg.vocab.entity_types, entity_keys=eg.vocab.entities,
+                                  relation_keys=eg.vocab.relations)
         rank = np.full(len(f), np.nan)
         rank[np.nonzero(query)[0]] = scores.rank_quantile
         r = rank[eg.cand_row]

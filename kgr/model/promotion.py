@@ -43,7 +43,7 @@ __all__ = [
 #: ``Engine.promote``); implementations in :mod:`kgr.gauge.policies`.
 PolicyName = Literal["calibrated", "gedig", "quorum"]
 POLICY_NAMES: tuple[PolicyName, ...] = ("calibrated", "gedig", "quorum")
-DEFAULT_POLICY: PolicyName = "gedig"  # TEMP
+DEFAULT_POLICY: PolicyName = "calibrated"
 
 #: Why a candidate was last held: ``quorum`` (too few votes), ``evidence`` (scored too low),
 #: ``escalated`` (ambiguous: waiting for a verifier or a reviewer), ``budget`` (acceptable, but the
@@ -184,8 +184,9 @@ class CandidateRow:
 class EdgeList:
     """Typed directed edges by entity key, as parallel lists (one promoted or staged fact each).
 
-    ``weight`` is the vote count (distinct sources) behind each edge; ``key`` the edge keys (may
-    be empty when the reader did not need them).
+    ``weight`` is the vote count (distinct sources) behind each edge; ``key`` the edge keys and
+    ``score`` their recorded :math:`\\hat p` (None where none was recorded); both may be empty
+    when the reader did not need them.
     """
 
     subject: Sequence[str] = ()
@@ -193,10 +194,12 @@ class EdgeList:
     object: Sequence[str] = ()
     weight: Sequence[float] = ()
     key: Sequence[str] = ()
+    score: Sequence[float | None] = ()
 
     def __post_init__(self) -> None:
         n = len(self.subject)
-        if not (len(self.relation) == len(self.object) == len(self.weight) == n) or len(self.key) not in (0, n):
+        if not (len(self.relation) == len(self.object) == len(self.weight) == n) or len(self.key) not in (0, n) \
+                or len(self.score) not in (0, n):
             raise ValueError("EdgeList columns must have the same length")
 
     def __len__(self) -> int:

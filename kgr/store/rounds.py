@@ -125,7 +125,8 @@ class PromotedGraphCache:
         if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
             return hit.edges, hit.types, True
         r = graph.read("round_promoted_read")[0]
-        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"])
+        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"],
+                         [x[0] for x in r["score"]])
         types = dict(zip(r["subject"], r["subject_type"]))
         types.update(zip(r["object"], r["object_type"]))
         with self._lock:
@@ -133,8 +134,8 @@ class PromotedGraphCache:
         return edges, types, False
 
     def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
-                added: Sequence[tuple[str, str, str, float, str]], types: dict[str, str]) -> None:
-        """Move the cached copy from ``base`` to ``version`` by appending ``added`` (key, s, r, o, votes)."""
+                added: Sequence[tuple[str, str, str, str, float, float | None]], types: dict[str, str]) -> None:
+        """Move the cached copy from ``base`` to ``version`` by appending ``added`` (key, s, r, o, votes, p_hat)."""
         with self._lock:
             hit = self._by_store.get(self._store(graph))
             if hit is None or hit.version != base.version or hit.hash != base.hash:
@@ -143,7 +144,7 @@ class PromotedGraphCache:
             e = hit.edges
             edges = EdgeList(list(e.subject) + [a[1] for a in added], list(e.relation) + [a[2] for a in added],
                              list(e.object) + [a[3] for a in added], list(e.weight) + [a[4] for a in added],
-                             list(e.key) + [a[0] for a in added])
+                             list(e.key) + [a[0] for a in added], list(e.score) + [a[5] for a in added])
             merged = dict(hit.types)
             for a in added:
                 merged.setdefault(a[1], types.get(a[1], a[1].partition(":")[0]))
@@ -265,8 +266,9 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
     if summary.version is not None:
         store = cache or PROMOTED_CACHE
         promoted = [d for d in ds if d.action == "promote" and d.key not in demoted]
-        if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted and not summary.retired:
-            added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes))
+        if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted and not summary.retired \
+                and not decisions.rescored:
+            added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes), d.p_hat)
                      for d in promoted]
             store.advance(graph, base, summary.version, summary.hash, added, inputs.entity_types)
         else:  # promotions of edges the round did not read: re-read next time
