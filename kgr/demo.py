@@ -45,7 +45,9 @@ class DemoReport(BaseModel):
 
 def run_demo(*, progress: bool = True) -> DemoReport:
     """Ingest ``examples/corpus`` with the rules extractor (schema ``examples/schema.json``) into the
-    database ``NEO4J_URI`` names (else the managed local Neo4j), then run a promotion round.
+    database ``NEO4J_URI`` names (else the managed local Neo4j), then run promotion rounds with the
+    calibrated policy until the backlog is settled, re-reading the corpus (offline rules verifier)
+    for the candidates it escalates.
 
     Idempotent: a second run finds every chunk processed, stages nothing and — with no new vote and
     the store already promoted once — runs no promotion round, so the graph (and its hash) stays
@@ -63,7 +65,9 @@ def run_demo(*, progress: bool = True) -> DemoReport:
             report = ingest(kg.graph, [ex / "corpus"], kg.schema, config=IngestConfig(extractor="rules"),
                             on_progress=tick)
         if report.new_votes or before.version == 0:
-            report.promotion.append(kg.promote())
+            from kgr.extract.verify import RulesVerifier
+
+            report.promotion.extend(kg.promote_until_done(verifier=RulesVerifier()))
         status = kg.status()
     return DemoReport(ingest=report, status=status, browser_url=browser_url(status.uri, no_auth=no_auth))
 

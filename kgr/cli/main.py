@@ -152,19 +152,7 @@ def _verifier(kind: str, model: str | None):  # noqa: ANN202 - a Verifier or Non
 
 
 def _round_line(s) -> str:  # noqa: ANN001 - a RoundSummary
-    extra = ""
-    if s.expected_fmr is not None:
-        extra += f", expected FMR {s.expected_fmr:.4f}"
-    if s.escalated:
-        extra += f", {s.escalated} escalated"
-    if s.retired:
-        extra += f", {s.retired} retired"
-    if s.reread is not None:
-        r = s.reread
-        extra += f"; re-read {r.claims} chunks: {r.supports} supports, {r.contradicts} contradicts, {r.silent} silent"
-    return (f"version {s.version}: {s.promoted} promoted, {s.held} held, {s.rejected} rejected, {s.expired} expired "
-            f"of {s.candidates} candidates" + (f", {s.deferred} deferred" if s.deferred else "") + extra
-            + (" (round rolled back by audit)" if s.rolled_back else ""))
+    return s.describe()
 
 
 def _print_explanation(row: dict) -> None:
@@ -277,6 +265,9 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
            promote_every: Annotated[int, typer.Option(min=0, help="Promotion round every N chunks (0: at the end).")] = 0,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
            policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
+           verify: Annotated[Literal["auto", "none", "rules", "llm"], typer.Option(
+               help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
+                    "that matches the extractor (rules, or llm with --model).")] = "auto",
            json_: JsonOpt = False) -> None:
     """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
 
@@ -315,8 +306,17 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
                 tasks[event] = bar.add_task(event.replace("_", " "))
             bar.advance(tasks[event], n)  # type: ignore[arg-type]
 
+        kind = extractor if verify == "auto" else verify
+        if verify == "auto" and kind == "llm" and not model:
+            kind = "none"  # the ingestion itself reports the missing --model
+        verifier = None
+        if kind != "none":
+            from kgr.extract.verify import make_verifier
+
+            verifier = make_verifier(kind, model=model, api_base=api_base) if kind == "llm" \
+                else make_verifier(kind)  # type: ignore[arg-type]
         report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
-                            promote=lambda: kg.promote(policy=policy))
+                            promote=lambda: kg.promote(policy=policy, verifier=verifier))
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     if report.chunks_failed:
         err.print(f"Error: {len(report.chunks_failed)} chunk(s) failed (listed in the report); "

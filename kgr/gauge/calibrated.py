@@ -29,10 +29,12 @@ out by an error budget already spent). Retired edges stay staged and may return.
 **The gates on** :math:`\hat p` keep their geDIG meaning:
 
 - **DG** (confident accept): :math:`\hat p \ge \tau`;
-- **AG** (ambiguous, gather evidence): below :math:`\tau`, but one more piece of evidence would
-  carry it over — the same candidate with one supporting verifier answer scores at least
-  :math:`\tau`. It is held as ``escalated``: :mod:`kgr.ingest.reread` re-reads the chunks that
-  mention both endpoints with a verifier, and ``kgr review queue`` offers it to people;
+- **AG** (ambiguous, gather evidence): one reading of the corpus would change the decision — a
+  candidate that has chunk sources and was never re-read, with one *supporting* answer would
+  reach :math:`\tau` from below, or with one *silent* answer (the chunks that mention both
+  endpoints do not state it: what re-reading finds for an extractor's hallucination) would fall
+  below it from above. It is held as ``escalated``: :mod:`kgr.ingest.reread` re-reads the chunks
+  that mention both endpoints with a verifier, and ``kgr review queue`` offers it to people;
 - **low**: held (``evidence``) until its evidence changes.
 
 **Order within the budget.** At most ``max_promotions_per_round`` DG candidates are promoted, in
@@ -100,6 +102,9 @@ class CalibratedConfig(BaseModel):
     rules_min_confidence: float = Field(0.05, ge=0.0, le=1.0)
     embedding: bool = Field(True, description="the ComplEx embedding feature (the costliest; off for speed)")
     embedding_dim: int = Field(32, ge=2)
+    background: int = Field(4000, ge=0, description=(
+        "decided staged edges (a uniform sample) the scorer is fitted on besides the candidates: the "
+        "population stays the same from round to round whatever a round's candidates are"))
     prior_strength: float = Field(0.5, ge=0.0, le=1.0, description=(
         "weight of the previous round's latent-class model as a prior (0: each round alone)"))
     prior_cap: int = Field(5000, ge=0, description="most candidates the prior stands for")
@@ -165,7 +170,8 @@ class CalibratedPolicy:
         refit = context.labels != st.labels_seen
         return RoundRequest(limit=self.config.max_candidates_per_round, epoch=epoch + (1 if refit else 0),
                             graph=True, pending=True, labels=context.labels > 0,
-                            promoted_features=refit and context.promoted_scored > 0)
+                            promoted_features=refit and context.promoted_scored > 0,
+                            background=self.config.background)
 
     def decide(self, inputs: RoundInputs, state: str | None) -> RoundDecisions:
         started = time.perf_counter()
@@ -198,16 +204,24 @@ class CalibratedPolicy:
                 decisions.append(_decision(c, "hold", f"votes {c.votes} < quorum {cfg.quorum}", base, hold="quorum"))
             else:
                 scored.append(i)
-        X = self.features([cands[i] for i in scored], inputs, [contr[i][1] for i in scored],
-                          [contr[i][0] for i in scored])
-        # the scorer: fitted on this round's candidates (+ labelled edges), the previous model as prior
-        lab_X, lab_y = _labelled(inputs, {cands[i].key for i in scored})
+        # the population the scorer is fitted on: the candidates, a sample of decided edges, labels
+        bg = [b for b in inputs.background if b.subject_key != b.object_key]
+        bg_con = [index.constraints(b, inputs.schema) for b in bg]
+        X_all = self.features([cands[i] for i in scored] + bg, inputs,
+                              [contr[i][1] for i in scored] + [float(sum(max(0.0, g) ** 2 for g in c.values()))
+                                                               for c in bg_con],
+                              [contr[i][0] for i in scored] + bg_con)
+        X = X_all[:len(scored)]
+        seen = {cands[i].key for i in scored} | {b.key for b in bg}
+        lab_X, lab_y = _labelled(inputs, seen)
         cand_labels = np.array([-1.0 if cands[i].label is None else float(cands[i].label) for i in scored])
-        fit_X = np.vstack([X, lab_X]) if len(lab_X) else X
-        fit_y = np.concatenate([cand_labels, lab_y]) if len(lab_X) else cand_labels
+        bg_labels = np.array([-1.0 if b.label is None else float(b.label) for b in bg])
+        fit_X = np.vstack([X_all, lab_X])
+        fit_y = np.concatenate([cand_labels, bg_labels, lab_y])
         model = self._fit(fit_X, fit_y, st) if len(fit_X) else st.model
         p = predict(model, X) if (model is not None and len(X)) else np.zeros(len(X))
         p = np.where(cand_labels >= 0, cand_labels, p)
+
         st.model = model
         if len(fit_X):
             st.effective_n = min(float(cfg.prior_cap), cfg.prior_strength * st.effective_n + len(fit_X))
@@ -235,13 +249,18 @@ class CalibratedPolicy:
         pool = np.concatenate([np.array([v[0] for v in held_scores.values()]), p[eligible]])
         tau = promotion_cut(pool, target=cfg.target_fmr, base_n=certain, min_p=cfg.min_p)
         st.last_tau = None if math.isinf(tau) else tau
-        # AG: would one supporting verifier answer carry it over the cut?
+        # AG: would one reading change the decision? A candidate with chunks that was never re-read is
+        # ambiguous when one supporting answer would carry it over the cut, or one silent answer
+        # (the chunk mentions both endpoints without stating it) would drop it below
         ag = np.zeros(len(scored), bool)
         if cfg.escalate and len(scored) and model is not None and not math.isinf(tau):
-            X_sup = X.copy()
-            X_sup[:, _IX["supports"]] = np.minimum(3, X_sup[:, _IX["supports"]] + 1)
-            ag = (p < tau) & (predict(model, X_sup) >= tau) & (cand_labels < 0)
-        dg = p >= tau
+            unread = np.array([cands[i].chunked and cands[i].supports + cands[i].contradicts + cands[i].silent == 0
+                               for i in scored]) & (cand_labels < 0)
+            X_sup, X_sil = X.copy(), X.copy()
+            X_sup[:, _IX["supports"]] = 1
+            X_sil[:, _IX["silent"]] = 1
+            ag = unread & (((p < tau) & (predict(model, X_sup) >= tau)) | ((p >= tau) & (predict(model, X_sil) < tau)))
+        dg = (p >= tau) & ~ag
         # budget order: R_env at the start of the round
         renv = X[:, _IX["delta_cov"]] + X[:, _IX["delta_vn"]] - cfg.lambda_t * np.exp(-1.0) if len(X) else X[:, 0]
         order = sorted((j for j in range(len(scored)) if dg[j]), key=lambda j: (-renv[j], -p[j], cands[scored[j]].key))

@@ -92,10 +92,11 @@ _IX = feature_index()
 #: level distributions; they enter the M-step as pseudo-counts worth ``view_prior_strength``
 #: candidates, split by the class prior, so the likelihood ratio starts at the prior's and moves to
 #: the data's as answers accumulate. A verifier that re-read a chunk and found the triple stated is
-#: strong evidence (LR ≈ 5.6), a contradiction stronger against (LR ≈ 0.1); silence is mild
-#: evidence against (the chunk mentions both endpoints without stating the relation).
+#: strong evidence (LR ≈ 5.6), a contradiction stronger against (LR ≈ 0.1); silence is evidence
+#: against (LR ≈ 0.3: the chunks that mention both endpoints, the candidate's own sources among
+#: them, do not state the relation — what re-reading finds for an extractor's hallucination).
 VIEW_PRIORS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
-    "verifier": ((0.20, 0.30, 0.45, 0.05), (0.02, 0.20, 0.50, 0.28)),
+    "verifier": ((0.20, 0.35, 0.40, 0.05), (0.02, 0.10, 0.60, 0.28)),
 }
 
 

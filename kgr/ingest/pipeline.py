@@ -266,10 +266,7 @@ class IngestReport(BaseModel):
         if not self.promotion:
             lines.append("promotion: not run")
         for p in self.promotion:
-            what = f"v{p.version}" if p.version is not None else "no change"
-            lines.append(f"promotion {what}: {p.promoted} promoted, {p.held} held, {p.rejected} rejected, "
-                         f"{p.expired} expired of {p.candidates} candidates"
-                         + (" (rolled back by audit)" if p.rolled_back else ""))
+            lines.append(f"promotion {p.describe()}")
         for f in self.chunks_failed[:20]:
             lines.append(f"failed chunk {f.chunk_id[:12]} ({f.path or f.document_id[:12]}): [{f.kind}] {f.reason}")
         if len(self.chunks_failed) > 20:
@@ -891,8 +888,8 @@ def ingest(
         for _ in range(cfg.final_promotion_rounds):
             summary = promote()
             report.promotion.append(summary)
-            if summary.settled:
-                break
+            if summary.settled and not (summary.reread is not None and summary.reread.claims):
+                break  # (a round whose escalated candidates were just re-read has evidence to decide)
     staged = pipe.staged
     report.new_votes, report.repeated_votes = staged.new_votes, staged.repeated_votes
     report.new_edges, report.new_entities = staged.new_edges, staged.new_entities

@@ -60,6 +60,23 @@ class RoundSummary(BaseModel):
                                                          "fetch ('local' region or 'full'), edges, nodes, queries")
     decision_latency_ms: dict[str, float] = Field(default_factory=dict, description="p50/p95 per candidate")
 
+    def describe(self) -> str:
+        """One line for people: what the round did."""
+        head = f"v{self.version}" if self.version is not None else "no change"
+        extra = ""
+        if self.expected_fmr is not None:
+            extra += f", expected FMR {self.expected_fmr:.4f}"
+        if self.escalated:
+            extra += f", {self.escalated} escalated"
+        if self.retired:
+            extra += f", {self.retired} retired"
+        if self.reread is not None:
+            r = self.reread
+            extra += f"; re-read {r.claims} chunks: {r.supports} supports, {r.contradicts} contradicts, {r.silent} silent"
+        return (f"{head}: {self.promoted} promoted, {self.held} held, {self.rejected} rejected, {self.expired} expired "
+                f"of {self.candidates} candidates" + (f", {self.deferred} deferred" if self.deferred else "") + extra
+                + (" (round rolled back by audit)" if self.rolled_back else ""))
+
     @property
     def settled(self) -> bool:
         """True when another round now would make no progress: this one promoted nothing, and it

@@ -101,6 +101,10 @@ class RoundRequest:
         Read every label with its recorded features.
     promoted_features : bool
         Read the feature vectors of the current promoted edges (to rescore them after a refit).
+    background : int
+        Also read at most this many already decided staged edges (held or promoted), a uniform
+        sample (edge keys are hashes): the population a scorer is fitted on besides the round's
+        own candidates.
     """
 
     limit: int
@@ -109,6 +113,7 @@ class RoundRequest:
     pending: bool = False
     labels: bool = False
     promoted_features: bool = False
+    background: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,8 @@ class CandidateRow:
         :data:`HoldKind` of the last hold.
     first_seen, last_seen : float
         When the first and the latest vote arrived.
+    chunked : bool
+        Some of its sources are ingested chunks, so the corpus can be re-read for it.
     """
 
     key: str
@@ -178,6 +185,7 @@ class CandidateRow:
     hold: str | None = None
     first_seen: float = 0.0
     last_seen: float = 0.0
+    chunked: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,8 @@ class RoundInputs:
         Every label received so far.
     promoted_features : tuple of ScoredEdge
         Feature vectors of the current promoted edges (only when the policy asked for them).
+    background : tuple of CandidateRow
+        A uniform sample of already decided staged edges, held or promoted (only when asked for).
     schema : KGSchema or None
         The KG schema (declared domain, range, functional relations).
     context : RoundContext
@@ -259,6 +269,7 @@ class RoundInputs:
     entity_types: dict[str, str] = field(default_factory=dict)
     labels: tuple[LabelRow, ...] = ()
     promoted_features: tuple[ScoredEdge, ...] = ()
+    background: tuple[CandidateRow, ...] = ()
     schema: KGSchema | None = None
     context: RoundContext = field(default_factory=lambda: RoundContext(version=0, hash=""))
     epoch: int = 0

@@ -166,7 +166,7 @@ PROMOTED_CACHE = PromotedGraphCache()
 
 def _candidate(row: list) -> CandidateRow:
     (key, rel, s_key, s_type, o_key, o_type, votes, documents, conf, mean_conf, quality, sup, con, sil, label,
-     status, decided_votes, hold, first_seen, last_seen) = row
+     status, decided_votes, hold, first_seen, last_seen, chunked) = row
     votes = int(votes or 0)
     return CandidateRow(
         key=key, relation=rel, subject_key=s_key, subject_type=s_type, object_key=o_key, object_type=o_type,
@@ -174,7 +174,7 @@ def _candidate(row: list) -> CandidateRow:
         confidence=min(1.0, max(0.0, float(conf or 0.0))), mean_confidence=min(1.0, max(0.0, float(mean_conf or 0.0))),
         quality=None if quality is None else float(quality), supports=int(sup), contradicts=int(con), silent=int(sil),
         label=label, status=status, decided_votes=decided_votes, hold=hold,
-        first_seen=float(first_seen or 0.0), last_seen=float(last_seen or 0.0))
+        first_seen=float(first_seen or 0.0), last_seen=float(last_seen or 0.0), chunked=bool(chunked))
 
 
 def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
@@ -185,6 +185,11 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
     params = {"limit": request.limit, "epoch": request.epoch}
     rows = graph.read("round_candidates_read", params)[0]["rows"]
     cands = tuple(_candidate(r) for r in rows)
+    background: tuple[CandidateRow, ...] = ()
+    if request.background:
+        rows = graph.read("round_candidates_read", {"limit": request.background, "epoch": request.epoch},
+                          background=True)[0]["rows"]
+        background = tuple(_candidate(r) for r in rows)
     total = graph.read("round_undecided_count", {"epoch": request.epoch})[0]["n"]
     types: dict[str, str] = {}
     promoted = EdgeList()
@@ -197,7 +202,7 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
         pending = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]])
         types.update(zip(r["subject"], r["subject_type"]))
         types.update(zip(r["object"], r["object_type"]))
-    for c in cands:
+    for c in cands + background:
         types[c.subject_key] = c.subject_type
         types[c.object_key] = c.object_type
     labels: tuple[LabelRow, ...] = ()
@@ -211,7 +216,8 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
                                   feature_set=fs)
                        for k, s, o, f, fs in graph.read("round_promoted_features")[0]["rows"])
     return RoundInputs(candidates=cands, promoted=promoted, pending=pending, entity_types=types, labels=labels,
-                       promoted_features=scored, schema=schema, context=context, epoch=request.epoch,
+                       promoted_features=scored, background=background, schema=schema, context=context,
+                       epoch=request.epoch,
                        deferred=max(0, total - len(cands)), now=time.time() if now is None else now)
 
 

@@ -55,7 +55,7 @@ def test_cli_promote_json_and_explain(graph, neo4j_settings, monkeypatch):
     stage(graph, [A("Ada", "Person", "WORKS_AT", "IBM", "Organization", s) for s in ("a", "b", "c")]
           + [A("Bob", "Person", "WORKS_AT", "IBM", "Organization", "a")])
     runner = CliRunner()
-    res = runner.invoke(app, ["promote", "--json"])
+    res = runner.invoke(app, ["promote", "--policy", "gedig", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["candidates"] == 2 and data["held"] >= 1 and set(data["timings"]) >= {"read", "decide", "write"}
@@ -163,19 +163,19 @@ def test_rounds_are_bounded_take_fresh_evidence_first_and_until_done_works_throu
 
     kg = Engine(graph, schema=SCHEMA)
     seen = []
-    rounds = kg.promote_until_done(config=cfg, on_round=seen.append)
+    rounds = kg.promote_until_done(policy="gedig", config=cfg, on_round=seen.append)
     assert rounds == seen and all(r.candidates <= 50 and r.promoted <= 20 for r in rounds)
     assert rounds[-1].deferred == 0  # the round after it found nothing to decide and wrote no version
     assert len(promoted_edges(graph)) == 131  # every edge, in bounded rounds
     assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
-    assert kg.promote_until_done(config=cfg)[0].version is None  # nothing left: one empty round, no version
+    assert kg.promote_until_done(policy="gedig", config=cfg)[0].version is None  # nothing left: one empty round, no version
 
 
 def test_cli_promote_until_done(graph, neo4j_settings, monkeypatch):
     monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
     stage(graph, [A(f"P{i}", "Person", "WORKS_AT", "Acme", "Organization", s) for i in range(12) for s in ("a", "b")]
           + [A("Solo", "Person", "WORKS_AT", "Acme", "Organization", "a")])
-    res = CliRunner().invoke(app, ["promote", "--until-done", "--json"])
+    res = CliRunner().invoke(app, ["promote", "--policy", "gedig", "--until-done", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["promoted"] == 12 and data["deferred"] == 0 and data["held"] >= 1
