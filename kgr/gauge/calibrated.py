@@ -100,12 +100,14 @@ class CalibratedConfig(BaseModel):
     lambda_t: float = Field(0.1, ge=0.0)
     rules_min_support: int = Field(2, ge=1)
     rules_min_confidence: float = Field(0.05, ge=0.0, le=1.0)
-    embedding: bool = Field(True, description="the ComplEx embedding feature (the costliest; off for speed)")
+    embedding: bool = Field(True, description=(
+        "the ComplEx embedding feature, computed once the scorer has labels to weigh it with (the "
+        "costliest feature: ~2 s per round at 100k edges when warm)"))
     embedding_dim: int = Field(32, ge=2)
     background: int = Field(4000, ge=0, description=(
         "decided staged edges (a uniform sample) the scorer is fitted on besides the candidates: the "
         "population stays the same from round to round whatever a round's candidates are"))
-    prior_strength: float = Field(0.5, ge=0.0, le=1.0, description=(
+    prior_strength: float = Field(0.0, ge=0.0, le=1.0, description=(
         "weight of the previous round's latent-class model as a prior (0: each round alone)"))
     prior_cap: int = Field(5000, ge=0, description="most candidates the prior stands for")
     scorer: ScorerConfig = Field(default_factory=ScorerConfig)
@@ -192,15 +194,13 @@ class CalibratedPolicy:
             r_contr = float(sum(max(0.0, g) ** 2 for g in ci.values()))
             contr.append((ci, r_contr))
             base = {"votes": c.votes, "documents": c.documents, "r_contr": r_contr, "violated": ci.violated()}
-            if c.label is False:
-                decisions.append(_decision(c, "reject", "labelled false by a reviewer", base))
-            elif c.subject_key == c.object_key:
+            if c.subject_key == c.object_key:
                 decisions.append(_decision(c, "reject", "self-loop: subject and object are the same node", base))
             elif r_contr > cfg.max_contr:
                 notes = "".join(f"; {n}" for n in ci.notes)
                 decisions.append(_decision(c, "reject", f"constraint penalty R_contr={r_contr:.4f} > max_contr="
                                            f"{cfg.max_contr:.4f} ({', '.join(ci.violated())}){notes}", base))
-            elif c.votes < cfg.quorum:
+            elif c.votes < cfg.quorum and c.label is None:
                 decisions.append(_decision(c, "hold", f"votes {c.votes} < quorum {cfg.quorum}", base, hold="quorum"))
             else:
                 scored.append(i)
@@ -282,7 +282,9 @@ class CalibratedPolicy:
             if c.label is True:
                 head += " (labelled true by a reviewer)"
             extra = {"p_hat": float(p[j]), "features": feats, "feature_set": FEATURE_SET}
-            if j in chosen_set:
+            if c.label is False:
+                decisions.append(_decision(c, "reject", "labelled false by a reviewer", info, **extra))
+            elif j in chosen_set:
                 promoted_order.append(c.key)
                 decisions.append(_decision(c, "promote", f"DG: {head} >= tau={tau_txt} (target FMR {cfg.target_fmr}); "
                                            f"selected #{len(promoted_order)} by R_env={renv[j]:.4f}", info, **extra))
@@ -350,7 +352,7 @@ class CalibratedPolicy:
         if ev.type_share_head is not None:
             X[:, _IX["type_share_head"]] = ev.type_share_head
             X[:, _IX["type_share_tail"]] = ev.type_share_tail
-        if cfg.embedding:
+        if cfg.embedding and inputs.context.labels >= cfg.scorer.min_labels:
             self._embedding_features(eg, X)
         self._gauge_features(eg, X)
         return X
