@@ -145,9 +145,9 @@ class Engine:
             raise KgrValidationError("re-reading needs the KG schema (the verifier reads with it)", field="schema")
         return reread(self.graph, self.schema, verifier, limit=limit, per_edge=per_edge)
 
-    def review_queue(self, *, limit: int = 20) -> ReviewQueue:
+    def review_queue(self, *, limit: int = 20, audit_share: float = review.AUDIT_SHARE) -> ReviewQueue:
         """The candidates whose label would teach the scorer most, with their evidence (see :mod:`kgr.store.review`)."""
-        return review.review_queue(self.graph, limit=limit)
+        return review.review_queue(self.graph, limit=limit, audit_share=audit_share)
 
     def label(self, labels: Iterable[EdgeLabel]) -> LabelReport:
         """Record reviewer labels as one version; a promoted edge labelled false is retired."""

@@ -43,6 +43,8 @@ def read_labels(path: Path) -> list[EdgeLabel]:
 @app.command("queue")
 @errors_to_exit
 def queue(limit: Annotated[int, typer.Option(min=1, max=1000, help="Items at most.")] = 20,
+          audit_share: Annotated[float, typer.Option(
+              min=0.0, max=1.0, help="Share of uniform random picks (calibration audits) in the queue.")] = 0.25,
           json_: JsonOpt = False) -> None:
     """The candidates whose label would teach the scorer most (uncertainty about the cut x impact), with evidence.
 
@@ -50,13 +52,13 @@ def queue(limit: Annotated[int, typer.Option(min=1, max=1000, help="Items at mos
     and record it with `kgr review label FILE`.
     """
     with open_engine() as kg:
-        q = kg.review_queue(limit=limit)
+        q = kg.review_queue(limit=limit, audit_share=audit_share)
 
     def show(q) -> None:  # noqa: ANN001 - a ReviewQueue
         tau = "none yet" if q.tau is None else f"{q.tau:.4f}"
         out.print(f"{len(q.items)} candidates to review (promotion cut tau = {tau})", markup=False)
         for it in q.items:
-            out.print(f"{it.key}  p_hat={it.p_hat:.3f}  priority={it.priority:.3f}  {it.status}", markup=False)
+            out.print(f"{it.key}  p_hat={it.p_hat:.3f}  {it.why} {it.priority:.3f}  {it.status}", markup=False)
             out.print(f"    ({it.subject}) -[{it.relation}]-> ({it.object})  votes {it.votes}, documents {it.documents}",
                       markup=False)
             for v in it.verdicts:

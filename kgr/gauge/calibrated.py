@@ -210,7 +210,7 @@ class CalibratedPolicy:
         X_all = self.features([cands[i] for i in scored] + bg, inputs,
                               [contr[i][1] for i in scored] + [float(sum(max(0.0, g) ** 2 for g in c.values()))
                                                                for c in bg_con],
-                              [contr[i][0] for i in scored] + bg_con)
+                              [contr[i][0] for i in scored] + bg_con, gauged=len(scored))
         X = X_all[:len(scored)]
         seen = {cands[i].key for i in scored} | {b.key for b in bg}
         lab_X, lab_y = _labelled(inputs, seen)
@@ -331,8 +331,13 @@ class CalibratedPolicy:
             n -= 1
 
     # -- features ---------------------------------------------------------------------------------
-    def features(self, cands: list[CandidateRow], inputs: RoundInputs, r_contr: list[float], cons: list) -> np.ndarray:
-        """The feature matrix of ``cands`` (see :mod:`kgr.gauge.features`)."""
+    def features(self, cands: list[CandidateRow], inputs: RoundInputs, r_contr: list[float], cons: list, *,
+                 gauged: int | None = None) -> np.ndarray:
+        """The feature matrix of ``cands`` (see :mod:`kgr.gauge.features`).
+
+        The gauge columns are computed for the first ``gauged`` rows only (default: all) and are
+        NaN for the others (the background sample the scorer is fitted on does not need them).
+        """
         cfg = self.config
         X = np.zeros((len(cands), len(FEATURES)))
         if not cands:
@@ -354,7 +359,7 @@ class CalibratedPolicy:
             X[:, _IX["type_share_tail"]] = ev.type_share_tail
         if cfg.embedding and inputs.context.labels >= cfg.scorer.min_labels:
             self._embedding_features(eg, X)
-        self._gauge_features(eg, X)
+        self._gauge_features(eg, X, len(cands) if gauged is None else gauged)
         return X
 
     @staticmethod
@@ -395,7 +400,7 @@ class CalibratedPolicy:
         X[:, _IX["kge_rank"]] = np.nan_to_num(r, nan=0.5)
         X[:, _IX["kge_known"]] = (~np.isnan(r)).astype(np.float64)
 
-    def _gauge_features(self, eg: EvidenceGraph, X: np.ndarray) -> None:
+    def _gauge_features(self, eg: EvidenceGraph, X: np.ndarray, gauged: int) -> None:
         cfg = self.config
         f = eg.facts
         prom = eg.promoted & (f.head != f.tail)
@@ -406,7 +411,9 @@ class CalibratedPolicy:
         adj.data[:] = 1.0
         adj.sum_duplicates()
         adj.data[:] = 1.0
-        ok = eg.cand_h != eg.cand_t
+        for col in ("g0", "b", "delta_vn", "delta_cov", "has_context"):
+            X[gauged:, _IX[col]] = np.nan
+        ok = (eg.cand_h != eg.cand_t) & (np.arange(len(eg.cand_h)) < gauged)
         if not ok.any():
             return
         gb = gauge_batch(adj, eg.cand_h[ok], eg.cand_t[ok], hops=cfg.hops, k_max=cfg.k_max, kappa=cfg.kappa)

@@ -342,10 +342,11 @@ def fit_scorer(X: np.ndarray, labels: np.ndarray | None = None, config: ScorerCo
     labelled = fixed >= 0
     n_pos = fixed[labelled].sum()
     if labelled.sum() >= cfg.min_labels and min(n_pos, labelled.sum() - n_pos) >= 3:
-        mean, scale = X.mean(axis=0), X.std(axis=0)
+        with np.errstate(invalid="ignore"):  # a column missing everywhere (NaN) standardises to 0
+            mean, scale = np.nan_to_num(np.nanmean(X, axis=0)), np.nan_to_num(np.nanstd(X, axis=0))
         scale[scale < 1e-9] = 1.0
         z = np.clip(latent.logit({k: v[labelled] for k, v in codes.items()}), -20, 20)
-        coef, intercept = _refit(z, (X[labelled] - mean) / scale, fixed[labelled], cfg)
+        coef, intercept = _refit(z, np.nan_to_num((X[labelled] - mean) / scale), fixed[labelled], cfg)
         model.logistic = Logistic(mean=mean.tolist(), scale=scale.tolist(), coef=coef.tolist(), intercept=intercept,
                                   labels=int(labelled.sum()))
     return model
@@ -388,7 +389,7 @@ def predict(model: ScorerModel, X: np.ndarray) -> np.ndarray:
     z = model.latent.logit(codes)
     if model.logistic is not None:
         lg = model.logistic
-        Xs = (X - np.asarray(lg.mean)) / np.asarray(lg.scale)
+        Xs = np.nan_to_num((X - np.asarray(lg.mean)) / np.asarray(lg.scale))
         z = lg.intercept + lg.coef[0] * np.clip(z, -20, 20) + Xs @ np.asarray(lg.coef[1:])
     return _sigmoid(z)
 
@@ -404,7 +405,7 @@ def explain(model: ScorerModel, x: np.ndarray, *, top: int = 5) -> list[tuple[st
     items = [(f"view:{v}", float(lr[0])) for v, lr in model.latent.log_ratios(codes).items()]
     if model.logistic is not None:
         lg = model.logistic
-        Xs = (x[0] - np.asarray(lg.mean)) / np.asarray(lg.scale)
+        Xs = np.nan_to_num((x[0] - np.asarray(lg.mean)) / np.asarray(lg.scale))
         items = [("latent_class", float(lg.coef[0] * np.clip(model.latent.logit(codes)[0], -20, 20)))]
         items += [(n, float(c * v)) for n, c, v in zip(FEATURES, lg.coef[1:], Xs)]
     items.sort(key=lambda t: -abs(t[1]))

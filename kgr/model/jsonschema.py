@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from kgr.model import tools as t
+from kgr.model.review import EdgeLabel, ReviewQueue
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema
 from kgr.model.triples import ExportedTriple, TripleAssertion
@@ -123,6 +124,8 @@ register_schema("exported_triple", ExportedTriple, mode="serialization")
 register_schema("kg_schema", KGSchema)
 register_schema("extracted_kg", ExtractedKG)
 register_schema("tool_schema", t.ToolSchema)
+register_schema("edge_label", EdgeLabel, title="A reviewer's label (kgr review label FILE.jsonl, one per line)")
+register_schema("review_queue", ReviewQueue, mode="serialization", title="kgr review queue --json")
 
 _TOOL_MODELS: list[tuple[str, type[BaseModel], type[BaseModel]]] = [
     ("query_extraction_density", t.ExtractionDensityInput, t.ExtractionDensityOutput),

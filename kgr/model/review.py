@@ -67,7 +67,9 @@ class ReviewItem(BaseModel):
     object_key: str
     status: str = Field(description="held (escalated or below the cut) or promoted")
     p_hat: float
-    priority: float = Field(description="uncertainty x impact: the order of the queue")
+    priority: float = Field(description="uncertainty x impact: the order of the queue (0 for an audit item)")
+    why: Literal["priority", "audit"] = Field("priority", description=(
+        "priority: ranked by uncertainty x impact; audit: a uniform random pick that keeps the calibration honest"))
     votes: int
     documents: int
     verdicts: list[str] = Field(default_factory=list, description="verifier answers so far, e.g. 'supports: c12'")

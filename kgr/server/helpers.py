@@ -9,7 +9,7 @@ from the models exactly as they do for the six tools. They are deliberately **no
 tool registry: the registry holds the six Agentic-KGR tools, which the agent driver offers to an
 LLM; the helpers are for interactive clients.
 
-Every helper is read-only and bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
+Every helper but ``label_edges`` is read-only, and all are bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
 store's own), values as parameters, result sizes capped by validated ``limit`` arguments. None
 executes caller-supplied Cypher.
 
@@ -20,6 +20,8 @@ executes caller-supplied Cypher.
 ``entity_neighbourhood`` an entity and at most ``limit`` of its current edges (promoted and pending)
 ``explain_edge``         an edge's pending state and every decision recorded about it, with inputs
 ``list_snapshots``       named versions of the promoted graph, oldest first
+``review_queue``         the edges whose label would teach the promotion scorer most, with evidence
+``label_edges``          record people's labels (the one helper that writes: one version)
 =======================  =======================================================================
 """
 
@@ -32,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNeo4jUnavailable, KgrNotFound
 from kgr.model.canonical import IDENTIFIER_RE
-from kgr.store import admin, versions
+from kgr.model.review import EdgeLabel, LabelReport, ReviewQueue
+from kgr.store import admin, review, versions
 from kgr.store.connection import Graph
 from kgr.store.lookup import lucene_query
 from kgr.tools.context import ToolContext
@@ -57,6 +60,8 @@ __all__ = [
     "ListSnapshotsOutput",
     "SnapshotInfo",
     "PENDING_STATUSES",
+    "ReviewQueueInput",
+    "LabelEdgesInput",
 ]
 
 #: Statuses a PENDING_REL edge can have.
@@ -288,13 +293,36 @@ def list_snapshots(params: ListSnapshotsInput, *, context: ToolContext) -> ListS
     return ListSnapshotsOutput(snapshots=[SnapshotInfo(**s.model_dump()) for s in snaps])
 
 
+# -- review_queue and label_edges ----------------------------------------------------------------------
+
+
+class ReviewQueueInput(_In):
+    limit: Annotated[int, Field(ge=1, le=200, description="items at most")] = 20
+
+
+def review_queue(params: ReviewQueueInput, *, context: ToolContext) -> ReviewQueue:
+    """The staged or promoted edges whose label would teach the promotion scorer most (uncertainty about the promotion cut x impact), best first, each with key, subject, relation, object, p_hat and its evidence chain (sources, chunks, documents, quotes, verifier answers). Answer them with label_edges. Read-only."""
+    return review.review_queue(_graph(context, "review_queue"), limit=params.limit)
+
+
+class LabelEdgesInput(_In):
+    labels: Annotated[list[EdgeLabel], Field(min_length=1, max_length=1000,
+                                             description="one {key, label, reviewer} per edge")]
+
+
+def label_edges(params: LabelEdgesInput, *, context: ToolContext) -> LabelReport:
+    """Record people's answers about edges as one version: true (a fact) or false (not one). The scorer refits on them; a promoted edge labelled false is retired, a staged one rejected. Unknown keys fail the whole call. Writes."""
+    return review.record_labels(_graph(context, "label_edges"), params.labels)
+
+
 # -- the specs ----------------------------------------------------------------------------------------
 
 
-def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel]) -> ToolSpec:
+def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel], *, read_only: bool = True,
+          idempotent: bool = True) -> ToolSpec:
     doc = " ".join((func.__doc__ or "").split("\n\n", 1)[0].split())
     return ToolSpec(name=func.__name__, description=doc, input_model=input_model, output_model=output_model,
-                    func=func, read_only=True, destructive=False, idempotent=True, needs_graph=True)
+                    func=func, read_only=read_only, destructive=False, idempotent=idempotent, needs_graph=True)
 
 
 #: The helper tools, in the order they are listed.
@@ -304,6 +332,8 @@ HELPERS: tuple[ToolSpec, ...] = (
     _spec(entity_neighbourhood, EntityNeighbourhoodInput, EntityNeighbourhoodOutput),
     _spec(explain_edge, ExplainEdgeInput, ExplainEdgeOutput),
     _spec(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
+    _spec(review_queue, ReviewQueueInput, ReviewQueue),
+    _spec(label_edges, LabelEdgesInput, LabelReport, read_only=False, idempotent=False),
 )
 
 

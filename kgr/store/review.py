@@ -2,9 +2,12 @@
 
 **Queue** (:func:`review_queue`). Candidates whose label would teach the scorer most: scored
 staged edges without a label, held (escalated or below the cut) or promoted. The pool nearest the
-calibrated policy's cut :math:`\\tau` is read, ranked by :func:`kgr.gauge.review.review_priority`
-(uncertainty about the cut × impact), and the top ``limit`` items come back with their evidence
-chain: sources → chunks → documents with a short quote, and the verifier answers so far.
+calibrated policy's cut :math:`\\tau` is read and ranked by :func:`kgr.gauge.review.review_priority`
+(uncertainty about the cut × impact); a quarter of the queue (``audit_share``) is instead drawn
+uniformly at random from every scored, unlabelled edge and spread through it (``why = audit``):
+labels taken only near the cut would teach the ranking but bias the calibration that the FMR
+target rests on. The items come back with their evidence chain: sources → chunks → documents
+with a short quote, and the verifier answers so far.
 
 **Labels** (:func:`record_labels`), one version per call, in one transaction:
 
@@ -21,10 +24,13 @@ Unknown keys fail the whole call with their list: nothing is written.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
 from collections.abc import Sequence
+
+import numpy as np
 
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.gauge.review import review_priority
@@ -33,10 +39,14 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.rounds import policy_state
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["review_queue", "record_labels", "current_tau", "POOL"]
+__all__ = ["review_queue", "record_labels", "current_tau", "POOL", "AUDIT_SHARE"]
 
 #: Scored edges nearest the cut read to rank the queue from.
 POOL = 5000
+#: Share of the queue drawn uniformly at random from every scored, unlabelled edge ("audit" items):
+#: labels picked only near the cut are a biased sample, and the scorer's calibration (which the
+#: FMR target rests on) needs some that are not.
+AUDIT_SHARE = 0.25
 
 
 def current_tau(graph: Graph) -> float | None:
@@ -51,10 +61,12 @@ def current_tau(graph: Graph) -> float | None:
     return float(tau) if isinstance(tau, (int, float)) else None
 
 
-def review_queue(graph: Graph, *, limit: int = 20) -> ReviewQueue:
+def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SHARE) -> ReviewQueue:
     """The ``limit`` candidates whose label would teach most, best first (see the module docstring)."""
     if not 1 <= limit <= 1000:
         raise KgrValidationError("limit must be between 1 and 1000", field="limit")
+    if not 0.0 <= audit_share <= 1.0:
+        raise KgrValidationError("audit_share must be between 0 and 1", field="audit_share")
     tau = current_tau(graph)
     rows = graph.read("review_pool", {"tau": 0.5 if tau is None else tau, "pool": POOL})[0]["rows"]
     if not rows:
@@ -63,7 +75,28 @@ def review_queue(graph: Graph, *, limit: int = 20) -> ReviewQueue:
     p_hat = [float(r[7]) for r in rows]
     relations = [r[2] for r in rows]
     prio = review_priority(p_hat, relations, tau=0.5 if tau is None else tau)
-    top = sorted(range(len(rows)), key=lambda i: (-prio[i], keys[i]))[:limit]
+    n_audit = int(limit * audit_share)
+    top = sorted(range(len(rows)), key=lambda i: (-prio[i], keys[i]))[:limit - n_audit]
+    kinds = {keys[i]: "priority" for i in top}
+    if n_audit:
+        chosen = set(kinds)
+        # a uniform sample: the keys after a pseudo-random start (salted by the labels so far), wrapping
+        start = hashlib.sha256(f"audit|{len(rows)}|{graph.read('round_state', {'policy': 'calibrated'})[0]['labels']}"
+                               .encode()).hexdigest()[:24]
+        sample = graph.read("review_audit_pool", {"start": start, "n": n_audit + limit})[0]["rows"]
+        if len(sample) < n_audit + limit:
+            sample += graph.read("review_audit_pool", {"start": "", "n": n_audit + limit})[0]["rows"]
+        for r in sample:
+            if len([k for k in kinds if kinds[k] == "audit"]) >= n_audit:
+                break
+            if r[0] not in chosen:
+                chosen.add(r[0])
+                kinds[r[0]] = "audit"
+                rows.append(r)
+                keys.append(r[0])
+                prio = np.append(prio, 0.0)
+                top.append(len(rows) - 1)
+        top = _interleave([i for i in top if kinds[keys[i]] == "priority"], [i for i in top if kinds[keys[i]] == "audit"])
     ev = {r["key"]: r for r in graph.read("review_evidence", {"rows": [
         {"key": rows[i][0], "s_key": rows[i][4], "o_key": rows[i][5]} for i in top]})}
     items = []
@@ -73,9 +106,23 @@ def review_queue(graph: Graph, *, limit: int = 20) -> ReviewQueue:
         links = [EvidenceLink(source=src, chunk_id=cid, document=doc, quote=quote) for src, cid, doc, quote in e["links"]]
         items.append(ReviewItem(key=key, subject=s, relation=rel, object=o, subject_key=s_key, object_key=o_key,
                                 status=status, p_hat=float(p), priority=float(prio[i]), votes=int(votes),
+                                why=kinds[key],
                                 documents=len({lk.document or lk.source.split("#")[0] for lk in links}) or int(votes),
                                 verdicts=sorted(e["verdicts"]), evidence=links))
     return ReviewQueue(tau=tau, items=items)
+
+
+def _interleave(first: list[int], second: list[int]) -> list[int]:
+    """``first`` with the items of ``second`` spread evenly through it."""
+    if not second:
+        return first
+    out: list[int] = []
+    step = (len(first) + len(second)) / len(second)
+    slots = {int(step * (j + 1)) - 1 for j in range(len(second))}
+    a, b = iter(first), iter(second)
+    for pos in range(len(first) + len(second)):
+        out.append(next(b) if pos in slots else next(a))
+    return out
 
 
 def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | None = None) -> LabelReport:

@@ -18,7 +18,7 @@ from kgr.errors import KgrNotFound, KgrValidationError
 pytestmark = pytest.mark.neo4j
 
 TESTED = {"entity_types", "pending_vs_promoted", "graph", "edge_provenance", "edge_decisions", "snapshot_diff",
-          "expired_edges"}
+          "expired_edges", "review_queue"}
 
 
 def at(dt) -> float:  # noqa: ANN001 - neo4j.time.DateTime
@@ -121,6 +121,18 @@ def test_expired_edges(graph, history):
     assert r["weight"] == pytest.approx(round(0.7 * math.exp(-0.1 * 35), 4))
     assert r["reason"] == "no new vote for 35.0 days (ttl 30.0)"
     assert (at(r["last_vote"]), at(r["expired_at"])) == (history.T0, history.T_AGE)
+
+
+def test_review_queue(graph, history):
+    # the history was promoted by the quorum rule (no p_hat); score its edges by hand, label one
+    scores = {history.ada_ibm: 0.95, history.ada_london: 0.5, history.grace_navy: 0.88}
+    for key, p in scores.items():
+        graph.driver.execute_query("MATCH ()-[r:PENDING_REL {key: $k}]->() SET r.p_hat = $p, r.status = 'held'",
+                                   k=key, p=p)
+    graph.driver.execute_query("MATCH ()-[r:PENDING_REL {key: $k}]->() SET r.label = true", k=history.ada_london)
+    rows = run_query(graph, "review_queue", {"tau": 0.9})
+    assert [(r["key"], r["p_hat"]) for r in rows] == [(history.ada_ibm, 0.95), (history.grace_navy, 0.88)]
+    assert rows[0]["subject"] == "Ada" and rows[0]["supports"] == 0
 
 
 def test_saved_query_lookup_and_missing_params(graph):

@@ -21,9 +21,12 @@ from .conftest import KG, SCHEMA, TEXT
 
 def test_catalog_is_the_six_then_the_helpers():
     names = [s.name for s in served_tools()]
-    assert names[:6] == [s.name for s in list_tools()] and len(names) == 11
-    assert names[6:] == ["graph_status", "search_entities", "entity_neighbourhood", "explain_edge", "list_snapshots"]
-    assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS)
+    assert names[:6] == [s.name for s in list_tools()] and len(names) == 13
+    assert names[6:] == ["graph_status", "search_entities", "entity_neighbourhood", "explain_edge", "list_snapshots",
+                         "review_queue", "label_edges"]
+    assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS if h.name != "label_edges")
+    label = next(h for h in HELPERS if h.name == "label_edges")
+    assert not label.read_only and not label.idempotent and not label.destructive  # it writes one version
     with pytest.raises(KgrNotFound, match="known tools: query_extraction_density"):
         get_served("drop_database")
 

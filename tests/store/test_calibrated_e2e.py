@@ -196,12 +196,17 @@ def test_review_queue_ranks_by_uncertainty_about_the_cut_and_impact(graph):
                                    k=r["key"], p=p[r["subject"]])
     graph.driver.execute_query("MERGE (s:PolicyState {name: 'calibrated'}) SET s.state = $st",
                                st=json.dumps({"last_tau": 0.9}))
-    q = Engine(graph).review_queue(limit=4)
+    q = Engine(graph).review_queue(limit=4, audit_share=0.0)
     assert q.tau == 0.9
     # P0 sits on the cut with a similar WORKS_AT neighbour (P1): first; P4 on the cut alone; then P1; P2 last
     assert [i.subject for i in q.items] == ["P0", "P1", "P4", "P2"]
     assert [round(i.priority, 3) for i in q.items] == [1.693, 1.325, 1.0, 0.111]
-    assert q.items[0].evidence[0].source == "a"
+    assert q.items[0].evidence[0].source == "a" and {i.why for i in q.items} == {"priority"}
+    # with audits: a quarter of the queue is a uniform pick from the rest, spread through it
+    q = Engine(graph).review_queue(limit=4, audit_share=0.5)
+    assert [i.why for i in q.items] == ["priority", "audit", "priority", "audit"]
+    assert [i.subject for i in q.items if i.why == "priority"] == ["P0", "P1"]
+    assert len({i.key for i in q.items}) == 4
 
 
 def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
