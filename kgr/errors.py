@@ -17,6 +17,7 @@ __all__ = [
     "KgrRuntimeError",
     "KgrNotFound",
     "KgrExtractionError",
+    "KgrConflict",
 ]
 
 
@@ -75,3 +76,8 @@ class KgrNotFound(KgrError):
 
 class KgrExtractionError(KgrError):
     """An extractor failed for a chunk (LLM error after retries, unrepairable output)."""
+
+
+class KgrConflict(KgrError):
+    """The request contradicts itself or the store's current state (the same edge labelled true and
+    false in one call; a promotion round whose store moved on while it was deciding)."""

@@ -20,11 +20,12 @@ arrives in waves; after each wave a policy runs rounds until one is settled.
 - ``votes2c``: votes >= 2 plus the schema's constraints (declared domain/range, functional
   relations, near-duplicate entities): the geDIG runner with its gates switched off;
 - ``gedig``: the previous default (votes, constraints, the geDIG gauge and gates);
-- ``cal0``, ``cal2``, ``cal5``, ``cal10``: the calibrated policy (the new default) with label
-  budgets of 0 %, 2 %, 5 % and 10 % of the stream's distinct triples, spread over the waves:
+- ``cal0``, ``cal2``, ``cal5``, ``cal10``: the calibrated policy (the new default, target FMR
+  0.1) with label budgets of 0 %, 2 %, 5 % and 10 % of the stream's distinct triples, spread over the waves:
   after each wave's rounds, a simulated reviewer answers the top of ``kgr review queue`` from the
   stream's truth (``kgr review label``), and rounds run again. On the text stream the calibrated
   policy re-reads the corpus for the candidates it escalates (the offline rules verifier).
+- ``t05cal0``, ``t05cal5``: the same with ``--target-fmr 0.05``, without labels and with 5 %.
 
 **Figures** per stream and policy: Acceptance (promoted true / all true), FMR (promoted false /
 promoted), the FMR the policy predicted for its promoted graph (mean of 1 - p_hat over promoted
@@ -107,6 +108,8 @@ SPECS = [
     Spec("cal2", "calibrated, 2% labels", "calibrated", CalibratedConfig(), labels=0.02),
     Spec("cal5", "calibrated, 5% labels", "calibrated", CalibratedConfig(), labels=0.05),
     Spec("cal10", "calibrated, 10% labels", "calibrated", CalibratedConfig(), labels=0.10),
+    Spec("t05cal0", "calibrated @0.05, no labels", "calibrated", CalibratedConfig(target_fmr=0.05)),
+    Spec("t05cal5", "calibrated @0.05, 5% labels", "calibrated", CalibratedConfig(target_fmr=0.05), labels=0.05),
 ]
 
 

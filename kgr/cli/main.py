@@ -160,6 +160,12 @@ def _print_explanation(row: dict) -> None:
 
     out.print(f"({row['subject']}) -[{row['relation']}]-> ({row['object']}): {row['status']}, "
               f"{row['votes']} votes, confidence {row['confidence']:.3f}", markup=False)
+    if row.get("features"):
+        from kgr.gauge.features import FEATURE_SET, FEATURES
+
+        names = FEATURES if row.get("feature_set") == FEATURE_SET else [f"f{i}" for i in range(len(row["features"]))]
+        out.print(f"  p_hat {row['p_hat']:.4f} from the features of its last scored decision: "
+                  + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, row["features"])), markup=False)
     for d in row["decisions"]:
         out.print(f"  v{d['version']} {d['action']}: {d['reason']}", markup=False)
         inputs = json.loads(d["inputs"] or "{}")
@@ -169,8 +175,6 @@ def _print_explanation(row: dict) -> None:
                       f"{'none' if tau is None else f'{tau:.4f}'} (target FMR {inputs.get('target_fmr')})", markup=False)
             moved = ", ".join(f"{name} {value:+.2f}" for name, value in inputs.get("evidence", []))
             out.print(f"      moved most (log-odds): {moved or 'nothing'}", markup=False)
-            feats = inputs.get("features", {})
-            out.print("      features: " + ", ".join(f"{k}={v:g}" for k, v in feats.items()), markup=False)
             continue
         for k, v in sorted(inputs.items()):
             out.print(f"      {k} = {v}", markup=False)

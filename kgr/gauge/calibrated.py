@@ -33,7 +33,8 @@ out by an error budget already spent). Retired edges stay staged and may return.
   candidate that has chunk sources and was never re-read, with one *supporting* answer would
   reach :math:`\tau` from below, or with one *silent* answer (the chunks that mention both
   endpoints do not state it: what re-reading finds for an extractor's hallucination) would fall
-  below it from above. It is held as ``escalated``: :mod:`kgr.ingest.reread` re-reads the chunks
+  below it from above; and, since a verifier's answer is cheap next to a person's, any unread
+  candidate below the cut with :math:`\hat p \ge` ``reread_min_p`` (0.3). It is held as ``escalated``: :mod:`kgr.ingest.reread` re-reads the chunks
   that mention both endpoints with a verifier, and ``kgr review queue`` offers it to people;
 - **low**: held (``evidence``) until its evidence changes.
 
@@ -55,7 +56,6 @@ embedding models of the cross-fit) make later rounds cheaper and are rebuilt aft
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import ClassVar
@@ -70,9 +70,9 @@ from kgr.gauge.features import FEATURE_SET, FEATURES, EvidenceGraph, evidence_gr
 from kgr.gauge.policies import growth_epoch
 from kgr.gauge.roles import role_evidence
 from kgr.gauge.rules import RuleSet, mine_rules
-from kgr.gauge.scorer import ScorerConfig, ScorerModel, explain, fit_scorer, predict
+from kgr.gauge.scorer import ScorerConfig, ScorerModel, explain_many, fit_scorer, predict
 from kgr.model.decisions import EdgeDecision
-from kgr.model.promotion import CandidateRow, RoundContext, RoundDecisions, RoundInputs, RoundRequest
+from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundDecisions, RoundInputs, RoundRequest
 
 __all__ = ["CalibratedConfig", "CalibratedState", "CalibratedPolicy", "promotion_cut"]
 
@@ -84,7 +84,7 @@ class CalibratedConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    target_fmr: float = Field(0.05, gt=0.0, lt=1.0, description=(
+    target_fmr: float = Field(0.1, gt=0.0, lt=1.0, description=(
         "the expected false-promotion rate the promoted graph is held to (kgr promote --target-fmr)"))
     min_p: float = Field(0.5, ge=0.0, le=1.0, description="never promote a candidate with p_hat below this")
     quorum: int = Field(1, ge=1, description=(
@@ -94,6 +94,10 @@ class CalibratedConfig(BaseModel):
     max_contr: float = Field(0.5, ge=0.0, description="reject when R_contr exceeds it (one hard violation)")
     duplicate_similarity: float | None = Field(0.85, gt=0.0, le=1.0, description="near-duplicate entity check")
     escalate: bool = Field(True, description="hold ambiguous candidates as escalated (AG) for verifiers and review")
+    reread_min_p: float = Field(0.3, ge=0.0, le=1.0, description=(
+        "candidates below the cut with at least this p_hat that were never re-read are escalated too: a "
+        "verifier's answer costs little next to a person's, and it teaches the scorer what reading finds "
+        "(1.0: only those one reading would carry over the cut)"))
     hops: int = Field(2, ge=1, description="gauge hops H")
     k_max: int = Field(32, ge=2, description="gauge ball cap (32: 5x cheaper than 64, same features to 3 decimals)")
     kappa: float = Field(0.1, gt=0.0, le=1.0)
@@ -104,7 +108,7 @@ class CalibratedConfig(BaseModel):
         "the ComplEx embedding feature, computed once the scorer has labels to weigh it with (the "
         "costliest feature: ~2 s per round at 100k edges when warm)"))
     embedding_dim: int = Field(32, ge=2)
-    background: int = Field(4000, ge=0, description=(
+    background: int = Field(2000, ge=0, description=(
         "decided staged edges (a uniform sample) the scorer is fitted on besides the candidates: the "
         "population stays the same from round to round whatever a round's candidates are"))
     prior_strength: float = Field(0.0, ge=0.0, le=1.0, description=(
@@ -164,6 +168,7 @@ class CalibratedPolicy:
         self.config = config or CalibratedConfig()
         self._rules: tuple[tuple, RuleSet] | None = None
         self._kge = None
+        self._promoted_index: tuple[EdgeList, PromotedIndex] | None = None
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
@@ -184,7 +189,7 @@ class CalibratedPolicy:
         refit = ctx.labels != st.labels_seen
         st.epoch, st.epoch_promoted = epoch + (1 if refit else 0), epoch_promoted
         cands = list(inputs.candidates)
-        index = PromotedIndex(inputs.promoted, inputs.entity_types)
+        index = self._index(inputs)
         peers = index.peers(cands, 2)
         decisions: list[EdgeDecision] = []
         scored: list[int] = []
@@ -193,13 +198,15 @@ class CalibratedPolicy:
             ci = index.constraints(c, inputs.schema, duplicate_similarity=cfg.duplicate_similarity, peers=peers)
             r_contr = float(sum(max(0.0, g) ** 2 for g in ci.values()))
             contr.append((ci, r_contr))
-            base = {"votes": c.votes, "documents": c.documents, "r_contr": r_contr, "violated": ci.violated()}
+            violated = ci.violated()
+            contr[-1] = (ci, r_contr, violated)
+            base = {"votes": c.votes, "documents": c.documents, "r_contr": r_contr, "violated": violated}
             if c.subject_key == c.object_key:
                 decisions.append(_decision(c, "reject", "self-loop: subject and object are the same node", base))
             elif r_contr > cfg.max_contr:
                 notes = "".join(f"; {n}" for n in ci.notes)
                 decisions.append(_decision(c, "reject", f"constraint penalty R_contr={r_contr:.4f} > max_contr="
-                                           f"{cfg.max_contr:.4f} ({', '.join(ci.violated())}){notes}", base))
+                                           f"{cfg.max_contr:.4f} ({', '.join(violated)}){notes}", base))
             elif c.votes < cfg.quorum and c.label is None:
                 decisions.append(_decision(c, "hold", f"votes {c.votes} < quorum {cfg.quorum}", base, hold="quorum"))
             else:
@@ -251,33 +258,55 @@ class CalibratedPolicy:
         st.last_tau = None if math.isinf(tau) else tau
         # AG: would one reading change the decision? A candidate with chunks that was never re-read is
         # ambiguous when one supporting answer would carry it over the cut, or one silent answer
-        # (the chunk mentions both endpoints without stating it) would drop it below
+        # (the chunk mentions both endpoints without stating it) would drop it below. "The cut" for
+        # the first test is the one reading could reach: computed as if every unread candidate's
+        # reading supported it (so that escalation can start even when nothing qualifies yet).
         ag = np.zeros(len(scored), bool)
-        if cfg.escalate and len(scored) and model is not None and not math.isinf(tau):
+        if cfg.escalate and len(scored) and model is not None:
             unread = np.array([cands[i].chunked and cands[i].supports + cands[i].contradicts + cands[i].silent == 0
                                for i in scored]) & (cand_labels < 0)
-            X_sup, X_sil = X.copy(), X.copy()
-            X_sup[:, _IX["supports"]] = 1
-            X_sil[:, _IX["silent"]] = 1
-            ag = unread & (((p < tau) & (predict(model, X_sup) >= tau)) | ((p >= tau) & (predict(model, X_sil) < tau)))
+            if unread.any():
+                X_sup, X_sil = X.copy(), X.copy()
+                X_sup[:, _IX["supports"]] = 1
+                X_sil[:, _IX["silent"]] = 1
+                p_sup, p_sil = predict(model, X_sup), predict(model, X_sil)
+                reach = np.concatenate([np.array([v[0] for v in held_scores.values()]),
+                                        np.where(unread, np.maximum(p, p_sup), p)[eligible]])
+                tau_reach = promotion_cut(reach, target=cfg.target_fmr, base_n=certain, min_p=cfg.min_p)
+                ag = unread & (((p < tau) & ((p_sup >= min(tau, tau_reach)) | (p >= cfg.reread_min_p)))
+                               | ((p >= tau) & (p_sil < tau)))
         dg = (p >= tau) & ~ag
         # budget order: R_env at the start of the round
         renv = X[:, _IX["delta_cov"]] + X[:, _IX["delta_vn"]] - cfg.lambda_t * np.exp(-1.0) if len(X) else X[:, 0]
+        renv = np.nan_to_num(renv)
+        # ties at the cut (scores are discrete): admit only as many as keep the expected FMR within
+        # the target, the likeliest first, then by R_env
+        kept = sorted(held_scores.values(), key=lambda v: -v[0])
+        false = sum(1.0 - v[0] for v in kept if v[0] >= tau)
+        n_in = certain + sum(1 for v in kept if v[0] >= tau)
+        trimmed: set[int] = set()
+        for j in sorted(np.nonzero(dg)[0], key=lambda j: (-p[j], -renv[j], cands[scored[j]].key)):
+            if (false + 1.0 - p[j]) / (n_in + 1) > cfg.target_fmr + 1e-12:
+                dg[j] = False
+                trimmed.add(int(j))
+                continue
+            false += 1.0 - p[j]
+            n_in += 1
         order = sorted((j for j in range(len(scored)) if dg[j]), key=lambda j: (-renv[j], -p[j], cands[scored[j]].key))
         chosen = order[:cfg.max_promotions_per_round]
         losers = functional_losers([cands[scored[j]] for j in chosen], functional_relations(inputs.schema), index.objects)
         chosen_set = {j for j in chosen if cands[scored[j]].key not in losers}
         self._exchange(held_scores, certain, [float(p[j]) for j in chosen_set], tau, decisions, rescored)
         promoted_order = []
+        moved = explain_many(model, X) if model is not None and len(X) else []
         tau_txt = "inf" if math.isinf(tau) else f"{tau:.4f}"
         for j, i in enumerate(scored):
             c = cands[i]
             feats = [float(x) for x in X[j]]
             info = {"votes": c.votes, "documents": c.documents, "p_hat": float(p[j]), "tau": None if math.isinf(tau) else tau,
-                    "target_fmr": cfg.target_fmr, "r_contr": contr[i][1], "violated": contr[i][0].violated(),
+                    "target_fmr": cfg.target_fmr, "r_contr": contr[i][1], "violated": contr[i][2],
                     "gate": "DG" if dg[j] else ("AG" if ag[j] else "low"),
-                    "evidence": [[n, round(v, 4)] for n, v in (explain(model, X[j]) if model is not None else [])],
-                    "features": {n: round(v, 6) for n, v in zip(FEATURES, feats)}}
+                    "evidence": moved[j] if moved else []}
             head = f"p_hat={p[j]:.4f}"
             if c.label is True:
                 head += " (labelled true by a reviewer)"
@@ -293,6 +322,10 @@ class CalibratedPolicy:
             elif dg[j]:
                 decisions.append(_decision(c, "hold", f"DG: {head} >= tau={tau_txt} but not selected: round budget of "
                                            f"{cfg.max_promotions_per_round} promotions used", info, hold="budget", **extra))
+            elif j in trimmed:
+                decisions.append(_decision(c, "hold", f"{head} at the cut tau={tau_txt}, but the target FMR "
+                                           f"{cfg.target_fmr} is spent by likelier candidates", info, hold="evidence",
+                                           **extra))
             elif ag[j]:
                 decisions.append(_decision(c, "hold", f"AG: {head} < tau={tau_txt}, one supporting reading would carry it "
                                            "over: escalated for corpus re-reading or review", info, hold="escalated",
@@ -329,6 +362,25 @@ class CalibratedPolicy:
             rescored.pop(k, None)
             false -= 1.0 - p_
             n -= 1
+
+    def _index(self, inputs: RoundInputs) -> PromotedIndex:
+        """The constraint index of the promoted graph, kept across rounds and extended with what was
+        appended since (the store's cache only ever appends between versions it wrote)."""
+        pr = inputs.promoted
+        cached = self._promoted_index
+        if cached is not None:
+            old, idx = cached
+            n = len(old)
+            if len(pr) >= n and (n == 0 or (list(pr.key[n - 1:n]) == list(old.key[n - 1:n])
+                                             and list(pr.subject[:1]) == list(old.subject[:1]))):
+                if len(pr) > n:
+                    idx.extend(EdgeList(pr.subject[n:], pr.relation[n:], pr.object[n:], pr.weight[n:]),
+                               inputs.entity_types)
+                self._promoted_index = (pr, idx)
+                return idx
+        idx = PromotedIndex(pr, inputs.entity_types)
+        self._promoted_index = (pr, idx)
+        return idx
 
     # -- features ---------------------------------------------------------------------------------
     def features(self, cands: list[CandidateRow], inputs: RoundInputs, r_contr: list[float], cons: list, *,
@@ -445,5 +497,8 @@ def _labelled(inputs: RoundInputs, skip: set[str]) -> tuple[np.ndarray, np.ndarr
 
 
 def _decision(c: CandidateRow, action: str, reason: str, inputs: dict, **extra) -> EdgeDecision:
-    return EdgeDecision(key=c.key, subject_key=c.subject_key, object_key=c.object_key, action=action,  # type: ignore[arg-type]
-                        reason=reason, inputs=json.loads(json.dumps(inputs, default=float)), **extra)
+    """A decision record (``inputs`` holds plain numbers, strings and lists only)."""
+    return EdgeDecision.model_construct(key=c.key, subject_key=c.subject_key, object_key=c.object_key, action=action,
+                                        reason=reason, inputs=inputs, p_hat=extra.get("p_hat"),
+                                        features=extra.get("features"), feature_set=extra.get("feature_set"),
+                                        hold=extra.get("hold"))

@@ -127,6 +127,10 @@ class PromotedIndex:
         self.signatures: dict[str, Counter] = defaultdict(Counter)
         self.objects: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.holders = FactHolders()
+        self.extend(promoted, entity_types)
+
+    def extend(self, promoted: EdgeList, entity_types: dict[str, str]) -> None:
+        """Index more promoted edges."""
         for s, r, o in zip(promoted.subject, promoted.relation, promoted.object):
             self.signatures[r][(entity_types.get(s, s.partition(":")[0]), entity_types.get(o, o.partition(":")[0]))] += 1
             self.objects[(s, r)].add(o)

@@ -79,7 +79,7 @@ from kgr.errors import KgrValidationError
 from kgr.gauge.features import FEATURE_SET, FEATURES, feature_index
 
 __all__ = ["VIEWS", "ScorerModel", "LatentClass", "Logistic", "view_codes", "fit_scorer", "predict", "explain",
-           "ScorerConfig"]
+           "explain_many", "ScorerConfig"]
 
 #: View name → number of levels. Levels are ordered from the least to the most favourable evidence:
 #: the fitted likelihood ratio of every view is kept non-decreasing in its level.
@@ -410,3 +410,19 @@ def explain(model: ScorerModel, x: np.ndarray, *, top: int = 5) -> list[tuple[st
         items += [(n, float(c * v)) for n, c, v in zip(FEATURES, lg.coef[1:], Xs)]
     items.sort(key=lambda t: -abs(t[1]))
     return items[:top]
+
+
+def explain_many(model: ScorerModel, X: np.ndarray, *, top: int = 5) -> list[list[list]]:
+    """:func:`explain` for every row of ``X`` at once: per row, ``[[name, contribution], ...]`` (4 decimals)."""
+    X = np.asarray(X, dtype=np.float64)
+    codes = view_codes(X)
+    if model.logistic is None:
+        names = [f"view:{v}" for v in model.latent.views]
+        C = np.column_stack([lr for lr in model.latent.log_ratios(codes).values()]) if names else np.zeros((len(X), 0))
+    else:
+        lg = model.logistic
+        Xs = np.nan_to_num((X - np.asarray(lg.mean)) / np.asarray(lg.scale))
+        names = ["latent_class", *FEATURES]
+        C = np.column_stack([lg.coef[0] * np.clip(model.latent.logit(codes), -20, 20), Xs * np.asarray(lg.coef[1:])])
+    order = np.argsort(-np.abs(C), axis=1, kind="stable")[:, :top]
+    return [[[names[k], round(float(C[i, k]), 4)] for k in order[i]] for i in range(len(X))]

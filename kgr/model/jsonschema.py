@@ -10,7 +10,7 @@ schemas in memory and fails, naming that command, when the committed files drift
 Other modules add their wire models with :func:`register_schema`.
 
 >>> sorted(SCHEMA_MODELS)[:2]
-['exported_triple', 'extracted_kg']
+['edge_label', 'exported_triple']
 >>> schema_id("kg_schema")
 'https://kgr.dev/schemas/0.1/kg_schema.schema.json'
 """

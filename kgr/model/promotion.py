@@ -103,8 +103,8 @@ class RoundRequest:
         Read the feature vectors of the current promoted edges (to rescore them after a refit).
     background : int
         Also read at most this many already decided staged edges (held or promoted), a uniform
-        sample (edge keys are hashes): the population a scorer is fitted on besides the round's
-        own candidates.
+        sample (those whose key, a hash, starts with one hex digit, another each round): the
+        population a scorer is fitted on besides the round's own candidates.
     """
 
     limit: int

@@ -12,6 +12,8 @@ Error mapping (``type`` → HTTP status):
 ======================  ======  ===========================================================
 ``validation_error``    422     the input does not match the tool's model (``field`` says where)
 ``not_found``           404     no such tool, entity, edge
+``conflict``            409     the call contradicts itself or the store's state (e.g. one edge
+                                labelled true and false)
 ``bad_request``         400     any other :class:`~kgr.errors.KgrError` caused by the input
 ``unavailable``         503     Neo4j is unreachable (or kept failing transiently)
 ``timeout``             504     the call exceeded the request time limit
@@ -34,7 +36,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
+from kgr.errors import KgrConflict, KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
 from kgr.model.schema import KGSchema, load_schema
 from kgr.server.catalog import get_served, invoke, json_numbers, validate_payload
 from kgr.server.locks import WriteScheduler, entity_keys_of
@@ -106,6 +108,8 @@ def failure_from_exception(exc: BaseException, *, tool: str | None = None) -> To
         return ToolFailure(422, "validation_error", _first_line(exc), exc.field or None, _details(exc))
     if isinstance(exc, KgrNotFound):
         return ToolFailure(404, "not_found", _first_line(exc))
+    if isinstance(exc, KgrConflict):
+        return ToolFailure(409, "conflict", _first_line(exc))
     if isinstance(exc, KgrNeo4jUnavailable):
         return ToolFailure(503, "unavailable", _first_line(exc))
     if isinstance(exc, KgrError):

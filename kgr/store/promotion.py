@@ -34,7 +34,7 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, note: st
     """Write decisions made elsewhere as one version (nothing is written for an empty list)."""
     if not decisions:
         return RoundSummary(candidates=0)
-    context, _ = read_context(graph, "external")
+    context, _ = read_context(graph, "external", counts=False)
     inputs = RoundInputs(candidates=(), context=context, now=now or 0.0)
     return write_round(graph, RoundDecisions(decisions=list(decisions), note=note, decide_ms=decide_ms or 0.0),
                        inputs, policy="external")

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.gauge.review import review_priority
 from kgr.model.review import EdgeLabel, EvidenceLink, LabelReport, ReviewItem, ReviewQueue
 from kgr.store.connection import Graph, Tx
@@ -132,22 +132,23 @@ def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | Non
     ------
     KgrNotFound
         Some keys name no staged edge (listed; nothing is written).
-    KgrValidationError
+    KgrConflict
         One key labelled twice with different answers in the same call.
     """
     if not labels:
         return LabelReport()
+    keys = sorted({lab.key for lab in labels})
+    found = {r[0]: r for r in graph.read("labels_find_edges", {"keys": keys})[0]["rows"]}
+    missing = sorted(set(keys) - set(found))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise KgrNotFound(f"no staged edge with key {shown}: nothing was recorded")
     by_key: dict[str, EdgeLabel] = {}
     for lab in labels:
         old = by_key.get(lab.key)
         if old is not None and old.label != lab.label:
-            raise KgrValidationError(f"edge {lab.key} is labelled both true and false in one call", field="label")
+            raise KgrConflict(f"edge {lab.key} is labelled both true and false in one call: nothing was recorded")
         by_key[lab.key] = lab
-    found = {r[0]: r for r in graph.read("labels_find_edges", {"keys": sorted(by_key)})[0]["rows"]}
-    missing = sorted(set(by_key) - set(found))
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise KgrNotFound(f"no staged edge with key {shown}: nothing was recorded")
     ts = time.time() if now is None else now
 
     def unit(tx: Tx) -> LabelReport:

@@ -33,13 +33,14 @@ promotions, so ``kgr promote --until-done`` reads it once.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kgr.errors import KgrError, KgrNotFound, KgrValidationError
+from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.model.promotion import (
     CandidateRow,
@@ -61,7 +62,7 @@ __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_ro
 _STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
 
 
-class RoundConflict(KgrError):
+class RoundConflict(KgrConflict):
     """The store moved on (another round, merge, rollback or label committed) after the round read it."""
 
 
@@ -79,15 +80,24 @@ def policy_state(graph: Graph, policy: str) -> str | None:
     return rows[0]["state"] if rows else None
 
 
-def read_context(graph: Graph, policy: str) -> tuple[RoundContext, str | None]:
-    """The store's version, hash and counts, and ``policy``'s persisted state."""
+def read_context(graph: Graph, policy: str, *, cache: PromotedGraphCache | None = None,
+                 counts: bool = True) -> tuple[RoundContext, str | None]:
+    """The store's version, hash and counts, and ``policy``'s persisted state.
+
+    With ``counts`` (the default), the promoted graph's size and its predicted false promotions (:math:`\\sum (1 - \\hat p)` over
+    edges that carry a score) come from the promoted edges, which the round reads anyway (cached).
+    """
     rows = graph.read("round_state", {"policy": policy})
     if not rows:
         raise KgrNotFound("the store is not initialised: run `kgr init`")
     r = rows[0]
-    ctx = RoundContext(version=int(r["version"]), hash=r["hash"], labels=int(r["labels"]),
-                       promoted=int(r["promoted"]), promoted_scored=int(r["scored"]),
-                       promoted_expected_false=float(r["expected_false"] or 0.0))
+    ctx = RoundContext(version=int(r["version"]), hash=r["hash"], labels=int(r["labels"]))
+    if not counts:
+        return ctx, r["state"]
+    edges, _, _ = (cache or PROMOTED_CACHE).get(graph, ctx)
+    scores = [x for x in edges.score if x is not None]
+    ctx = RoundContext(version=ctx.version, hash=ctx.hash, labels=ctx.labels, promoted=len(edges),
+                       promoted_scored=len(scores), promoted_expected_false=float(sum(1.0 - x for x in scores)))
     return ctx, r["state"]
 
 
@@ -126,9 +136,8 @@ class PromotedGraphCache:
             return hit.edges, hit.types, True
         r = graph.read("round_promoted_read")[0]
         edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"],
-                         [x[0] for x in r["score"]])
-        types = dict(zip(r["subject"], r["subject_type"]))
-        types.update(zip(r["object"], r["object_type"]))
+                         [None if x < 0 else x for x in r["score"]])
+        types = {k: k.partition(":")[0] for k in set(r["subject"]) | set(r["object"])}
         with self._lock:
             self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
         return edges, types, False
@@ -177,6 +186,19 @@ def _candidate(row: list) -> CandidateRow:
         first_seen=float(first_seen or 0.0), last_seen=float(last_seen or 0.0), chunked=bool(chunked))
 
 
+def _background(graph: Graph, n: int, salt: int, skip: set[str],
+                pool: list[tuple[str, str, str]]) -> tuple[CandidateRow, ...]:
+    """A uniform sample of ``n`` decided edges (promoted or held, not this round's candidates), read
+    by their endpoints (seeded by the version: another sample every round, the same on a re-run)."""
+    pool = [e for e in pool if e[0] not in skip]
+    if not pool:
+        return ()
+    rank = random.Random(salt).sample(pool, min(n, len(pool)))
+    rows = graph.read("round_candidates_read", {"rows": [{"key": k, "s_key": s, "o_key": o} for k, s, o in rank]},
+                      by_ends=True)[0]["rows"]
+    return tuple(_candidate(r) for r in rows)
+
+
 def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
     """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
@@ -185,11 +207,6 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
     params = {"limit": request.limit, "epoch": request.epoch}
     rows = graph.read("round_candidates_read", params)[0]["rows"]
     cands = tuple(_candidate(r) for r in rows)
-    background: tuple[CandidateRow, ...] = ()
-    if request.background:
-        rows = graph.read("round_candidates_read", {"limit": request.background, "epoch": request.epoch},
-                          background=True)[0]["rows"]
-        background = tuple(_candidate(r) for r in rows)
     total = graph.read("round_undecided_count", {"epoch": request.epoch})[0]["n"]
     types: dict[str, str] = {}
     promoted = EdgeList()
@@ -197,11 +214,17 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
         promoted, ptypes, _ = (cache or PROMOTED_CACHE).get(graph, context)
         types.update(ptypes)
     pending = EdgeList()
-    if request.pending:
+    held: list[tuple[str, str, str]] = []
+    if request.pending or request.background:
         r = graph.read("round_pending_read")[0]
-        pending = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]])
+        pending = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"])
         types.update(zip(r["subject"], r["subject_type"]))
         types.update(zip(r["object"], r["object_type"]))
+        held = [(k, s_, o_) for k, st, s_, o_ in zip(r["key"], r["status"], r["subject"], r["object"]) if st == "held"]
+    background: tuple[CandidateRow, ...] = ()
+    if request.background:
+        background = _background(graph, request.background, context.version, {c.key for c in cands},
+                                 list(zip(promoted.key, promoted.subject, promoted.object)) + held)
     for c in cands + background:
         types[c.subject_key] = c.subject_type
         types[c.object_key] = c.object_type
@@ -354,7 +377,7 @@ def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts:
     for _ in range(attempts):
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        context, state = read_context(graph, policy.name)
+        context, state = read_context(graph, policy.name, cache=cache)
         request = policy.plan(context, state)
         inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
         timings["read"] = time.perf_counter() - t0

@@ -131,8 +131,8 @@ def test_review_queue(graph, history):
                                    k=key, p=p)
     graph.driver.execute_query("MATCH ()-[r:PENDING_REL {key: $k}]->() SET r.label = true", k=history.ada_london)
     rows = run_query(graph, "review_queue", {"tau": 0.9})
-    assert [(r["key"], r["p_hat"]) for r in rows] == [(history.ada_ibm, 0.95), (history.grace_navy, 0.88)]
-    assert rows[0]["subject"] == "Ada" and rows[0]["supports"] == 0
+    assert [(r["key"], r["p_hat"]) for r in rows] == [(history.grace_navy, 0.88), (history.ada_ibm, 0.95)]
+    assert rows[1]["subject"] == "Ada" and rows[1]["supports"] == 0  # nearest the cut first; the labelled one left out
 
 
 def test_saved_query_lookup_and_missing_params(graph):

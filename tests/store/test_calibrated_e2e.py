@@ -141,12 +141,12 @@ def test_unknown_or_contradictory_labels_write_nothing(graph):
     kg = Engine(graph, schema=SCHEMA)
     stage(graph, [A("P0", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")])
     key = graph.read("pending_edges", {"statuses": None})[0]["key"]
-    from kgr.errors import KgrNotFound, KgrValidationError
+    from kgr.errors import KgrConflict, KgrNotFound
 
     with pytest.raises(KgrNotFound, match="no staged edge with key 0123456789abcdef01234567"):
         kg.label([EdgeLabel(key=key, label=True, reviewer="a"),
                   EdgeLabel(key="0123456789abcdef01234567", label=True, reviewer="a")])
-    with pytest.raises(KgrValidationError, match="labelled both true and false"):
+    with pytest.raises(KgrConflict, match="labelled both true and false"):
         kg.label([EdgeLabel(key=key, label=True, reviewer="a"), EdgeLabel(key=key, label=False, reviewer="b")])
     assert graph.driver.execute_query("MATCH (l:ReviewLabel) RETURN count(l) AS n").records[0]["n"] == 0
     assert current_state(graph)[0] == 0
