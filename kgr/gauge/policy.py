@@ -102,7 +102,7 @@ __all__ = [
     "PromotionConfig",
     "PolicyState",
     "CandidateDecision",
-    "RoundDecisions",
+    "GedigRound",
     "decide_round",
 ]
 
@@ -518,7 +518,7 @@ class CandidateDecision(BaseModel):
     theta_dg: float
 
 
-class RoundDecisions(BaseModel):
+class GedigRound(BaseModel):
     """Decisions of one round.
 
     Attributes
@@ -582,7 +582,7 @@ def decide_round(
     state: PolicyState | None = None,
     *,
     prefetched: Prefetched | None = None,
-) -> RoundDecisions:
+) -> GedigRound:
     r"""Decide one promotion round: promote, hold or reject each candidate, recording why.
 
     .. math::
@@ -610,7 +610,7 @@ def decide_round(
 
     Returns
     -------
-    decisions : RoundDecisions
+    decisions : GedigRound
         One :class:`CandidateDecision` per candidate (input order) and the promoted keys in
         selection order.
 
@@ -808,7 +808,7 @@ def decide_round(
 
     decisions = tuple(CandidateDecision(**rec) for rec in out)
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ("promote", "hold", "reject")}
-    return RoundDecisions(
+    return GedigRound(
         decisions=decisions, promoted=tuple(cands[i].key for i in selected), counts=counts, **common,
     )
 

@@ -4,20 +4,19 @@ Two layers, both fitted on every round's candidates (no labels needed), the seco
 labels exist.
 
 **1. Without labels: a latent-class model over evidence views** (the documented rule). The
-features (:mod:`kgr.gauge.features`) are grouped into a few categorical *views* that are nearly
-independent given the truth of a triple:
+features (:mod:`kgr.gauge.features`) are grouped into categorical *views*, each ordered from the
+least to the most favourable evidence:
 
 =================  =====================================================================
 view               levels
 =================  =====================================================================
 ``sources``        independent documents :math:`d = 1, 2, 3, \ge 4`
-``verifier``       no answer / supports / contradicts / silent only
-``constraints``    :math:`R_{\text{contr}} = 0` / soft (:math:`0 < R \le 0.25`) / higher
-``entities``       smaller endpoint degree in the evidence graph: 0 / 1–2 / :math:`\ge 3`
+``verifier``       contradicts / silent only / not re-read / supports
+``constraints``    :math:`R_{\text{contr}} > 0.25` / soft (:math:`0 < R \le 0.25`) / none
 ``rules``          path/inverse rule noisy-or: none / < 0.3 / < 0.7 / :math:`\ge 0.7`
-``embedding``      ComplEx rank quantile: unknown / < 0.5 / < 0.8 / < 0.95 / :math:`\ge 0.95`
-``roles``          :math:`\min(\text{head fit}, \text{tail fit})`: unknown / < 0.3 / < 0.6 / :math:`\ge 0.6`
-``quality``        extraction quality: unknown / < 0.5 / < 0.8 / :math:`\ge 0.8`
+``quality``        extraction quality: < 0.5 / unknown / < 0.8 / :math:`\ge 0.8`
+``entities``       an endpoint in nothing else / roles fit poorly / fairly / well
+``embedding``      ComplEx rank quantile: < 0.5 / unknown / < 0.8 / < 0.95 / :math:`\ge 0.95`
 =================  =====================================================================
 
 A two-class latent-class model (naive Bayes with the class unobserved),
@@ -26,24 +25,34 @@ A two-class latent-class model (naive Bayes with the class unobserved),
 
     P(x) = \sum_{y \in \{0, 1\}} \pi_y \prod_v \theta_{v, y}(x_v),
 
-is fitted by EM with symmetric Dirichlet priors (``alpha``); labelled candidates enter with their
-class fixed (semi-supervised EM: labels chosen on the observed evidence are *missing at random*,
-so the likelihood stays valid). With at least three views that carry information the model is
-identifiable (Kruskal's condition for latent-class models); the class called *true* is the one
-whose candidates have more independent sources. The posterior
+is fitted by EM with symmetric Dirichlet priors (``alpha``) over the views of
+:data:`LABEL_FREE_VIEWS` (sources, verifier, constraints, rules, quality: the evidence whose
+direction held on every benchmark stream; ``entities`` and ``embedding`` are available but left to
+the refit). In every M-step the likelihood ratio :math:`\theta_{v,1}/\theta_{v,0}` of each view is
+made non-decreasing in its level (pool-adjacent-violators, :func:`_monotone`): more independent
+sources, a supporting reading, firing rules can never count *against* a triple. That order is
+what names the class *true*, and it keeps EM from settling on a cluster that is not truth (say,
+"well-connected entities"). Labelled candidates enter with their class fixed (semi-supervised
+EM: labels chosen on the observed evidence are *missing at random*, so the likelihood stays
+valid). :data:`VIEW_PRIORS` gives the verifier view a prior worth ``view_prior_strength``
+candidates until answers accumulate. The posterior
 
 .. math::
 
     \hat p_{\text{LCM}}(x) = \frac{\pi_1 \prod_v \theta_{v,1}(x_v)}{\sum_y \pi_y \prod_v \theta_{v,y}(x_v)}
 
-is the score without labels. Views are chosen so that correlated features share a view
-(documents and votes, the three embedding quantities), which keeps the product honest.
+is the score without labels. Measured on the benchmark streams it is conservative at the top
+(it claims less certainty than its best candidates have), which keeps the FMR target on the safe
+side but lowers acceptance; labels correct it.
 
-**2. With labels: a logistic refit.** Once there are at least ``min_labels`` labels with both
-classes present, scikit-learn's ``LogisticRegression`` is fitted on the labelled candidates'
-standardised features plus the latent-class logit, and gives :math:`\hat p`. Labels are
-recorded with the feature vector of the edge's last scored decision, so a refit uses exactly what
-the policy saw. Below ``min_labels`` the labels only anchor the EM.
+**2. With labels: a MAP logistic refit.** Once there are at least ``min_labels`` labels with both
+classes present (at least 3 each), a logistic model over the latent-class logit and all
+standardised features is fitted to the labels by maximum a posteriori (:func:`_refit`, scipy's
+L-BFGS on a convex objective), with Gaussian priors that centre it on the label-free model:
+weight 1 on the latent-class logit, 0 on every feature, so a few labels move the scores a little
+and many labels let structure, role profiles and the embedding earn weights of either sign.
+Labels are recorded with the feature vector of the edge's last scored decision, so a refit uses
+exactly what the policy saw.
 
 **Explanations.** :func:`explain` lists each view's log-likelihood ratio
 :math:`\ln \theta_{v,1}(x_v)/\theta_{v,0}(x_v)` (and, after a refit, each feature's

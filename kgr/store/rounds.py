@@ -60,6 +60,8 @@ __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_ro
            "PromotedGraphCache"]
 
 _STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
+#: Labelled edges (newest first) whose features a round recomputes for the scorer's refit.
+MAX_LABELLED_READ = 5000
 
 
 class RoundConflict(KgrConflict):
@@ -186,14 +188,19 @@ def _candidate(row: list) -> CandidateRow:
         first_seen=float(first_seen or 0.0), last_seen=float(last_seen or 0.0), chunked=bool(chunked))
 
 
-def _background(graph: Graph, n: int, salt: int, skip: set[str],
-                pool: list[tuple[str, str, str]]) -> tuple[CandidateRow, ...]:
+def _background(graph: Graph, n: int, salt: int, skip: set[str], pool: list[tuple[str, str, str]],
+                labelled: list[tuple[str, str, str]] = ()) -> tuple[CandidateRow, ...]:
     """A uniform sample of ``n`` decided edges (promoted or held, not this round's candidates), read
-    by their endpoints (seeded by the version: another sample every round, the same on a re-run)."""
-    pool = [e for e in pool if e[0] not in skip]
-    if not pool:
+    by their endpoints (seeded by the version: another sample every round, the same on a re-run),
+    plus every ``labelled`` edge that is not a candidate: a scorer refit on labels must see their
+    features computed now, like the candidates', not as they were at some earlier decision (features
+    of another time, or missing the embedding, would leak into what the labels teach)."""
+    lab = [e for e in labelled if e[0] not in skip]
+    taken = skip | {e[0] for e in lab}
+    pool = [e for e in pool if e[0] not in taken]
+    rank = lab + (random.Random(salt).sample(pool, min(n, len(pool))) if pool else [])
+    if not rank:
         return ()
-    rank = random.Random(salt).sample(pool, min(n, len(pool)))
     rows = graph.read("round_candidates_read", {"rows": [{"key": k, "s_key": s, "o_key": o} for k, s, o in rank]},
                       by_ends=True)[0]["rows"]
     return tuple(_candidate(r) for r in rows)
@@ -221,18 +228,22 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
         types.update(zip(r["subject"], r["subject_type"]))
         types.update(zip(r["object"], r["object_type"]))
         held = [(k, s_, o_) for k, st, s_, o_ in zip(r["key"], r["status"], r["subject"], r["object"]) if st == "held"]
+    labels: tuple[LabelRow, ...] = ()
+    labelled_ends: list[tuple[str, str, str]] = []
+    if request.labels:
+        rows_ = graph.read("round_labels_read")[0]["rows"]
+        labels = tuple(LabelRow(key=k, label=bool(lab), reviewer=rev or "",
+                                features=None if f is None else tuple(float(x) for x in f), feature_set=fs)
+                       for k, lab, rev, f, fs, _s, _o in rows_)
+        labelled_ends = [(k, s_, o_) for k, _l, _r, _f, _fs, s_, o_ in rows_ if s_ and o_][:MAX_LABELLED_READ]
     background: tuple[CandidateRow, ...] = ()
     if request.background:
         background = _background(graph, request.background, context.version, {c.key for c in cands},
-                                 list(zip(promoted.key, promoted.subject, promoted.object)) + held)
+                                 list(zip(promoted.key, promoted.subject, promoted.object)) + held,
+                                 labelled_ends)
     for c in cands + background:
         types[c.subject_key] = c.subject_type
         types[c.object_key] = c.object_type
-    labels: tuple[LabelRow, ...] = ()
-    if request.labels:
-        labels = tuple(LabelRow(key=k, label=bool(lab), reviewer=rev or "",
-                                features=None if f is None else tuple(float(x) for x in f), feature_set=fs)
-                       for k, lab, rev, f, fs in graph.read("round_labels_read")[0]["rows"])
     scored: tuple[ScoredEdge, ...] = ()
     if request.promoted_features:
         scored = tuple(ScoredEdge(key=k, subject_key=s, object_key=o, features=tuple(float(x) for x in f),
