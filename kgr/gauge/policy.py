@@ -43,9 +43,10 @@ per candidate at the defaults, whatever the size of the graph.
 A candidate's ball is computed once, on the graph at the start of the round, and stays *frozen*
 while the greedy step re-evaluates marginal rewards: edges selected earlier in the round are
 added inside it (its induced edges are re-read), but it does not grow through them. So the whole
-round needs the promoted graph only inside the balls, plus the endpoints' degrees — which is what
-the store fetches (:class:`Prefetched`, ``kgr.store.neighbourhood``) instead of every promoted edge,
-with the same decisions.
+round needs the promoted graph only inside the balls, plus the endpoints' degrees — which a caller
+may pass as :class:`Prefetched` instead of the whole graph, with the same decisions (the geDIG
+policy of :mod:`kgr.gauge.policies` passes the whole promoted graph, which the calibrated policy
+needs anyway for its learned evidence).
 
 Greedy guarantee
 ----------------
