@@ -31,11 +31,43 @@ from difflib import SequenceMatcher
 
 from kgr.errors import KgrValidationError
 
-__all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "IDENTIFIER_RE", "MAX_NAME_CHARS"]
+__all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "IDENTIFIER_RE", "MAX_NAME_CHARS",
+           "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
 #: matches before a trailing newline) before a template renders them.
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+#: Labels kgr gives its own nodes. A user entity type becomes a label of its entities
+#: (``(:Entity:<Type>)``), so these names are refused as entity types: an entity labelled
+#: ``Snapshot`` would be listed as a snapshot, counted as a document, and so on.
+RESERVED_LABELS: frozenset[str] = frozenset({
+    "Entity", "Document", "Chunk", "Vote", "Decision", "Version", "Snapshot", "KgrState", "SchemaProposal",
+    "ReviewLabel", "VerifierAnswer", "PolicyState",
+})
+#: Relationship types kgr writes itself; refused as relation types (a relation named ``PENDING_REL``
+#: would be promoted into a staged edge's own type).
+RESERVED_RELATION_TYPES: frozenset[str] = frozenset({"PENDING_REL", "MENTIONS", "PART_OF", "FROM", "PROPOSES"})
+
+
+def reserved_name(name: str, *, relation: bool) -> str | None:
+    """Why ``name`` may not be a user entity type (``relation=False``) or relation type, or None.
+
+    The rule, one for everything kgr writes: kgr's own labels and relationship types, exactly as
+    spelled (Neo4j names are case-sensitive), and any name beginning with ``Kgr``/``KGR_`` (kept
+    for kgr's future own names).
+
+    >>> reserved_name("Snapshot", relation=False), reserved_name("Snapshots", relation=False)
+    ("'Snapshot' is one of kgr's own labels", None)
+    >>> reserved_name("PENDING_REL", relation=True)
+    "'PENDING_REL' is one of kgr's own relationship types"
+    """
+    own = RESERVED_RELATION_TYPES if relation else RESERVED_LABELS
+    if name in own:
+        return f"{name!r} is one of kgr's own {'relationship types' if relation else 'labels'}"
+    if name.startswith(("Kgr", "KGR_")):
+        return f"{name!r} begins with Kgr/KGR_, a prefix kgr keeps for its own names"
+    return None
 #: Longest entity name accepted (characters). Longer names are rejected with a clear error.
 MAX_NAME_CHARS = 1024
 

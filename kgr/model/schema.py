@@ -30,7 +30,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kgr.errors import KgrSchemaError
-from kgr.model.canonical import IDENTIFIER_RE, canonical_name
+from kgr.model.canonical import IDENTIFIER_RE, canonical_name, reserved_name
 
 __all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "schema_error", "Identifier"]
 
@@ -100,10 +100,13 @@ class KGSchema(BaseModel):
 
     @field_validator("entity_types", "relation_types")
     @classmethod
-    def _keys_are_identifiers(cls, v: dict) -> dict:
+    def _keys_are_identifiers(cls, v: dict, info) -> dict:  # noqa: ANN001 - pydantic's ValidationInfo
         for k in v:
             if not IDENTIFIER_RE.fullmatch(k):
                 raise ValueError(f"type name {k!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*")
+            why = reserved_name(k, relation=info.field_name == "relation_types")
+            if why:
+                raise ValueError(f"type name {why}; choose another name")
         return v
 
     # -- queries -------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
-from kgr.errors import KgrValidationError
-from kgr.model.canonical import canonical_name, edge_key, entity_key
+from kgr.errors import KgrIdentifierError, KgrValidationError
+from kgr.model.canonical import canonical_name, edge_key, entity_key, reserved_name
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
@@ -128,6 +128,9 @@ def check_assertion(a: TripleAssertion, schema: KGSchema | None) -> None:
     """Raise :class:`KgrValidationError` unless ``a`` may be staged (identifiers; closed-schema types)."""
     for kind, value in (("label", a.subject_type), ("label", a.object_type), ("relationship type", a.relation)):
         validate_identifier(value, kind=kind)
+        why = reserved_name(value, relation=kind != "label")
+        if why:
+            raise KgrIdentifierError(f"{kind} {why}", field="relation" if kind != "label" else "subject_type")
     if schema is not None and not schema.is_open:
         unknown = [t for t in (a.subject_type, a.object_type) if not schema.has_entity_type(t)]
         if unknown:
@@ -273,6 +276,9 @@ def stage(
 def _check_entities(entities: Sequence[tuple[str, str]], schema: KGSchema | None) -> None:
     for etype, _ in entities:
         validate_identifier(etype, kind="label")
+        why = reserved_name(etype, relation=False)
+        if why:
+            raise KgrIdentifierError(f"label {why}", field="entities")
         if schema is not None and not schema.is_open and not schema.has_entity_type(etype):
             raise KgrValidationError(f"unknown entity type {etype}", field="entities")
 
