@@ -80,18 +80,31 @@ def validate_payload(spec: ToolSpec, payload: object) -> Any:
         raise KgrValidationError.from_pydantic(exc) from None
 
 
-def json_numbers(value: Any) -> Any:
+#: Deepest nesting of arrays and objects a payload may have (no tool input needs more than a few).
+MAX_JSON_DEPTH = 64
+
+
+def json_numbers(value: Any, _depth: int = 0) -> Any:
     """``value`` with integral floats as ints (JSON number semantics; see the module docstring).
 
     >>> json_numbers({"a": [100.0, 0.5, True], "b": -2.0})
     {'a': [100, 0.5, True], 'b': -2}
+
+    Raises
+    ------
+    KgrValidationError
+        The value nests arrays or objects deeper than :data:`MAX_JSON_DEPTH` (a clear 422, not a
+        ``RecursionError``).
     """
     if isinstance(value, float):
         return int(value) if value.is_integer() else value
+    if isinstance(value, (dict, list)) and _depth >= MAX_JSON_DEPTH:
+        raise KgrValidationError(f"the input nests arrays or objects deeper than {MAX_JSON_DEPTH} levels",
+                                 field="input")
     if isinstance(value, dict):
-        return {k: json_numbers(v) for k, v in value.items()}
+        return {k: json_numbers(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, list):
-        return [json_numbers(v) for v in value]
+        return [json_numbers(v, _depth + 1) for v in value]
     return value
 
 

@@ -118,6 +118,18 @@ def test_error_paths(http_server):
         assert r.status_code == 400
 
 
+def test_deeply_nested_input_is_a_422_not_a_recursion_error(http_server, caplog):
+    # issue 13, item 3: 500-900 nested arrays inside a valid body gave a 500 and ~3,000 log lines
+    for depth in (500, 900):
+        body = b'{"extracted_kg": {"entities": {}, "relations": {}}, "source": "s", "pad": ' + b"[" * depth \
+            + b"]" * depth + b"}"
+        with httpx.Client(base_url=http_server.url, timeout=30) as c:
+            r = c.post("/tools/query_kg_storage", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422, r.text
+        assert "deeper than 64 levels" in r.json()["error"]["message"]
+    assert not any("RecursionError" in rec.getMessage() or rec.exc_info for rec in caplog.records)
+
+
 def test_internal_error_has_no_trace(http_server, monkeypatch, caplog):
     def boom(self, name, payload):  # noqa: ANN001
         raise RuntimeError("secret-detail password=hunter2")
