@@ -203,7 +203,7 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None]) -> Iterator[Doc
 def _load_pdf(path: Path) -> Iterator[Document]:
     try:
         import pypdf
-        from pypdf.errors import PdfReadError
+        from pypdf.errors import PyPdfError
     except ImportError as exc:
         raise KgrValidationError(
             f"{path}: reading PDF files needs the optional dependency pypdf; install it with: pip install kgr[pdf]"
@@ -226,10 +226,11 @@ def _load_pdf(path: Path) -> Iterator[Document]:
             title = None
     except OSError as exc:
         raise _read_error(path, exc) from exc
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        if isinstance(exc, KgrValidationError):
-            raise
-        raise KgrValidationError(f"{path}: not a readable PDF ({exc})") from exc
+    except KgrValidationError:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError,
+            AssertionError, ZeroDivisionError) as exc:  # what a malformed PDF makes pypdf raise
+        raise KgrValidationError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from exc
     text = _normalise_newlines("\n\n".join(p.strip() for p in pages)).strip()
     if not text:
         log.warning("%s: the PDF has no extractable text (scanned images need OCR first)", path)
@@ -332,3 +333,8 @@ def iter_documents(
                 if on_error is None:
                     raise
                 on_error(LoadIssue(path=str(f), error=str(exc).removeprefix(f"{f}: ")))
+            except Exception as exc:  # noqa: BLE001 - a file a parser chokes on fails alone, never the job
+                if on_error is None:
+                    raise
+                log.warning("%s: unexpected %s while loading", f, type(exc).__name__, exc_info=True)
+                on_error(LoadIssue(path=str(f), error=f"could not be read ({type(exc).__name__}: {str(exc)[:200]})"))

@@ -132,6 +132,29 @@ def test_broken_pdf(tmp_path):
         list(load_file(path))
 
 
+def test_a_pdf_that_breaks_pypdf_is_one_failed_document_not_a_stopped_job(tmp_path, monkeypatch):
+    # issue 13, item 4: pypdf's LimitReachedError (a self-referencing object) escaped the loader and
+    # stopped the whole ingest; the documents after it were never read
+    import pypdf
+    from pypdf.errors import LimitReachedError
+
+    (tmp_path / "a.pdf").write_bytes(make_pdf([["first"]]))
+    (tmp_path / "b.txt").write_text("after the bad PDF", encoding="utf-8")
+
+    def explode(self, *args, **kwargs):  # noqa: ANN001
+        raise LimitReachedError("limit reached while following a self-referencing object")
+
+    monkeypatch.setattr(pypdf.PdfReader, "__init__", explode)
+    issues = []
+    docs = list(iter_documents(tmp_path, on_error=issues.append))
+    assert [d.text for d in docs] == ["after the bad PDF"]
+    assert len(issues) == 1 and issues[0].path.endswith("a.pdf") and "not a readable PDF" in issues[0].error
+    monkeypatch.setattr(pypdf.PdfReader, "__init__", lambda self, *a, **k: (_ for _ in ()).throw(RecursionError("deep")))
+    issues.clear()
+    assert [d.text for d in iter_documents(tmp_path, on_error=issues.append)] == ["after the bad PDF"]
+    assert "RecursionError" in issues[0].error
+
+
 def test_pdf_without_text_yields_nothing(tmp_path, caplog):
     path = tmp_path / "blank.pdf"
     path.write_bytes(make_pdf([[]]))
