@@ -95,16 +95,25 @@ class Engine:
             raise KgrValidationError(f"no such file: {p}", field="path")
         bad: list[LineError] = []
 
+        def lines() -> Iterable[str]:
+            """The file's lines; an undecodable one is reported (never silently replaced) and yields ''."""
+            with p.open("rb") as fh:
+                for n, raw in enumerate(fh, start=1):
+                    try:
+                        yield raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        bad.append(LineError(line=n, error=f"not UTF-8 (undecodable byte at column {exc.start + 1})"))
+                        yield ""
+
         def good() -> Iterable[TripleAssertion]:
-            with p.open(encoding="utf-8", errors="replace") as fh:
-                for item in parse_triple_lines(fh):
-                    if isinstance(item, LineError):
-                        bad.append(item)
-                    else:
-                        yield item
+            for item in parse_triple_lines(lines()):
+                if isinstance(item, LineError):
+                    bad.append(item)
+                else:
+                    yield item
 
         rep = self.stage(good(), batch_size=batch_size, workers=workers, on_batch=on_batch)
-        return FileStageReport(**rep.model_dump(), path=str(p), bad_lines=bad)
+        return FileStageReport(**rep.model_dump(), path=str(p), bad_lines=sorted(bad, key=lambda b: b.line))
 
     # -- promotion -------------------------------------------------------------------------------
     def policy(self, policy: PolicyName | Policy = DEFAULT_POLICY, *, quorum: int | None = None,

@@ -172,6 +172,8 @@ def load_schema(path: str | Path) -> KGSchema:
         raw = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise KgrSchemaError(f"cannot read schema file {p}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise KgrSchemaError(f"{p}: not UTF-8 (undecodable byte at offset {exc.start})") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

@@ -52,6 +52,28 @@ def test_stage_reports_bad_lines_and_keeps_good_ones(kgr, tmp_path):
     assert again["new_votes"] == 0 and again["repeated_votes"] == 3
 
 
+def test_undecodable_lines_are_bad_lines_never_silently_replaced(kgr, tmp_path, graph):
+    # issue 13, item 7: errors="replace" made two different invalid byte sequences one entity and
+    # reported "0 bad lines"
+    f = tmp_path / "t.jsonl"
+    good = line("a", "b", "s1").encode()
+    bad1 = line("x\udcff", "b", "s1").encode().replace(b"\\udcff", b"\xff")
+    bad2 = line("x\udcfe", "b", "s2").encode().replace(b"\\udcfe", b"\xfe\xfe")
+    f.write_bytes(b"\n".join([good, bad1, bad2]) + b"\n")
+    data = json.loads(kgr("stage", str(f), "--json").stdout)
+    assert data["new_votes"] == 1
+    assert [(b["line"], b["error"][:9]) for b in data["bad_lines"]] == [(2, "not UTF-8"), (3, "not UTF-8")]
+    names = {r["n"] for r in graph.driver.execute_query("MATCH (e:Entity) RETURN e.name AS n").records}
+    assert names == {"a", "b"}
+
+
+def test_a_schema_file_that_is_not_utf8_is_a_one_line_error(kgr, tmp_path):
+    f = tmp_path / "schema.json"
+    f.write_bytes(b'{"name": "caf\xe9"}')
+    res = kgr("init", "--schema", str(f), code=1)
+    assert res.stderr.strip() == f"Error: {f}: not UTF-8 (undecodable byte at offset 13)"
+
+
 def test_missing_file_is_one_line_error(kgr, tmp_path):
     res = kgr("stage", str(tmp_path / "nope.jsonl"), code=1)
     assert res.stderr.strip() == f"Error: path: no such file: {tmp_path / 'nope.jsonl'}"
