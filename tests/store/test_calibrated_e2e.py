@@ -264,3 +264,25 @@ def test_cli_review_queue_label_and_explain(graph, neo4j_settings, monkeypatch, 
     scored = next(r["key"] for r in graph.read("pending_edges", {"statuses": ["promoted"]}))
     res = runner.invoke(app, ["promote", "--explain", scored])
     assert res.exit_code == 0 and "p_hat = " in res.stdout and "gate DG" in res.stdout and "moved most" in res.stdout
+
+
+def test_two_rounds_deciding_at_once_commit_one_set_of_decisions(graph):
+    """Issue 13, item 5: two `kgr promote` at once both recorded a full set of decisions. A round's
+    write now checks, under the version lock, that the store is still at the version it read."""
+    from kgr.store.rounds import RoundConflict, write_round
+
+    stage(graph, [A(f"P{i}", "Person", "WORKS_AT", "Acme", "Organization", s) for i in range(6) for s in ("a", "b")],
+          schema=SCHEMA)
+    policy = make_policy("quorum")
+    ctx, state = read_context(graph, policy.name)
+    inputs_a = read_round(graph, policy.plan(ctx, state), ctx, schema=SCHEMA)
+    inputs_b = read_round(graph, policy.plan(ctx, state), ctx, schema=SCHEMA)
+    first = write_round(graph, policy.decide(inputs_a, state), inputs_a, policy=policy.name)
+    assert first.promoted == 6
+    with pytest.raises(RoundConflict, match="moved from version 0 to 1"):
+        write_round(graph, policy.decide(inputs_b, state), inputs_b, policy=policy.name)
+    decisions = graph.driver.execute_query("MATCH (d:Decision) RETURN d.version AS v, count(*) AS n").records
+    assert [(r["v"], r["n"]) for r in decisions] == [(1, 6)]  # one version, one decision per edge
+    assert current_state(graph)[0] == 1 and current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
+    # run_round reads again after a conflict: the next round finds nothing left to decide
+    assert run_round(graph, policy, schema=SCHEMA).version is None
