@@ -154,6 +154,27 @@ class KGSchema(BaseModel):
                     out[(t, canonical_name(a))] = target
         return out
 
+    @functools.cached_property
+    def _declared(self) -> dict[str, frozenset[str]]:
+        out: dict[str, set[str]] = {}
+        for t, spec in self.entity_types.items():
+            names = out.setdefault(t, set())
+            for n in [*spec.names, *spec.aliases]:
+                try:
+                    names.add(canonical_name(n))
+                except ValueError:  # a declared name without letters or digits: nothing to compare
+                    continue
+        return {t: frozenset(v) for t, v in out.items()}
+
+    def declares(self, entity_type: str, name: str) -> bool:
+        """Whether ``name`` is one of the entities the schema names for ``entity_type`` (its gazetteer
+        ``names`` or an alias table's targets), compared by canonical form. Declared entities are
+        distinct from each other: disambiguation never maps one to another by fuzzy similarity."""
+        try:
+            return canonical_name(name) in self._declared.get(entity_type, frozenset())
+        except ValueError:
+            return False
+
     def resolve_name(self, entity_type: str, name: str) -> str:
         """The schema's canonical surface form for ``name`` (itself when no alias applies)."""
         return self.alias_map().get((entity_type, canonical_name(name)), name)

@@ -15,6 +15,9 @@ Confidence of a candidate:
   sorted tokens and without legal suffixes; 0.85 for an acronym of the other form), or — when ``ToolContext.embed`` is set —
   the cosine similarity of the embeddings (clipped to 0-1). Candidates still come from the
   fulltext index, so a synonym sharing no word with any stored name or alias is not found.
+  Never fuzzy between names that are distinct by declaration: both declared by the KG schema for
+  the type (``EDSAC`` is not a misspelling of ``EDVAC``), or with different digit runs
+  (``Paper 12`` / ``Paper 13``); those score 0.0 unless they match exactly.
 
 The **best match** is the highest-confidence candidate at or above ``similarity_threshold`` (and
 above 0); ties go to the candidate with more of its related entities named in ``context``, then to
@@ -30,6 +33,7 @@ repeats dropped: the input ``query_kg_storage`` expects.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
@@ -70,6 +74,18 @@ def _r(x: float) -> float:
 def _acronym(canon: str) -> str:
     toks = canon.split(" ")
     return "".join(t[0] for t in toks if t) if len(toks) >= 2 else ""
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _distinct(schema, etype: str, name: str, candidate: str) -> bool:  # noqa: ANN001 - a KGSchema or None
+    """Names that fuzzy similarity must never join: two entities the schema declares (``EDSAC`` and
+    ``EDVAC`` are both machines of the example schema), or names whose digit runs differ
+    (``Paper 12`` / ``Paper 13`` are numbered items)."""
+    if _DIGITS.findall(name) != _DIGITS.findall(candidate):
+        return True
+    return schema is not None and schema.declares(etype, name) and schema.declares(etype, candidate)
 
 
 def string_similarity(a: str, b: str) -> float:
@@ -169,7 +185,7 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
             exact = _is_exact(queries, h.entity, h)
             if exact:
                 conf = 1.0
-            elif strategy == "exact_match":
+            elif strategy == "exact_match" or _distinct(schema, etype, rname, h.entity.name):
                 conf = 0.0
             elif embed_of:
                 conf = max(_cosine(embed_of[q], embed_of[f]) for q in queries for f in _forms(h.entity))

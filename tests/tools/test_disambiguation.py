@@ -294,3 +294,24 @@ def test_missing_fulltext_index_is_reported() -> None:
         find_entity_candidates(NoIndex(), [("Person", "Ada")])  # type: ignore[arg-type]
     assert find_entity_candidates(NoIndex(), []) == []  # type: ignore[arg-type]
     assert find_entity_candidates(NoIndex(), [("Person", "...")]) == [[]]  # type: ignore[arg-type]  # nothing to ask
+
+
+@pytest.mark.neo4j
+def test_declared_and_numbered_entities_are_never_fuzzy_matched(graph) -> None:
+    """Issue 13, item 6: with EDVAC in the graph, an extraction of EDSAC (both machines of the example
+    schema) resolved to EDVAC."""
+    from pathlib import Path
+
+    from kgr.model.schema import load_schema
+    from kgr.store.staging import stage
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "examples" / "schema.json")
+    assert schema.declares("Machine", "EDSAC") and schema.declares("Machine", "edvac")
+    stage(graph, [], schema=schema, entities=[("Machine", "EDVAC"), ("Publication", "Paper 12")])
+    ctx = ToolContext(graph=graph, schema=schema)
+    out = run({"Machine": ["EDSAC", "EDVAC"], "Publication": ["Paper 13"]}, ctx=ctx,
+              disambiguation_strategy="semantic_similarity", similarity_threshold=0.5)
+    best = {r["original_entity"]["name"]: r["best_match"] for r in out["disambiguation_results"]}
+    assert best["EDSAC"] is None and best["Paper 13"] is None  # distinct by declaration / by number
+    assert best["EDVAC"]["candidate"]["name"] == "EDVAC" and best["EDVAC"]["confidence"] == 1.0
+    assert sorted(out["final_kg"]["entities"]["Machine"]) == ["EDSAC", "EDVAC"]
