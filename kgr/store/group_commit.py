@@ -15,8 +15,10 @@ requests and lets one writer thread stage everything queued so far in **one** tr
   attributed to the first request of the group (in arrival order) that asked for them, and the
   rest count as repeated, exactly as if the requests had been staged one after the other in that
   order;
-- a group lands whole or not at all; on a database failure every request of the group gets the
-  error and nothing of it is written, so each caller can simply retry (staging is idempotent).
+- a group lands whole or not at all. When the database is gone every request of the group gets
+  the error and nothing of it is written, so each caller can simply retry (staging is
+  idempotent); when the group fails for any other reason, each of its requests is written again
+  on its own, so one failing request fails alone and every other one is stored exactly.
 
 The statements are the ones :func:`kgr.store.staging.stage` runs (``stage_entities`` and
 ``stage_votes`` with ``per_row`` results). Names of merged entities land on the kept entity the
@@ -33,7 +35,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kgr.errors import KgrValidationError
+from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
@@ -87,6 +89,7 @@ class GroupWriter:
         self._thread: threading.Thread | None = None
         self.groups = 0  # transactions committed (for statistics and tests)
         self.requests = 0
+        self.isolations = 0  # failed groups whose requests were written again one by one
 
     # -- public -----------------------------------------------------------------------------------
     def stage(self, assertions: Sequence[TripleAssertion], *, schema: KGSchema | None = None,
@@ -151,18 +154,32 @@ class GroupWriter:
 
     def _run(self) -> None:
         while (group := self._take_group()) is not None:
-            try:
-                reports = self.graph.write_unit(lambda tx: _write_group(tx, group))
-            except BaseException as exc:  # every request of the group gets the error
-                for r in group:
-                    r.error = exc
-                    r.done.set()
-                continue
-            self.groups += 1
-            self.requests += len(group)
-            for r, rep in zip(group, reports):
-                r.report = rep
+            self._commit(group)
+
+    def _commit(self, group: list[_Request]) -> None:
+        """Write ``group`` in one transaction. If that fails for a reason other than the database
+        being gone, write each request alone: one failing request never fails the others."""
+        try:
+            reports = self.graph.write_unit(lambda tx: _write_group(tx, group))
+        except KgrNeo4jUnavailable as exc:  # nothing can be written: every request gets the error
+            for r in group:
+                r.error = exc
                 r.done.set()
+            return
+        except Exception as exc:  # noqa: BLE001 - isolate the request that caused it
+            if len(group) == 1:
+                group[0].error = exc
+                group[0].done.set()
+                return
+            self.isolations += 1
+            for r in group:
+                self._commit([r])
+            return
+        self.groups += 1
+        self.requests += len(group)
+        for r, rep in zip(group, reports):
+            r.report = rep
+            r.done.set()
 
 
 def _group_entities(group: list[_Request]) -> dict[str, dict]:

@@ -107,3 +107,49 @@ def test_a_database_failure_reaches_every_caller_and_the_writer_keeps_serving():
     finally:
         writer.close()
         down.close()
+
+
+def test_one_failing_request_fails_alone_and_every_other_one_is_stored_exactly(graph, monkeypatch):
+    """Issue 13, item 1: a request that failed inside a group transaction failed all 84 innocent
+    requests grouped with it. Here requests naming the subject "POISON" fail inside the transaction
+    (a stand-in for any statement error); 100 concurrent requests, every tenth poisoned."""
+    import kgr.store.group_commit as gc
+
+    real = gc._write_group
+
+    def poisoned(tx, group):  # noqa: ANN001
+        if any(a.subject == "POISON" for r in group for a in r.valid):
+            tx.run("graph_counts")  # some work inside the transaction first
+            raise ValueError("a statement failed")
+        return real(tx, group)
+
+    monkeypatch.setattr(gc, "_write_group", poisoned)
+    reqs = requests(100, seed=5)
+    for i in range(0, 100, 10):
+        reqs[i] = reqs[i] + [T("POISON", "Org1", f"src-p{i}")]
+    writer = GroupWriter(graph)
+    results: list[object] = [None] * len(reqs)
+    gate = threading.Barrier(20)
+
+    def client(c: int) -> None:
+        gate.wait()
+        for i in range(c, len(reqs), 20):
+            try:
+                results[i] = writer.stage(reqs[i])
+            except ValueError as exc:
+                results[i] = exc
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    writer.close()
+    failed = [i for i, r in enumerate(results) if isinstance(r, ValueError)]
+    assert failed == list(range(0, 100, 10))  # exactly the poisoned ones
+    assert writer.isolations > 0  # some groups mixed poisoned and innocent requests
+    good = [r for i, r in enumerate(reqs) if i not in failed]
+    pairs = {(a.key, a.source) for req in good for a in req}
+    assert status(graph).votes == len(pairs)  # every valid call stored exactly, nothing of the others
+    for row in graph.read("pending_edges", {"statuses": None}):
+        assert row["votes"] == len({s for k, s in pairs if k == row["key"]})
