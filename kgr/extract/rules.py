@@ -12,8 +12,11 @@ How it reads a chunk
    - ``names`` and both sides of ``aliases`` (an alias is reported under its canonical name). Matching
      ignores case and runs of whitespace, except that a one-word surface form must agree on the case
      of its first letter (so the alias ``"Engine"`` does not fire on "the engine").
-   - ``patterns``: Python regular expressions, matched case-sensitively as written. When a pattern
-     has a named group ``name``, that group is the mention; otherwise the whole match is.
+   - ``patterns``: regular expressions (Python syntax, compiled by the ``regex`` library when the
+     schema loads), matched case-sensitively as written, each with a time bound per chunk
+     (:data:`kgr.model.schema.PATTERN_SECONDS`; a pattern that backtracks catastrophically matches
+     nothing in that chunk and is logged). When a pattern has a named group ``name``, that group is
+     the mention; otherwise the whole match is.
    - Overlapping candidates: the longest wins; at equal spans gazetteer types come before pattern
      types, and a span can carry several types (resolved by relation context, else the first).
 3. **Relations** come from each relation type's ``triggers`` (phrases, case-insensitive, matched on
@@ -42,18 +45,22 @@ follows the same rules as an LLM's output. The rules extractor never proposes ne
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult
 from kgr.extract.validate import sanitize_extraction
 from kgr.ingest.chunking import sentence_spans
 from kgr.model.canonical import canonical_name
-from kgr.model.schema import KGSchema
+from kgr.model.schema import PATTERN_SECONDS, KGSchema, compile_pattern
 
 __all__ = ["RulesExtractor", "guided_types"]
+
+log = logging.getLogger("kgr.extract")
 
 _COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?(?!\w)")
@@ -87,7 +94,7 @@ class _Mention:
 class _Compiled:
     gazetteer: re.Pattern[str] | None
     surfaces: dict[str, list[tuple[str, str, str]]]  # key -> [(type, reported name, surface)]
-    patterns: list[tuple[str, re.Pattern[str]]]
+    patterns: list[tuple[str, Any]]
     triggers: re.Pattern[str] | None
     trigger_rel: dict[str, list[tuple[str, bool]]]  # normalised trigger -> [(relation, passive)]
     aliases: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -123,15 +130,13 @@ def _compile(schema: KGSchema) -> _Compiled:
         alts = sorted({s for lst in surfaces.values() for _, _, s in lst}, key=lambda s: (-len(s), s))
         gaz = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
 
-    patterns: list[tuple[str, re.Pattern[str]]] = []
+    patterns: list[tuple[str, Any]] = []
     for etype, spec in schema.entity_types.items():
         for i, pat in enumerate(spec.patterns):
             try:
-                patterns.append((etype, re.compile(pat)))
-            except re.error as exc:
-                raise KgrValidationError(
-                    f"invalid regular expression: {exc}", field=f"entity_types.{etype}.patterns.{i}"
-                ) from exc
+                patterns.append((etype, compile_pattern(pat)))
+            except ValueError as exc:
+                raise KgrValidationError(str(exc), field=f"entity_types.{etype}.patterns.{i}") from exc
 
     trigger_rel: dict[str, list[tuple[str, bool]]] = {}
     for rel, spec in schema.relation_types.items():
@@ -249,7 +254,13 @@ class RulesExtractor:
                 if types:
                     cands.append((m.start(), m.end(), 0, _Mention(m.start(), m.end(), types, names)))
         for etype, pat in comp.patterns:
-            for m in pat.finditer(text):
+            try:
+                found = list(pat.finditer(text, timeout=PATTERN_SECONDS))
+            except TimeoutError:
+                log.warning("schema pattern %r of %s gave up after %s s on a %d-character chunk (catastrophic "
+                            "backtracking?); it matched nothing there", pat.pattern, etype, PATTERN_SECONDS, len(text))
+                continue
+            for m in found:
                 grp = "name" if "name" in pat.groupindex else 0
                 s, e = m.span(grp)
                 if s < 0 or e <= s:

@@ -25,7 +25,7 @@ import difflib
 import functools
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -47,6 +47,26 @@ class _RuleError(ValueError):
         self.message = message
 
 
+#: Seconds one schema pattern may spend on one chunk (the ``regex`` library's timeout).
+PATTERN_SECONDS = 0.25
+
+
+def compile_pattern(pattern: str) -> Any:
+    """A schema pattern compiled by the ``regex`` library (Python syntax; ``finditer(..., timeout=)``).
+
+    Raises
+    ------
+    ValueError
+        The pattern does not compile (the message quotes it and says why).
+    """
+    import regex
+
+    try:
+        return regex.compile(pattern, flags=regex.V0)
+    except regex.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
 class EntityTypeSpec(BaseModel):
     """One entity type of the schema."""
 
@@ -59,6 +79,13 @@ class EntityTypeSpec(BaseModel):
     patterns: list[str] = Field(default_factory=list)
     #: known names (gazetteer) the rules extractor looks for
     names: list[str] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, v: list[str]) -> list[str]:
+        for p in v:
+            compile_pattern(p)  # checked at load: an invalid pattern is a schema error, not a failure per chunk
+        return v
 
 
 class RelationTypeSpec(BaseModel):

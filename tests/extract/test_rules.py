@@ -196,11 +196,50 @@ def test_deterministic_and_ordered():
 
 
 def test_invalid_pattern_is_a_schema_error_naming_the_field():
-    bad = KGSchema.model_validate({"entity_types": {"Machine": {"patterns": ["Z[1-"]}}})
-    with pytest.raises(KgrValidationError, match=r"entity_types\.Machine\.patterns\.0"):
-        run("Z3", schema=bad)
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"entity_types\.Machine\.patterns[\s\S]*unterminated character set"):
+        KGSchema.model_validate({"entity_types": {"Machine": {"patterns": ["Z[1-"]}}})  # at load, not per chunk
 
 
 def test_empty_schema_and_text():
     assert run("Anything at all.", schema=KGSchema()).kg.entity_count == 0
     assert run("", schema=SCHEMA).kg.entity_count == 0
+
+
+def test_schema_patterns_are_checked_at_load_and_run_with_a_time_bound(caplog):
+    """Issue 13, item 8: an invalid regex was accepted at load and failed every chunk; a pattern with
+    catastrophic backtracking took 89 s of CPU on a 33-character chunk."""
+    import logging
+    import time
+
+    import pytest
+
+    from kgr.errors import KgrSchemaError
+    from kgr.extract.rules import RulesExtractor
+    from kgr.model.schema import KGSchema, load_schema
+
+    with pytest.raises(ValueError, match=r"invalid regular expression '\(unclosed'"):
+        KGSchema.model_validate({"entity_types": {"Thing": {"patterns": ["(unclosed"]}}})
+    schema = KGSchema.model_validate({
+        "entity_types": {"Thing": {"patterns": [r"((a|aa)+)+b"]}, "Person": {"names": ["Ada"]}},
+        "relation_types": {"KNOWS": {"triggers": ["knows"]}}})
+    t0 = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="kgr.extract"):
+        res = RulesExtractor().extract("Ada knows " + "a" * 40 + ".", schema)
+    assert time.perf_counter() - t0 < 3.0
+    assert "gave up after" in caplog.text and res.kg.entities.get("Person") == ["Ada"]
+
+
+def test_an_invalid_pattern_in_a_schema_file_is_a_one_line_error(tmp_path):
+    import json
+
+    import pytest
+
+    from kgr.errors import KgrSchemaError
+    from kgr.model.schema import load_schema
+
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"entity_types": {"Thing": {"patterns": ["ok", "[z-a]"]}}}))
+    with pytest.raises(KgrSchemaError, match=r"entity_types\.Thing\.patterns.*invalid regular expression '\[z-a\]'"):
+        load_schema(f)
