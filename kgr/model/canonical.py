@@ -32,7 +32,7 @@ from difflib import SequenceMatcher
 from kgr.errors import KgrValidationError
 
 __all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "IDENTIFIER_RE", "MAX_NAME_CHARS",
-           "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name"]
+           "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
 #: matches before a trailing newline) before a template renders them.
@@ -48,6 +48,19 @@ RESERVED_LABELS: frozenset[str] = frozenset({
 #: Relationship types kgr writes itself; refused as relation types (a relation named ``PENDING_REL``
 #: would be promoted into a staged edge's own type).
 RESERVED_RELATION_TYPES: frozenset[str] = frozenset({"PENDING_REL", "MENTIONS", "PART_OF", "FROM", "PROPOSES"})
+
+
+def no_control_characters(value: str) -> str:
+    """``value`` unchanged, unless it holds a control character (NUL, escape, ...; tab and newlines
+    are allowed): names and sources are text, and a NUL would reach the store and every export.
+
+    >>> no_control_characters("Ada Lovelace")
+    'Ada Lovelace'
+    """
+    bad = next((c for c in value if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) < 160), None)
+    if bad is not None:
+        raise ValueError(f"contains the control character U+{ord(bad):04X} (names and sources are text)")
+    return value
 
 
 def reserved_name(name: str, *, relation: bool) -> str | None:

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kgr.errors import KgrValidationError
-from kgr.model.canonical import IDENTIFIER_RE, MAX_NAME_CHARS, canonical_name, edge_key, entity_key
+from kgr.model.canonical import IDENTIFIER_RE, MAX_NAME_CHARS, canonical_name, edge_key, entity_key, no_control_characters
 from kgr.model.schema import Identifier
 
 __all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "MAX_LINE_BYTES"]
@@ -38,6 +38,11 @@ class TripleAssertion(BaseModel):
     object_type: Identifier
     source: Annotated[str, Field(min_length=1, max_length=512)]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+
+    @field_validator("subject", "object", "source")
+    @classmethod
+    def _no_control_characters(cls, v: str) -> str:
+        return no_control_characters(v)
 
     @field_validator("subject", "object")
     @classmethod

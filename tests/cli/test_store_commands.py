@@ -67,6 +67,16 @@ def test_undecodable_lines_are_bad_lines_never_silently_replaced(kgr, tmp_path, 
     assert names == {"a", "b"}
 
 
+def test_control_characters_in_names_and_sources_are_bad_lines(kgr, tmp_path, graph):
+    # issue 13, item 8: NUL characters were accepted in names and sources
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join([line("a\u0000b", "c", "s1"), line("a", "c", "s\u0000"), line("a", "c", "s\u001b2"),
+                            line("a", "c", "ok")]) + "\n")
+    data = json.loads(kgr("stage", str(f), "--json").stdout)
+    assert data["new_votes"] == 1 and [b["line"] for b in data["bad_lines"]] == [1, 2, 3]
+    assert all("control character U+00" in b["error"] for b in data["bad_lines"])
+
+
 def test_a_schema_file_that_is_not_utf8_is_a_one_line_error(kgr, tmp_path):
     f = tmp_path / "schema.json"
     f.write_bytes(b'{"name": "caf\xe9"}')
