@@ -54,6 +54,8 @@ log = logging.getLogger("kgr.ingest")
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".pdf")
 #: Default longest document (characters) before a text file is split into parts.
 DEFAULT_MAX_DOCUMENT_CHARS = 8_000_000
+#: A JSONL line longer than this (bytes) is reported and skipped without being held in memory.
+MAX_JSONL_LINE_BYTES = 32 * 1024 * 1024
 _READ_BLOCK = 1 << 16
 
 
@@ -164,13 +166,48 @@ class _JsonlDoc(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def _load_jsonl(path: Path, report: Callable[[LoadIssue], None]) -> Iterator[Document]:
+def _bounded_lines(fh: Any, limit: int) -> Iterator[bytes | None]:
+    """The lines of a binary file, each at most ``limit`` bytes; None for a longer line (which is
+    read through in blocks and dropped, never held whole)."""
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while raw and not raw.endswith(b"\n"):
+            raw = fh.readline(_READ_BLOCK)
+        yield None
+
+
+def _split_parts(text: str, max_chars: int) -> list[str]:
+    """``text`` whole, or in parts of at most ``max_chars`` cut at blank lines (then lines)."""
+    parts = []
+    while len(text) > max_chars:
+        cut = text.rfind("\n\n", 0, max_chars)
+        if cut <= 0:
+            cut = text.rfind("\n", 0, max_chars)
+        if cut <= 0:
+            cut = max_chars
+        parts.append(text[:cut])
+        text = text[cut:]
+    parts.append(text)
+    return [p for p in parts if p.strip()]
+
+
+def _load_jsonl(path: Path, report: Callable[[LoadIssue], None],
+                max_chars: int = DEFAULT_MAX_DOCUMENT_CHARS) -> Iterator[Document]:
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise _read_error(path, exc) from exc
     with fh:
-        for n, raw in enumerate(fh, start=1):
+        for n, raw in enumerate(_bounded_lines(fh, MAX_JSONL_LINE_BYTES), start=1):
+            if raw is None:
+                report(LoadIssue(path=str(path), line=n, error=f"line longer than {MAX_JSONL_LINE_BYTES} bytes: split "
+                                                               "the document, or give it as a .txt file"))
+                continue
             try:
                 line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as exc:
@@ -197,7 +234,13 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None]) -> Iterator[Doc
                 report(LoadIssue(path=str(path), line=n, error="empty text"))
                 continue
             metadata = {**(rec.model_extra or {}), **rec.metadata, "format": "jsonl", "line": n}
-            yield Document(id=rec.id or _sha256(text), path=str(path), text=text, metadata=metadata)
+            parts = _split_parts(text, max_chars)
+            if len(parts) == 1:
+                yield Document(id=rec.id or _sha256(text), path=str(path), text=text, metadata=metadata)
+                continue
+            for i, part in enumerate(parts):  # a long document is chunked as a long text file is
+                yield Document(id=f"{rec.id}#{i}" if rec.id else _sha256(part), path=str(path), text=part,
+                               metadata={**metadata, "part": i})
 
 
 def _load_pdf(path: Path) -> Iterator[Document]:
@@ -261,7 +304,7 @@ def load_file(
         supported = ", ".join(SUPPORTED_SUFFIXES)
         raise KgrValidationError(f"{p}: unsupported file type {suffix or '(none)'}; supported: {supported}")
     if suffix == ".jsonl":
-        yield from _load_jsonl(p, report)
+        yield from _load_jsonl(p, report, max_document_chars)
     elif suffix == ".pdf":
         yield from _load_pdf(p)
     else:

@@ -274,3 +274,31 @@ def test_memory_stays_bounded_over_a_corpus(tmp_path):
 def test_text_document_helper():
     d = text_document("Hello.", path="x.txt", metadata={"k": 1})
     assert d == Document(id=sha("Hello."), path="x.txt", text="Hello.", metadata={"k": 1})
+
+
+def test_jsonl_lines_are_bounded_and_long_documents_split(tmp_path, monkeypatch):
+    """Issue 13, item 8: a 200 MB single-line JSONL document reached 1.6 GB RSS (text files were
+    split, JSONL documents were not). A line over the limit is reported and read through in blocks;
+    a long text is split into parts like a long text file."""
+    import json as _json
+    import tracemalloc
+
+    import kgr.ingest.loaders as loaders
+
+    monkeypatch.setattr(loaders, "MAX_JSONL_LINE_BYTES", 1_000_000)
+    path = tmp_path / "docs.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(_json.dumps({"id": "huge", "text": "x" * 20_000_000}) + "\n")           # 20 MB: over the limit
+        fh.write(_json.dumps({"id": "long", "text": ("para. " * 2000 + "\n\n") * 30}) + "\n")  # 360 kB: split
+        fh.write(_json.dumps({"text": "short"}) + "\n")
+    issues = []
+    tracemalloc.start()
+    docs = list(iter_documents(path, on_error=issues.append, max_document_chars=100_000))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8_000_000  # the 20 MB line was never held whole
+    assert [(i.line, i.error.split(":")[0]) for i in issues] == [(1, "line longer than 1000000 bytes")]
+    long = [d for d in docs if d.id.startswith("long#")]
+    assert len(long) >= 4 and all(len(d.text) <= 100_000 for d in long)
+    assert "".join(d.text for d in long) == ("para. " * 2000 + "\n\n") * 30
+    assert docs[-1].text == "short"
