@@ -50,7 +50,9 @@ class KgrValidationError(KgrError, ValueError):
         first = errors[0] if errors else {"loc": (), "msg": str(exc)}
         loc = ".".join(str(p) for p in first.get("loc", ()))
         field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
-        extra = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        others = [".".join(str(x) for x in e.get("loc", ())) or "$" for e in errors[1:]]
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        extra = f" (+{len(others)} more: {shown})" if others else ""
         return cls(f"{first.get('msg', 'invalid')}{extra}", field=field, details=errors)
 
 

@@ -61,7 +61,10 @@ def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], sche
           batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000,
           workers: Annotated[int, typer.Option(min=1, max=16, help="Concurrent writer lanes (by edge key).")] = 2,
           json_: JsonOpt = False) -> None:
-    """Stage a triple JSONL file as PENDING_REL votes (bad lines are reported and skipped)."""
+    """Stage a triple JSONL file as PENDING_REL votes (bad lines are reported and skipped).
+
+    Exit code 2 when no line could be staged (every one bad or rejected).
+    """
     with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                              console=err, transient=True) as bar:
         task = bar.add_task("staging…")
@@ -74,6 +77,11 @@ def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], sche
     emit(rep, json_, lambda r: out.print(
         f"staged {r.rows} rows: {r.new_votes} new votes, {r.repeated_votes} repeated, {r.new_edges} new edges, "
         f"{r.new_entities} new entities, {len(r.bad_lines)} bad lines, {len(r.rejected)} rejected ({r.seconds:.2f} s)"))
+    skipped = len(rep.bad_lines) + len(rep.rejected)
+    if skipped and rep.new_votes + rep.repeated_votes == 0:
+        err.print(f"Error: no line of {path} could be staged ({len(rep.bad_lines)} bad, {len(rep.rejected)} rejected)",
+                  markup=False)
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -276,7 +284,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
     """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
 
     Resumable: chunks already processed are skipped, so re-run an interrupted job as it was.
-    Exit code 0 when every chunk was processed, 2 when some failed (they are listed; a re-run retries them).
+    Exit code 0 when every chunk was processed, 2 when some failed (they are listed; a re-run retries
+    them) or when the paths hold no document kgr can read.
     """
     from kgr.errors import KgrValidationError
     from kgr.ingest.chunking import ChunkingConfig
@@ -322,6 +331,11 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directorie
         report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
                             promote=lambda: kg.promote(policy=policy, verifier=verifier))
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
+    if report.documents == 0:
+        err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
+                  "and .pdf files" + (f"; {len(report.load_issues)} could not be read" if report.load_issues else "")
+                  + ")", markup=False, soft_wrap=True)
+        raise typer.Exit(2)
     if report.chunks_failed:
         err.print(f"Error: {len(report.chunks_failed)} chunk(s) failed (listed in the report); "
                   "re-run the same command to retry them", markup=False, soft_wrap=True)

@@ -77,6 +77,21 @@ def test_control_characters_in_names_and_sources_are_bad_lines(kgr, tmp_path, gr
     assert all("control character U+00" in b["error"] for b in data["bad_lines"])
 
 
+def test_stage_of_nothing_stageable_and_ingest_of_nothing_ingestable_fail(kgr, tmp_path):
+    # issue 13, items 8-9: `kgr stage` exited 0 when every line was bad; `kgr ingest` of nothing ingestable exited 0
+    f = tmp_path / "bad.jsonl"
+    f.write_text("{nope\n" + line("a", "b", "s1", r="PENDING_REL") + "\n")
+    res = kgr("stage", str(f), code=2)
+    assert res.stderr.strip().splitlines()[-1] == f"Error: no line of {f} could be staged (1 bad, 1 rejected)"
+    empty = tmp_path / "corpus"
+    empty.mkdir()
+    (empty / "notes.docx").write_bytes(b"not read")
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"entity_types": {"Person": {}}}))
+    res = kgr("ingest", str(empty), "--schema", str(schema), code=2)
+    assert res.stderr.strip().splitlines()[-1].startswith(f"Error: nothing to ingest under {empty}")
+
+
 def test_a_schema_file_that_is_not_utf8_is_a_one_line_error(kgr, tmp_path):
     f = tmp_path / "schema.json"
     f.write_bytes(b'{"name": "caf\xe9"}')
