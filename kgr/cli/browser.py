@@ -22,7 +22,7 @@ from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, out
 
 __all__ = ["app", "browse"]
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
     help="Neo4j Browser: kgr's saved queries, guide and style, and the URL that connects to kgr's database.",
 )
@@ -124,7 +124,7 @@ app.command("url", help="Same as `kgr browse`.")(browse)
 @app.command("setup")
 @errors_to_exit
 def setup(
-    directory: Annotated[Path | None, typer.Argument(
+    directory: Annotated[Path | None, typer.Argument(metavar="[DIR]", 
         help="Where to write the guide, kgr.grass, queries/*.cypher and kgr-saved-queries.zip. "
              "Without it, the queries and the style are printed.", show_default=False)] = None,
     schema: SchemaOpt = None,
@@ -177,7 +177,7 @@ def serve(port: PortOpt = 7478, schema: SchemaOpt = None) -> None:
 @app.command("queries")
 @errors_to_exit
 def queries(
-    name: Annotated[str | None, typer.Argument(help="Print this query (name, file stem or number).",
+    name: Annotated[str | None, typer.Argument(metavar="[NAME]", help="Print this query (name, file stem or number).",
                                                show_default=False)] = None,
     json_: JsonOpt = False,
 ) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
 
-app = typer.Typer(no_args_is_help=True, help="Export promoted (or pending) edges.")
+app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Export promoted (or pending) edges.")
 
 
 @app.command("jsonl")

@@ -13,7 +13,7 @@ from rich.table import Table
 from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
     help="kgr: staged, voted, gauge-gated knowledge-graph construction on Neo4j.",
     pretty_exceptions_show_locals=False,
@@ -57,7 +57,7 @@ def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
 
 @app.command()
 @errors_to_exit
-def stage(path: Annotated[Path, typer.Argument(help="Triple JSONL file.")], schema: SchemaOpt = None,
+def stage(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Triple JSONL file.")], schema: SchemaOpt = None,
           batch_size: Annotated[int, typer.Option(min=1, max=50_000)] = 2000,
           workers: Annotated[int, typer.Option(min=1, max=16, help="Concurrent writer lanes (by edge key).")] = 2,
           json_: JsonOpt = False) -> None:
@@ -94,7 +94,7 @@ def promote(schema: SchemaOpt = None,
             target_fmr: Annotated[float | None, typer.Option(
                 min=0.0001, max=0.9999,
                 help="Calibrated policy: the expected false-promotion rate to hold the promoted graph to "
-                     "(default 0.05).")] = None,
+                     "(default 0.1).")] = None,
             verify: Annotated[VerifierChoice, typer.Option(
                 help="Re-read the chunks of escalated candidates with this verifier after each round "
                      "(rules: offline; llm: needs --model); none: leave them to `kgr review`.")] = "none",
@@ -257,7 +257,7 @@ def main() -> None:  # pragma: no cover
 
 @app.command()
 @errors_to_exit
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt .md .jsonl .pdf).")],
+def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .jsonl .pdf).")],
            schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
            extractor: Annotated[str | None, typer.Option(
                help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
 
-app = typer.Typer()
+app = typer.Typer(rich_markup_mode=None)
 
 
 def _pct(x: float | None) -> str:

@@ -18,7 +18,7 @@ from kgr.store.runtime import ManagedNeo4j, Neo4jStatus, RuntimeConfig
 
 __all__ = ["app"]
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
     help=(
         "Manage kgr's local Neo4j 5.26 Community server (no Docker needed): jars from Maven Central, "

@@ -12,7 +12,7 @@ from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
 from kgr.errors import KgrValidationError
 from kgr.model.review import EdgeLabel
 
-app = typer.Typer(no_args_is_help=True, help="Label the candidates whose answer would teach the scorer most.")
+app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Label the candidates whose answer would teach the scorer most.")
 
 #: Largest label file read (bytes).
 MAX_LABEL_FILE = 50 * 1024 * 1024

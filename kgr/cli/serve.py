@@ -19,7 +19,7 @@ from kgr.errors import KgrError, KgrValidationError
 
 __all__ = ["app", "serve", "agent"]
 
-app = typer.Typer(no_args_is_help=True, help="The tool server and the agent driver.",
+app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="The tool server and the agent driver.",
                   pretty_exceptions_show_locals=False)
 
 _LEVELS = ("debug", "info", "warning", "error")
@@ -81,7 +81,7 @@ def serve(
 @app.command("agent")
 @errors_to_exit
 def agent(
-    paths: Annotated[list[Path], typer.Argument(help="Files or directories (.txt, .md, .jsonl, .pdf).")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt, .md, .jsonl, .pdf).")],
     model: Annotated[str, typer.Option(help="litellm model name, e.g. openai/gpt-4o-mini.")],
     api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key (default: the provider's own).")] = None,

@@ -9,12 +9,12 @@ from rich.table import Table
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
 
-app = typer.Typer(no_args_is_help=True, help="Name versions of the promoted graph, diff them, roll back.")
+app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Name versions of the promoted graph, diff them, roll back.")
 
 
 @app.command("create")
 @errors_to_exit
-def create(name: Annotated[str, typer.Argument(help="Snapshot name (unique).")],
+def create(name: Annotated[str, typer.Argument(metavar="NAME", help="Snapshot name (unique).")],
            note: Annotated[str, typer.Option(help="Free-text note.")] = "", json_: JsonOpt = False) -> None:
     """Name the current version (with its content hash)."""
     with open_engine() as kg:
@@ -30,6 +30,9 @@ def list_(json_: JsonOpt = False) -> None:
         snaps = kg.snapshots()
 
     def table(items: list) -> None:
+        if not items:
+            out.print("no snapshots yet: name the current version with `kgr snapshot create NAME`")
+            return
         t = Table("name", "version", "edges", "hash", "note")
         for s in items:
             t.add_row(s.name, str(s.version), str(s.edges), s.hash[:16], s.note)
@@ -40,8 +43,8 @@ def list_(json_: JsonOpt = False) -> None:
 
 @app.command("diff")
 @errors_to_exit
-def diff(base: Annotated[str, typer.Argument(help="Snapshot name or version number.")],
-         target: Annotated[str, typer.Argument(help="Snapshot, version, or 'current'.")] = "current",
+def diff(base: Annotated[str, typer.Argument(metavar="BASE", help="Snapshot name or version number.")],
+         target: Annotated[str, typer.Argument(metavar="[TARGET]", help="Snapshot, version, or 'current'.")] = "current",
          json_: JsonOpt = False) -> None:
     """List promoted edges added and removed between two snapshots/versions."""
     with open_engine() as kg:
@@ -59,7 +62,7 @@ def diff(base: Annotated[str, typer.Argument(help="Snapshot name or version numb
 
 @app.command("rollback")
 @errors_to_exit
-def rollback(ref: Annotated[str, typer.Argument(help="Snapshot name or version number.")], json_: JsonOpt = False) -> None:
+def rollback(ref: Annotated[str, typer.Argument(metavar="REF", help="Snapshot name or version number.")], json_: JsonOpt = False) -> None:
     """Open a new version whose promoted edges equal those of REF (nothing is deleted)."""
     with open_engine() as kg:
         res = kg.rollback(ref)

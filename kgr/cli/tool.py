@@ -2,6 +2,7 @@
 
 ::
 
+    kgr tool --names                                  # the tools, one line each
     kgr tool --list                                   # function definitions (JSON) on stdout
     kgr tool query_extraction_density --input in.json # output JSON on stdout
     cat in.json | kgr tool query_coverage_feedback    # input from stdin
@@ -35,7 +36,7 @@ class _ToolGroup(TyperGroup):
         super().__init__(*args, **kwargs)
 
 
-app = typer.Typer(
+app = typer.Typer(rich_markup_mode=None, 
     name="tool",
     cls=_ToolGroup,
     help="Run an agent tool on JSON input (file or stdin) and print its JSON output.",
@@ -93,11 +94,18 @@ def tool(
     input_path: Optional[Path] = typer.Option(None, "--input", "-i", help="JSON input file (default: stdin).",
                                               dir_okay=False),
     list_tools: bool = typer.Option(False, "--list", help="Print the tools' function definitions as JSON."),
+    names: bool = typer.Option(False, "--names", help="Print the tools' names with their first sentence, one per line."),
     schema_path: Optional[Path] = typer.Option(None, "--schema", help="KG schema file (aliases, closed types) "
                                                "for the store tools.", dir_okay=False),
 ) -> None:
     """Run an agent tool on JSON input and print its JSON output (or --list the tools)."""
     try:
+        if names:
+            for d in function_definitions():
+                fn = d["function"]
+                first = fn["description"].split(". ")[0].rstrip(".")
+                typer.echo(f"{fn['name']}: {first if len(first) <= 100 else first[:99] + '…'}")
+            return
         if list_tools:
             typer.echo(json.dumps(function_definitions(), indent=2, ensure_ascii=False))
             return

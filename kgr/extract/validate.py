@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ProposedTypes, RejectedItem, TypedRelation
-from kgr.model.canonical import IDENTIFIER_RE, canonical_name
+from kgr.model.canonical import IDENTIFIER_RE, canonical_name, no_control_characters
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.schema import KGSchema
 
@@ -64,6 +64,10 @@ def _name_problem(name: Any) -> str | None:
         return f"name must be a string, got {type(name).__name__}"
     if not name.strip():
         return "empty name"
+    try:
+        no_control_characters(name)
+    except ValueError as exc:
+        return str(exc)
     try:
         canonical_name(name)
     except KgrValidationError as exc:

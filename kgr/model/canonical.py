@@ -32,7 +32,7 @@ from difflib import SequenceMatcher
 from kgr.errors import KgrValidationError
 
 __all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "IDENTIFIER_RE", "MAX_NAME_CHARS",
-           "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters"]
+           "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters", "NO_CONTROL_CHARACTERS", "OWN_NON_ENTITY_RELATION_TYPES"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
 #: matches before a trailing newline) before a template renders them.
@@ -45,9 +45,18 @@ RESERVED_LABELS: frozenset[str] = frozenset({
     "Entity", "Document", "Chunk", "Vote", "Decision", "Version", "Snapshot", "KgrState", "SchemaProposal",
     "ReviewLabel", "VerifierAnswer", "PolicyState",
 })
-#: Relationship types kgr writes itself; refused as relation types (a relation named ``PENDING_REL``
-#: would be promoted into a staged edge's own type).
-RESERVED_RELATION_TYPES: frozenset[str] = frozenset({"PENDING_REL", "MENTIONS", "PART_OF", "FROM", "PROPOSES"})
+#: Relationship types between entities that kgr writes itself; refused as relation types (a
+#: relation named ``PENDING_REL`` would be promoted into a staged edge's own type). kgr's other
+#: relationship types (``PART_OF``, ``MENTIONS``, ``FROM``, ``PROPOSES``) never join two entities
+#: and every statement that reads them names their endpoint labels, so a user relation of the same
+#: name (``PART_OF`` is a natural one) cannot be mistaken for them; they stay allowed.
+RESERVED_RELATION_TYPES: frozenset[str] = frozenset({"PENDING_REL"})
+#: kgr's relationship types that never join two entities (allowed as user relation types, see above).
+OWN_NON_ENTITY_RELATION_TYPES: frozenset[str] = frozenset({"MENTIONS", "PART_OF", "FROM", "PROPOSES"})
+
+
+#: A regular expression (JSON Schema ``pattern``) for text without control characters.
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
 
 
 def no_control_characters(value: str) -> str:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from kgr.model.canonical import MAX_NAME_CHARS, no_control_characters
+from kgr.model.canonical import NO_CONTROL_CHARACTERS, MAX_NAME_CHARS
 from kgr.model.schema import Identifier
 
 __all__ = ["RelationPair", "ExtractedKG"]
 
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(no_control_characters)]
+#: A name: text without control characters (tab and newlines aside), as the JSON Schema says.
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NO_CONTROL_CHARACTERS)]
 
 
 class RelationPair(BaseModel):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from kgr.cli.main import app
 from kgr.errors import KgrSchemaError
-from kgr.model.canonical import RESERVED_LABELS, RESERVED_RELATION_TYPES, reserved_name
+from kgr.model.canonical import OWN_NON_ENTITY_RELATION_TYPES, RESERVED_LABELS, RESERVED_RELATION_TYPES, reserved_name
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import status
@@ -56,7 +56,7 @@ def test_entity_types_named_like_kgr_labels_are_rejected(graph, neo4j_settings, 
 def test_the_group_commit_rejects_reserved_names_per_row(graph):
     gc = GroupWriter(graph)
     try:
-        rep = gc.stage([A("Ada", "Person", "WORKS_AT", "IBM", "Org", "a"), A("Ada", "Person", "MENTIONS", "IBM", "Org", "a")])
+        rep = gc.stage([A("Ada", "Person", "WORKS_AT", "IBM", "Org", "a"), A("Ada", "Person", "PENDING_REL", "IBM", "Org", "a")])
     finally:
         gc.close()
     assert rep.new_votes == 1 and [r.index for r in rep.rejected] == [1]
@@ -80,5 +80,21 @@ def test_every_label_and_type_the_templates_write_is_reserved():
     labels = set(re.findall(r"\(\w*:([A-Z][A-Za-z]+)[ {)]", text)) - {"Entity"}
     types = set(re.findall(r"\[\w*:([A-Z_]{3,})[ {\]]", text))
     assert labels <= RESERVED_LABELS, labels - RESERVED_LABELS
-    assert types <= RESERVED_RELATION_TYPES, types - RESERVED_RELATION_TYPES
-    assert reserved_name("Entity", relation=False) and reserved_name("FROM", relation=True)
+    assert types <= RESERVED_RELATION_TYPES | OWN_NON_ENTITY_RELATION_TYPES
+    assert reserved_name("Entity", relation=False) and reserved_name("KGR_LINK", relation=True)
+
+
+def test_a_user_relation_named_like_a_provenance_link_stays_apart(graph):
+    """PART_OF is a natural relation (WordNet has it); kgr's own PART_OF joins chunks to documents.
+    Every statement names the endpoint labels, so the two never mix."""
+    from types import SimpleNamespace
+
+    from kgr.store.provenance import upsert_chunks
+    from kgr.store.versions import promoted_edges
+
+    upsert_chunks(graph, [SimpleNamespace(id="c1", document_id="d1", index=0, text="t", sha256="c1", start=0, end=1)])
+    stage(graph, [A("Lisbon", "Place", "PART_OF", "Portugal", "Place", s) for s in ("c1", "x")])
+    promote_by_quorum(graph, quorum=2)
+    assert [(e.subject, e.relation, e.object) for e in promoted_edges(graph)] == [("Lisbon", "PART_OF", "Portugal")]
+    st = status(graph)
+    assert (st.documents, st.chunks, st.promoted) == (1, 1, 1)

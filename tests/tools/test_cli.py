@@ -23,6 +23,14 @@ def test_list_prints_the_function_definitions() -> None:
     assert len(defs) == 6 and res.stderr == ""
 
 
+def test_names_lists_one_line_per_tool() -> None:
+    res = runner.invoke(app, ["--names"])
+    assert res.exit_code == 0
+    lines = res.stdout.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines][:2] == ["query_extraction_density", "query_coverage_feedback"]
+    assert len(lines) == 6 and all(len(ln) < 140 for ln in lines)
+
+
 def test_run_from_file(tmp_path: Path) -> None:
     f = tmp_path / "in.json"
     f.write_text(json.dumps(PAYLOAD), encoding="utf-8")
@@ -63,5 +71,5 @@ def test_unknown_tool_and_missing_file(tmp_path: Path) -> None:
 
 def test_no_args_shows_help() -> None:
     res = runner.invoke(app, [])
-    assert res.exit_code != 0 or "Usage" in res.stdout
-    assert "Usage" in res.stdout and "[NAME]" in res.stdout
+    assert res.exit_code != 0 or "Usage" in res.output
+    assert "Usage" in res.output and "[NAME]" in res.output
