@@ -464,7 +464,9 @@ class _Pipeline:
                  paths: dict[str, str | None]):
         self.graph, self.schema, self.extractor, self.config = graph, schema, extractor, config
         self.paths = paths
-        self.ctx = ToolContext(graph=graph, schema=schema)
+        # fuzzy matches only to entities that existed when the run began: chunk order (concurrency)
+        # cannot change what a name resolves to
+        self.ctx = ToolContext(graph=graph, schema=schema, known_before=time.time())
         self.tschema = _tool_schema(schema)
         self.resolve = _resolver(schema)
         # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only

@@ -135,6 +135,7 @@ def find_entity_candidates(
     hits_per_name: int = 20,
     max_rels: int = 10,
     batch_size: int = 500,
+    known_before: float | None = None,
 ) -> list[list[CandidateHit]]:
     """Candidates for each ``(type, name)``, in input order (one list per name).
 
@@ -152,6 +153,9 @@ def find_entity_candidates(
         Relationships fetched per same-type candidate.
     batch_size:
         Names per query.
+    known_before:
+        When set, fulltext (fuzzy) hits must have been created before this Unix time; the exact-key
+        entity is always returned.
 
     Raises
     ------
@@ -174,7 +178,7 @@ def find_entity_candidates(
         try:
             result = graph.read("find_entity_candidates",
                                 {"rows": batch, "per_name": per_name, "hits_per_name": max(hits_per_name, per_name),
-                                 "max_rels": max_rels})
+                                 "max_rels": max_rels, "before": known_before})
         except ClientError as exc:
             if "entity_names" in (exc.message or ""):
                 raise KgrNotFound("the fulltext index entity_names is missing: run `kgr init` first") from exc

@@ -46,6 +46,11 @@ class ToolContext:
         Fulltext candidates fetched per extracted name.
     relationships_per_entity:
         Relationships fetched per candidate entity.
+    known_before:
+        When set (a Unix time), fuzzy disambiguation candidates must have existed before it (an
+        ingestion run sets its start): a name is then matched to the same entities whatever order
+        the run's chunks are processed in, so an ingest at concurrency 8 gives the graph an ingest at
+        concurrency 1 gives. Exact matches (the same canonical key) are unaffected.
     """
 
     graph: "Graph | None" = None
@@ -56,3 +61,4 @@ class ToolContext:
     batch_size: int = 2000
     candidates_per_name: int = 5
     relationships_per_entity: int = 10
+    known_before: float | None = None

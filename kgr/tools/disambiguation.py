@@ -160,7 +160,8 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
                                   per_name=context.candidates_per_name,
                                   hits_per_name=4 * context.candidates_per_name,
                                   max_rels=context.relationships_per_entity,
-                                  batch_size=min(context.batch_size, 500)) if items else []
+                                  batch_size=min(context.batch_size, 500),
+                                  known_before=context.known_before) if items else []
 
     embed_of: dict[str, Sequence[float]] = {}
     if strategy == "semantic_similarity" and context.embed is not None and items:
