@@ -740,6 +740,7 @@ class ManagedNeo4j:
             f"{cfg.lib_dir}{os.sep}*",
             _ENTRY_POINT,
             f"--home-dir={cfg.home}",
+            f"--config-dir={cfg.home / 'conf'}",  # without it the entry point reads no neo4j.conf at all
             "--console-mode",
         ]
         for key, value in cfg.settings().items():

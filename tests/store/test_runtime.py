@@ -119,10 +119,18 @@ def test_stop_then_start_keeps_data(server: ManagedNeo4j) -> None:
     assert stopped["running"] is False and stopped["ready"] is False and stopped["pid"] is None
     assert not server.pid_path.exists()
     assert server.stop().running is False  # stopping a stopped server is fine
+    # issue 13, item 8: the launcher never read <home>/conf/neo4j.conf, so no setting could be added
+    conf = server.config.home / "conf" / "neo4j.conf"
+    conf.write_text(conf.read_text() + "db.transaction.concurrent.maximum=777\n")
 
     started = server.start(timeout=120)
     assert started.running and started.ready and started.pid != old_pid
     assert _count_marker(started.bolt_uri, token) == 1
+    with neo4j.GraphDatabase.driver(started.bolt_uri, auth=None) as driver:
+        records, _, _ = driver.execute_query(
+            "SHOW SETTINGS YIELD name, value WHERE name = 'db.transaction.concurrent.maximum' RETURN value",
+            database_="neo4j")
+    assert records[0]["value"] == "777"
 
 
 def test_cli_status_start_json_and_human(server: ManagedNeo4j) -> None:
