@@ -25,6 +25,15 @@ class KgrError(Exception):
     """Root of every error kgr raises on purpose."""
 
 
+def _printable(value: Any) -> str:
+    """``value`` as text safe for a one-line message: control and other unprintable characters
+    (from hostile field names, say) are shown as escapes."""
+    text = str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class KgrValidationError(KgrError, ValueError):
     """Input failed validation.
 
@@ -48,12 +57,12 @@ class KgrValidationError(KgrError, ValueError):
         """Build from a :class:`pydantic.ValidationError`, naming the first failing field."""
         errors = exc.errors(include_url=False, include_input=False)
         first = errors[0] if errors else {"loc": (), "msg": str(exc)}
-        loc = ".".join(str(p) for p in first.get("loc", ()))
+        loc = ".".join(_printable(p) for p in first.get("loc", ()))
         field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
-        others = [".".join(str(x) for x in e.get("loc", ())) or "$" for e in errors[1:]]
+        others = [".".join(_printable(x) for x in e.get("loc", ())) or "$" for e in errors[1:]]
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         extra = f" (+{len(others)} more: {shown})" if others else ""
-        return cls(f"{first.get('msg', 'invalid')}{extra}", field=field, details=errors)
+        return cls(f"{_printable(first.get('msg', 'invalid'))}{extra}", field=field, details=errors)
 
 
 class KgrIdentifierError(KgrValidationError):
