@@ -15,9 +15,9 @@ requests and lets one writer thread stage everything queued so far in **one** tr
   attributed to the first request of the group (in arrival order) that asked for them, and the
   rest count as repeated, exactly as if the requests had been staged one after the other in that
   order;
-- a group lands whole or not at all. When the database is gone every request of the group gets
-  the error and nothing of it is written, so each caller can simply retry (staging is
-  idempotent); when the group fails for any other reason, each of its requests is written again
+- a group lands whole or not at all. When the database is gone every request of the group, and
+  every request queued behind it, gets the error at once (none waits out another retry period)
+  and nothing of them is written, so each caller can simply retry (staging is idempotent); when the group fails for any other reason, each of its requests is written again
   on its own, so one failing request fails alone and every other one is stored exactly.
 
 The statements are the ones :func:`kgr.store.staging.stage` runs (``stage_entities`` and
@@ -161,8 +161,14 @@ class GroupWriter:
         being gone, write each request alone: one failing request never fails the others."""
         try:
             reports = self.graph.write_unit(lambda tx: _write_group(tx, group))
-        except KgrNeo4jUnavailable as exc:  # nothing can be written: every request gets the error
-            for r in group:
+        except KgrNeo4jUnavailable as exc:
+            # nothing can be written: every request of the group gets the error, and so does every
+            # request queued meanwhile (they would each wait out another full retry period before
+            # failing the same way); requests that arrive later try the database again
+            with self._cv:
+                waiting = list(self._queue)
+                self._queue.clear()
+            for r in [*group, *waiting]:
                 r.error = exc
                 r.done.set()
             return

@@ -40,7 +40,7 @@ def _write_file(path: Path, n: int = 12_000) -> None:
                                  "source": f"doc{i % 13}", "confidence": 0.5 + (i % 5) / 10}) + "\n")
 
 
-def test_stage_survives_database_outage(graph, tmp_path):
+def test_stage_survives_database_outage(graph, tmp_path, monkeypatch):
     data = tmp_path / "triples.jsonl"
     _write_file(data)
     # reference: an uninterrupted run on the shared test database
@@ -62,7 +62,37 @@ def test_stage_survives_database_outage(graph, tmp_path):
                 break
             time.sleep(0.05)
         probe.close()
+        monkeypatch.setenv("KGR_NEO4J_RETRY_SECONDS", "3")
+        served = connect(Neo4jSettings(uri=cfg.bolt_uri))  # a tool server's connection, opened while up
         os.kill(server.status().pid, signal.SIGKILL)  # the database goes away mid-run
+        # issue 13, item 8: with the database down, 6 concurrent storage calls must all fail within the
+        # retry bound (plus one back-off), not one retry period after another as they queue up
+        from kgr.model.triples import TripleAssertion
+        from kgr.store.group_commit import GroupWriter
+        from kgr.errors import KgrNeo4jUnavailable
+        import threading
+
+        writer = GroupWriter(served)
+        took: dict[int, tuple[str, float]] = {}
+
+        def call(i: int) -> None:
+            t0 = time.perf_counter()
+            try:
+                writer.stage([TripleAssertion(subject=f"Z{i}", subject_type="Person", relation="KNOWS", object="Y",
+                                              object_type="Person", source="x")], timeout=120)
+                took[i] = ("ok", time.perf_counter() - t0)
+            except KgrNeo4jUnavailable:
+                took[i] = ("unavailable", time.perf_counter() - t0)
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        writer.close()
+        served.close()
+        assert {k for k, _ in took.values()} == {"unavailable"}
+        assert max(t for _, t in took.values()) < 3 + 4, took
         _, stderr = proc.communicate(timeout=180)
         assert proc.returncode == 1, stderr
         assert stderr.strip().splitlines()[-1].startswith("Error: Neo4j at " + cfg.bolt_uri + " is unavailable"), stderr
