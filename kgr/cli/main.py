@@ -287,7 +287,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     Exit code 0 when every chunk was processed, 2 when some failed (they are listed; a re-run retries
     them) or when the paths hold no document kgr can read.
     """
-    from kgr.errors import KgrValidationError
+    import os
+    import sys
+
+    from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
     from kgr.ingest.chunking import ChunkingConfig
     from kgr.ingest.pipeline import IngestConfig, ingest as run_ingest
 
@@ -328,8 +331,17 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
 
             verifier = make_verifier(kind, model=model, api_base=api_base) if kind == "llm" \
                 else make_verifier(kind)  # type: ignore[arg-type]
-        report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
-                            promote=lambda: kg.promote(policy=policy, verifier=verifier))
+        try:
+            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
+                                promote=lambda: kg.promote(policy=policy, verifier=verifier))
+        except KgrNeo4jUnavailable as exc:
+            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
+            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
+            bar.stop()
+            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(1)
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     if report.documents == 0:
         err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "

@@ -506,14 +506,18 @@ class _Pipeline:
     def submit(self, chunk: Chunk) -> cf.Future:
         return asyncio.run_coroutine_threadsafe(self.process(chunk), self._loop)
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the pipeline. ``wait=False`` (the database went away) does not wait for database calls
+        still retrying in the pools: the job stops within the retry bound instead of one more retry
+        period per call in flight; those calls end on their own and their results are dropped."""
         if self._thread.is_alive():
             asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=60)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=60)
         for pool in (self._extract_pool, self._db_pool, self._write_pool):  # before closing the loop: a
-            pool.shutdown(wait=True, cancel_futures=True)  # finishing job still posts its result to it
-        self._loop.close()
+            pool.shutdown(wait=wait, cancel_futures=True)  # finishing job still posts its result to it
+        if wait:
+            self._loop.close()  # (abandoned: a late result may still be posted to the stopped loop)
 
     async def _shutdown(self) -> None:
         me = asyncio.current_task()
@@ -801,7 +805,8 @@ def ingest(
     Raises
     ------
     KgrNeo4jUnavailable
-        Neo4j went away (a re-run resumes where the job stopped).
+        Neo4j went away (a re-run resumes where the job stopped). ``graph`` is then closed, which ends
+        the database calls still retrying in the background at once: reconnect to go on.
     KgrValidationError
         A path does not exist.
     """
@@ -885,7 +890,10 @@ def ingest(
     finally:
         for f in inflight:
             f.cancel()
-        pipe.close()
+        gone = isinstance(sys.exc_info()[1], KgrNeo4jUnavailable)
+        if gone:  # end the calls still retrying now: the job stops within the retry bound
+            graph.close()
+        pipe.close(wait=not gone)
     if promote is not None and cfg.promote:  # work through the staged backlog, one version per round
         for _ in range(cfg.final_promotion_rounds):
             summary = promote()

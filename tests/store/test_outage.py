@@ -105,5 +105,28 @@ def test_stage_survives_database_outage(graph, tmp_path, monkeypatch):
         assert json.loads(out)["repeated_votes"] > 0  # the first part was already there
         with connect(Neo4jSettings(uri=cfg.bolt_uri)) as g:
             assert fingerprint(g) == reference
+
+        # issue 13, item 8: `kgr ingest` needed 96 s to exit after the database went away (retry 30 s)
+        corpus = tmp_path / "corpus"
+        corpus.mkdir()
+        examples = Path(__file__).resolve().parents[2] / "examples"
+        for i in range(30):
+            for f in sorted((examples / "corpus").iterdir()):
+                (corpus / f"{i}-{f.name}").write_text(f.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n", encoding="utf-8")
+        ing = _kgr(["ingest", str(corpus), "--schema", str(examples / "schema.json")], env)
+        probe = connect(Neo4jSettings(uri=cfg.bolt_uri))
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait until chunks are being committed
+            if probe.driver.execute_query("MATCH (c:Chunk) WHERE c.processed_at IS NOT NULL RETURN count(c) AS n"
+                                          ).records[0]["n"] > 20:
+                break
+            time.sleep(0.1)
+        probe.close()
+        os.kill(server.status().pid, signal.SIGKILL)
+        killed = time.perf_counter()
+        _, stderr = ing.communicate(timeout=180)
+        took = time.perf_counter() - killed
+        assert ing.returncode == 1 and "is unavailable" in stderr.strip().splitlines()[-1], stderr[-2000:]
+        assert took < 3 + 6, f"kgr ingest took {took:.1f} s to stop (retry bound 3 s)"
     finally:
         server.stop()
