@@ -52,7 +52,9 @@ edge set of that version (the re-created KEEP edges are retired, DROP's old inst
 same hash, same edge list). It does not undo the rest of the merge: pending edges and their votes
 stay on KEEP (the KEEP edges the rollback retires become ``held``), tombstones stay, KEEP keeps the
 aliases and MENTIONS, DROP stays merged (its name still stages onto KEEP). Merging DROP into KEEP
-again moves the restored promoted edges back to KEEP.
+again moves the restored promoted edges back to KEEP; so does a promotion round that promotes a
+held KEEP edge: it retires the restored DROP instance it lists in ``merged_from`` in the same
+version (``retire_merged_instances``), so a fact is never current on both entities.
 """
 
 from __future__ import annotations

@@ -344,6 +344,8 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
         if promote else []
     if others:
         tx.run("set_pending_status", {"rows": others, "version": version, "epoch": inputs.epoch})
+    # a promoted edge moved by a merge supersedes its old instance, restored by a rollback to before the merge
+    stale = tx.run("retire_merged_instances", {"rows": promote, "version": version}) if done else []
     by_key = {c.key: c for c in inputs.candidates}
     pairs = sorted({(d.subject_key, by_key[d.key].relation) for d in ds
                     if d.action == "promote" and d.key in by_key and by_key[d.key].relation in functional})
@@ -354,6 +356,10 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
             raise _AuditFailed([(c["subject"], c["relation"], c["objects"]) for c in conflicts])
     records = [{"id": ids[d.key], "key": d.key, "action": d.action, "round": version, "reason": d.reason,
                 "inputs": _inputs_json(d)} for d in ds]
+    records += [{"id": uuid.uuid4().hex, "key": r["key"], "action": "retire", "round": version,
+                 "reason": f"superseded by {r['superseded_by']}, its instance on the entity it was merged into",
+                 "inputs": json.dumps({"superseded_by": r["superseded_by"]})} for r in stale]
+    gone = [*gone, *stale]
     if records:
         tx.run("record_decisions", {"rows": records, "version": version, "now": ts})
     if decisions.rescored:

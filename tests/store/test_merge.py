@@ -256,3 +256,23 @@ def test_cli_merge_json(graph, neo4j_settings, monkeypatch):
     assert bad.exit_code == 1 and bad.stderr.strip() == "Error: no entity with key 'Person:zed' (drop)"
     # KEEP's edge to bob became a self-loop: rejected where it is; DROP now redirects to bob in one hop
     assert pending(graph)[new]["status"] == "rejected" and entity(graph, DROP)["merged_into"] == "Person:bob"
+
+
+def test_promote_after_rolling_back_a_merge_keeps_each_fact_promoted_once(graph):
+    """merge → rollback → new evidence → promote: the fact is promoted on KEEP and DROP's restored
+    instance of it is retired in the same round, never both current (issue 13, item 8)."""
+    stage(graph, [T("Ada Lovelace", "x", s) for s in ("s1", "s2")] + [T("Ada", "y", "s1")])
+    promote_by_quorum(graph, quorum=2)
+    create_snapshot(graph, "before")
+    merge_entities(graph, KEEP, DROP)
+    rollback(graph, "before")
+    dx, kx = edge_key(DROP, "KNOWS", "Person:x"), edge_key(KEEP, "KNOWS", "Person:x")
+    assert keys(graph) == [dx] and pending(graph)[kx]["status"] == "held"
+    stage(graph, [T("Ada", "x", "s3")])  # new evidence for the held KEEP edge
+    summary = promote_by_quorum(graph, quorum=2)
+    assert keys(graph) == [kx]  # one current instance of the fact, on the entity that stays
+    assert summary.promoted == 1 and summary.retired == 1
+    check_hash(graph)
+    # the retirement is explained on DROP's edge
+    dec = graph.read("decisions_for_edge", {"key": dx})[0]
+    assert "merged" in dec["decisions"][-1]["reason"]
