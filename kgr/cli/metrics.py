@@ -41,7 +41,7 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
     latency = any(r.mean_decision_latency_ms is not None for r in m.rounds)
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
               title=f"last {len(m.rounds)} promotion rounds (rates in %)")
-    for name in ("round", "policy", "cand", "prom", "held", "rej", "exp", "acc", "AG", "DG", "retr"):
+    for name in ("round", "policy", "cand", "prom", "held", "rej", "exp", "prom/cand", "AG", "DG", "retr"):
         t.add_column(name, justify="left" if name == "policy" else "right", no_wrap=True)
     if latency:
         t.add_column("ms/cand", justify="right", no_wrap=True)
@@ -54,10 +54,14 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
         t.add_row(*row)
     out.print(t)
     z = m.psz
-    out.print(f"PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms): acceptance {_pct(z.acceptance)} %, "
-              f"FMR (retracted) {_pct(z.fmr)} %, P50 {_num(z.p50_latency_ms, '.3f')} ms/candidate, "
+    out.print(f"PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms), without labels: corroborated acceptance "
+              f"{_pct(z.acceptance)} %, FMR lower bound (retracted) {_pct(z.fmr)} %, "
+              f"P50 {_num(z.p50_latency_ms, '.3f')} ms/candidate, "
               f"shortfall {_num(z.shortfall)}" + ("" if z.in_zone is None else (" (in zone)" if z.in_zone else "")),
               markup=False, soft_wrap=True)
+    out.print("corroborated acceptance = promoted / (promoted + held with votes >= quorum); FMR lower bound = "
+              "retracted / promoted. The benchmark's Acceptance and FMR (scripts/bench_promotion.py) are "
+              "measured against labels instead.", markup=False, soft_wrap=True, style="dim")
 
 
 @app.command()

@@ -36,7 +36,8 @@ WAIT_MS = 30_000
 def _unavailable(message: str) -> None:
     if REQUIRE:
         pytest.fail(message + " (KGR_REQUIRE_NEO4J=1)")
-    pytest.skip(message + " (set KGR_REQUIRE_NEO4J=1 to make this a failure)")  # KGR_REQUIRE_NEO4J
+    pytest.skip(message + " — the Browser test needs a Chromium: `bash .ci/run` installs Debian's; "
+                "KGR_REQUIRE_NEO4J=1 (which requires the Neo4j and this Chromium) makes this a failure")  # KGR_REQUIRE_NEO4J
 
 
 @pytest.fixture
