@@ -77,6 +77,20 @@ class KgrNeo4jUnavailable(KgrError):
     """Neo4j cannot be reached, or went away during a unit of work."""
 
 
+class KgrDatabaseError(KgrError):
+    """The database refused a statement for its data (a constraint, a type, a size): the unit of work
+    was rolled back. ``code`` is Neo4j's status code (``Neo.ClientError.…``)."""
+
+    def __init__(self, message: str, *, code: str = ""):
+        super().__init__(message)
+        self.code = code
+
+
+class KgrCypherBug(KgrDatabaseError):
+    """One of kgr's own templates is invalid Cypher (a syntax or semantic error): a bug in kgr, never
+    the input's fault; callers let it propagate."""
+
+
 class KgrRuntimeError(KgrError):
     """The managed local Neo4j could not be installed, started or stopped (names the missing piece)."""
 

@@ -77,10 +77,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import neo4j.exceptions
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kgr.errors import KgrError, KgrNeo4jUnavailable
+from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
 from kgr.ingest.chunking import Chunk, ChunkingConfig, iter_chunks
 from kgr.ingest.loaders import LoadIssue, iter_documents
@@ -740,9 +739,9 @@ class _Pipeline:
         try:
             self._commit(group)
             return [w.outcome for w in group]
-        except neo4j.exceptions.CypherSyntaxError:
+        except KgrCypherBug:
             raise
-        except neo4j.exceptions.ClientError as exc:
+        except KgrDatabaseError as exc:
             if len(group) == 1:
                 w = group[0]
                 failed = self._failed(w.chunk, exc)

@@ -116,13 +116,6 @@ def failure_from_exception(exc: BaseException, *, tool: str | None = None) -> To
         return ToolFailure(400, "bad_request", _first_line(exc))
     if isinstance(exc, TimeoutError):
         return ToolFailure(504, "timeout", "the tool call exceeded the server's time limit")
-    try:
-        from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
-
-        if isinstance(exc, (TransientError, ServiceUnavailable, SessionExpired)):
-            return ToolFailure(503, "unavailable", f"Neo4j could not complete the call ({type(exc).__name__}); retry")
-    except ImportError:  # pragma: no cover - neo4j is a hard dependency
-        pass
     error_id = uuid.uuid4().hex[:12]
     log.error("internal error %s in tool %s: %s", error_id, tool or "?", type(exc).__name__,
               exc_info=(type(exc), exc, exc.__traceback__))

@@ -22,11 +22,12 @@ import neo4j
 from neo4j import GraphDatabase, RoutingControl
 import tenacity
 from neo4j.exceptions import (
-    AuthError, ClientError, DatabaseUnavailable, ServiceUnavailable, SessionExpired, TransientError,
+    AuthError, ClientError, CypherSyntaxError, DatabaseUnavailable, ServiceUnavailable,
+    SessionExpired, TransientError,
 )
 from pydantic import BaseModel, ConfigDict
 
-from kgr.errors import KgrNeo4jUnavailable
+from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable
 from kgr.store.cypher import render
 
 __all__ = ["Neo4jSettings", "Graph", "connect"]
@@ -65,6 +66,29 @@ def _unavailable(exc: BaseException, uri: str) -> KgrNeo4jUnavailable:
     return KgrNeo4jUnavailable(f"Neo4j at {uri} is unavailable ({type(exc).__name__}: {msg[:200]})")
 
 
+def _translated(exc: BaseException, uri: str) -> KgrDatabaseError | KgrNeo4jUnavailable:
+    """kgr's own error for a driver exception that ended a unit of work (after the driver's retries).
+
+    - the database went away (or still answered "transient" when the retry time ran out)
+      → :class:`~kgr.errors.KgrNeo4jUnavailable`;
+    - a statement error of kgr's own Cypher (syntax, semantics) → :class:`~kgr.errors.KgrCypherBug`;
+    - any other client error (a constraint, a type, a size) → :class:`~kgr.errors.KgrDatabaseError`.
+
+    Nothing above :mod:`kgr.store` needs to import the driver to tell these apart.
+    """
+    if isinstance(exc, (*_GONE, TransientError)):
+        return _unavailable(exc, uri)
+    code = getattr(exc, "code", None) or ""
+    msg = (getattr(exc, "message", None) or str(exc) or type(exc).__name__).splitlines()[0][:300]
+    if isinstance(exc, CypherSyntaxError):
+        return KgrCypherBug(f"kgr's Cypher failed ({code}): {msg}", code=code)
+    return KgrDatabaseError(f"Neo4j refused the statement ({code}): {msg}", code=code)
+
+
+#: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
+_TRANSLATED = (*_GONE, TransientError, ClientError)
+
+
 class Graph:
     """A Neo4j driver bound to one database, running kgr's Cypher templates.
 
@@ -99,8 +123,8 @@ class Graph:
             records, _, _ = self.driver.execute_query(
                 query, params or {}, database_=self.database, routing_=routing
             )
-        except _GONE as exc:
-            raise _unavailable(exc, self.uri) from exc
+        except _TRANSLATED as exc:
+            raise _translated(exc, self.uri) from exc
         return [r.data() for r in records]
 
     def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
@@ -110,8 +134,8 @@ class Graph:
             with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 for record in session.run(query, params or {}):
                     yield record.data()
-        except _GONE as exc:
-            raise _unavailable(exc, self.uri) from exc
+        except _TRANSLATED as exc:
+            raise _translated(exc, self.uri) from exc
 
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
@@ -123,16 +147,16 @@ class Graph:
         try:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(lambda tx: fn(Tx(tx)))
-        except _GONE as exc:
-            raise _unavailable(exc, self.uri) from exc
+        except _TRANSLATED as exc:
+            raise _translated(exc, self.uri) from exc
 
     def read_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed read transaction."""
         try:
             with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 return session.execute_read(lambda tx: fn(Tx(tx)))
-        except _GONE as exc:
-            raise _unavailable(exc, self.uri) from exc
+        except _TRANSLATED as exc:
+            raise _translated(exc, self.uri) from exc
 
     def run_script(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> int:
         """Run a template holding several statements separated by lines ending in ``;``.
@@ -150,8 +174,8 @@ class Graph:
         try:
             for stmt in statements:
                 run(stmt, params or {})
-        except _GONE as exc:
-            raise _unavailable(exc, self.uri) from exc
+        except _TRANSLATED as exc:
+            raise _translated(exc, self.uri) from exc
         return len(statements)
 
     def _run_auto(self, statement: str, params: dict[str, Any]) -> None:

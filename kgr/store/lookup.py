@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from typing import TYPE_CHECKING
 
-from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.errors import KgrDatabaseError, KgrNotFound, KgrValidationError
 from kgr.model.canonical import canonical_name, entity_key
 
 if TYPE_CHECKING:  # the driver is imported only when a query runs
@@ -171,16 +171,14 @@ def find_entity_candidates(
         if not query:
             continue
         rows.append({"i": i, "type": etype, "key": entity_key(etype, name), "query": query})
-    from neo4j.exceptions import ClientError
-
     for start in range(0, len(rows), max(1, batch_size)):
         batch = rows[start : start + batch_size]
         try:
             result = graph.read("find_entity_candidates",
                                 {"rows": batch, "per_name": per_name, "hits_per_name": max(hits_per_name, per_name),
                                  "max_rels": max_rels, "before": known_before})
-        except ClientError as exc:
-            if "entity_names" in (exc.message or ""):
+        except KgrDatabaseError as exc:
+            if "entity_names" in str(exc):
                 raise KgrNotFound("the fulltext index entity_names is missing: run `kgr init` first") from exc
             raise
         for r in result:

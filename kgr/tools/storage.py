@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrValidationError
+from kgr.errors import KgrDatabaseError, KgrError, KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.schema import KGSchema
@@ -93,10 +93,8 @@ def _host(uri: str) -> str:
     return "unknown"
 
 
-def _db_errors() -> tuple[type[BaseException], ...]:
-    from neo4j.exceptions import DriverError, Neo4jError
-
-    return (KgrNeo4jUnavailable, Neo4jError, DriverError)
+#: the database failed or refused the write (a bug in kgr's Cypher, KgrCypherBug, is one too: reported, not hidden)
+_DB_ERRORS: tuple[type[BaseException], ...] = (KgrNeo4jUnavailable, KgrDatabaseError)
 
 
 def _status(kind: str, stored: int, skipped: int, failed: int, error: str | None) -> OperationStatus:
@@ -210,7 +208,7 @@ def _stage_entities(graph: Any, rows: list[tuple[str, str, str]], schema: KGSche
         chunk = rows[i : i + batch]
         try:
             rep = stage(graph, [], schema=schema, entities=[(t, n) for t, n, _ in chunk], batch_size=batch)
-        except _db_errors() as exc:
+        except _DB_ERRORS as exc:
             if nothing_written_yet and phase.committed == 0:
                 raise
             phase.error = _one_line(exc)
@@ -229,7 +227,7 @@ def _stage_relations(graph: Any, assertions: list[TripleAssertion], schema: KGSc
         chunk = assertions[i : i + batch]
         try:
             rep = stage(graph, chunk, schema=schema, batch_size=batch)
-        except _db_errors() as exc:
+        except _DB_ERRORS as exc:
             if nothing_written_yet and phase.committed == 0:
                 raise
             phase.error = _one_line(exc)
@@ -260,7 +258,7 @@ def _stage_grouped(stager: Any, rows: list[tuple[str, str, str]], assertions: li
     started = time.perf_counter()
     try:
         rep = stager.stage(assertions, schema=schema, entities=[(t, n) for t, n, _ in rows])
-    except _db_errors():
+    except _DB_ERRORS:
         raise
     except KgrError as exc:  # a check the store makes beyond ours: nothing was written
         return _Phase(error=str(exc)), _Phase(error="not attempted: the entity phase failed")

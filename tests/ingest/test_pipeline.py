@@ -290,7 +290,7 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
     rep = ingest(graph, [tmp_path], SCHEMA, extractor=SlowOnBad(),
                  config=IngestConfig(concurrency=6, commit_chunks=8, max_rounds=1))
     assert rep.chunks_processed == 5 and [f.chunk_id for f in rep.chunks_failed] == [bad.id]
-    assert rep.chunks_failed[0].kind == "ClientError" and "refused by the test" in rep.chunks_failed[0].reason
+    assert rep.chunks_failed[0].kind == "KgrDatabaseError" and "refused by the test" in rep.chunks_failed[0].reason
     assert any(bad.id in g and len(g) > 1 for g in groups)  # it was refused inside a group ...
     assert [bad.id] in groups  # ... then retried alone
     rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id, c.process_count AS n").records

@@ -277,23 +277,21 @@ def test_fuzzy_candidates_relationships_and_one_query_per_batch(graph) -> None:
     assert by["Nobody 3"]["is_disambiguated"] is False
 
 
-def test_missing_fulltext_index_is_reported() -> None:
-    from neo4j.exceptions import Neo4jError
-
+@pytest.mark.neo4j
+def test_missing_fulltext_index_is_reported(graph) -> None:
+    """Without the fulltext index, the real database's refusal becomes a KgrNotFound naming the fix."""
     from kgr.errors import KgrNotFound
+    from kgr.store.admin import init_store
     from kgr.store.lookup import find_entity_candidates
 
-    class NoIndex:
-        def read(self, *a: Any, **k: Any) -> list[dict]:
-            raise Neo4jError._hydrate_neo4j(
-                code="Neo.ClientError.Procedure.ProcedureCallFailed",
-                message="Failed to invoke procedure `db.index.fulltext.queryNodes`: Caused by: "
-                        "java.lang.IllegalArgumentException: There is no such fulltext schema index: entity_names")
-
-    with pytest.raises(KgrNotFound, match="run `kgr init`"):
-        find_entity_candidates(NoIndex(), [("Person", "Ada")])  # type: ignore[arg-type]
-    assert find_entity_candidates(NoIndex(), []) == []  # type: ignore[arg-type]
-    assert find_entity_candidates(NoIndex(), [("Person", "...")]) == [[]]  # type: ignore[arg-type]  # nothing to ask
+    graph.driver.execute_query("DROP INDEX entity_names IF EXISTS", database_=graph.database)
+    try:
+        with pytest.raises(KgrNotFound, match="run `kgr init`"):
+            find_entity_candidates(graph, [("Person", "Ada")])
+        assert find_entity_candidates(graph, []) == []
+        assert find_entity_candidates(graph, [("Person", "...")]) == [[]]  # nothing to ask
+    finally:
+        init_store(graph)
 
 
 @pytest.mark.neo4j
