@@ -202,6 +202,119 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
     }
 
 
+def _check_pair(ents: dict[str, dict], keep: str, drop: str) -> None:
+    """Both entities exist, share a type, KEEP is not merged away, DROP is not merged elsewhere."""
+    for key, role in ((keep, "keep"), (drop, "drop")):
+        if key not in ents:
+            raise KgrNotFound(f"no entity with key {key!r} ({role})")
+    k, d = ents[keep], ents[drop]
+    if k["type"] != d["type"]:
+        raise KgrValidationError(f"cannot merge {drop!r} ({d['type']}) into {keep!r} ({k['type']}): "
+                                 "entity types differ", field="drop")
+    if k["merged_into"] is not None:
+        raise KgrValidationError(f"{keep!r} is merged into {k['merged_into']!r}: merge into that entity",
+                                 field="keep")
+    if d["merged_into"] not in (None, keep):
+        raise KgrValidationError(f"{drop!r} is already merged into {d['merged_into']!r}", field="drop")
+
+
+class _Moves:
+    """What one merge read and wrote, step by step (all inside its transaction)."""
+
+    def __init__(self, keep: str, drop: str, version: int, reason: str):
+        self.keep, self.drop, self.version, self.reason = keep, drop, version, reason
+        self.loops: list[dict] = []
+        self.movers: list[dict] = []
+        self.targets: dict[str, dict] = {}
+        self.rows: list[dict] = []
+        self.prom: list[dict] = []
+        self.prow: list[dict] = []
+        self.done: list[dict] = []
+
+    def ends(self, e: dict) -> tuple[str, str]:
+        """An edge's endpoints with DROP replaced by KEEP."""
+        return ((self.keep if e["s_key"] == self.drop else e["s_key"]),
+                (self.keep if e["o_key"] == self.drop else e["o_key"]))
+
+    def move_pending(self, tx: Tx) -> None:
+        """Pending edges of DROP (locked) onto KEEP; self-loops rejected in place."""
+        olds = [e for e in tx.run("merge_read_edges", {"drop": self.drop}, targets=False)
+                if not (e["props"].get("status") == "merged" and not e["props"].get("votes"))
+                and not (e["props"].get("merge_self_loop") and e["props"].get("status") == "rejected")]
+        for e in olds:
+            e["new_s"], e["new_o"] = self.ends(e)
+            (self.loops if e["new_s"] == e["new_o"] else self.movers).append(e)
+            e["new_key"] = None if e["new_s"] == e["new_o"] else edge_key(e["new_s"], e["relation"], e["new_o"])
+        if self.movers:
+            wanted = [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e in self.movers]
+            self.targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": wanted}, targets=True)}
+        self.rows = [_unite(e, self.targets.get(e["new_key"]), e["new_key"], self.keep, self.drop, self.version,
+                            self.reason) for e in self.movers]
+        if self.rows:
+            clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rows]
+            moved = tx.run("merge_move_pending", {"rows": clean})[0]["moved"]
+            if moved != len(self.rows):
+                raise RuntimeError(f"merge moved {moved} of {len(self.rows)} pending edges")  # locked: cannot happen
+        if self.loops:
+            tx.run("merge_self_loops", {"rows": [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"],
+                                                   "reason": f"self-loop after {self.reason}"} for e in self.loops],
+                                        "version": self.version})
+
+    def move_promoted(self, tx: Tx) -> None:
+        """Current promoted edges of DROP: retired, and re-created on KEEP unless it has them or they loop."""
+        united = {r["key"]: r["props"] for r in self.rows}
+        self.prom = tx.run("merge_drop_promoted", {"drop": self.drop})
+        for p in self.prom:
+            p["new_s"], p["new_o"] = self.ends(p)
+            loop = p["new_s"] == p["new_o"]
+            new_key = None if loop else edge_key(p["new_s"], p["relation"], p["new_o"])
+            u = united.get(new_key or "")
+            self.prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
+                              "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
+                              "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
+        self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
+
+    def report(self) -> list[MergedEdge]:
+        """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""
+        fate = {r["old_key"]: ("moved" if r["created"] else "retired" if r["key"] == r["old_key"]
+                               else "already_promoted") for r in self.done}
+        out = [MergedEdge(old_key=e["key"], new_key=None, relation=e["relation"], outcome="self_loop",
+                          votes_after=int(e["props"].get("votes") or 0), promoted=fate.get(e["key"]))
+               for e in self.loops]
+        out += [MergedEdge(old_key=e["key"], new_key=e["new_key"], relation=e["relation"],
+                           outcome="united" if e["new_key"] in self.targets else "moved",
+                           votes_before=r["_before"], votes_after=r["props"]["votes"], promoted=fate.get(e["key"]))
+                for e, r in zip(self.movers, self.rows)]
+        listed = {m.old_key for m in out}
+        out += [MergedEdge(old_key=p["key"], new_key=pr["key"] if pr["recreate"] else None, relation=p["relation"],
+                           outcome="promoted_only" if pr["recreate"] else "self_loop", promoted=fate.get(p["key"]))
+                for p, pr in zip(self.prom, self.prow) if p["key"] not in listed]
+        return sorted(out, key=lambda m: m.old_key)
+
+    def decisions(self, report: list[MergedEdge]) -> list[dict]:
+        """A ``merge`` decision under each old key, and under each new key it moved to."""
+        rows = []
+        for m in report:
+            inputs = json.dumps({"merge": {"keep": self.keep, "drop": self.drop}, **m.model_dump()}, sort_keys=True)
+            why = (f"self-loop after {self.reason}: rejected, not moved" if m.outcome == "self_loop"
+                   else f"{self.reason}: moved to {m.new_key} ({m.outcome})")
+            rows.append({"id": uuid.uuid4().hex, "key": m.old_key, "action": "merge", "round": self.version,
+                         "reason": why, "inputs": inputs})
+            if m.new_key is not None:
+                rows.append({"id": uuid.uuid4().hex, "key": m.new_key, "action": "merge", "round": self.version,
+                             "reason": f"{self.reason}: received {m.old_key} ({m.outcome})", "inputs": inputs})
+        return rows
+
+
+def _merged_aliases(k: dict, d: dict) -> list[str]:
+    """KEEP's aliases, then DROP's name and aliases, bounded like staging's."""
+    aliases = list(k["aliases"])
+    for a in [d["name"], *d["aliases"]]:
+        if a is not None and a not in aliases:
+            aliases.append(a)
+    return aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
+
+
 def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = None) -> MergeResult:
     """Merge entity ``drop`` into entity ``keep`` as one version (semantics in the module docstring).
 
@@ -221,104 +334,18 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
     def unit(tx: Tx) -> MergeResult:
         version, old_hash = open_version(tx)
         ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
-        for key, role in ((keep, "keep"), (drop, "drop")):
-            if key not in ents:
-                raise KgrNotFound(f"no entity with key {key!r} ({role})")
-        k, d = ents[keep], ents[drop]
-        if k["type"] != d["type"]:
-            raise KgrValidationError(f"cannot merge {drop!r} ({d['type']}) into {keep!r} ({k['type']}): "
-                                     "entity types differ", field="drop")
-        if k["merged_into"] is not None:
-            raise KgrValidationError(f"{keep!r} is merged into {k['merged_into']!r}: merge into that entity",
-                                     field="keep")
-        if d["merged_into"] not in (None, keep):
-            raise KgrValidationError(f"{drop!r} is already merged into {d['merged_into']!r}", field="drop")
-
-        def ends(e: dict) -> tuple[str, str]:
-            return (keep if e["s_key"] == drop else e["s_key"]), (keep if e["o_key"] == drop else e["o_key"])
-
-        # pending edges of DROP (locked), minus tombstones without new votes and self-loops rejected already
-        olds = [e for e in tx.run("merge_read_edges", {"drop": drop}, targets=False)
-                if not (e["props"].get("status") == "merged" and not e["props"].get("votes"))
-                and not (e["props"].get("merge_self_loop") and e["props"].get("status") == "rejected")]
-        loops, movers = [], []
-        for e in olds:
-            e["new_s"], e["new_o"] = ends(e)
-            (loops if e["new_s"] == e["new_o"] else movers).append(e)
-            e["new_key"] = None if e["new_s"] == e["new_o"] else edge_key(e["new_s"], e["relation"], e["new_o"])
-        targets = {t["key"]: t for t in tx.run(
-            "merge_read_edges", {"rows": [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]}
-                                          for e in movers]}, targets=True)} if movers else {}
-        rows = [_unite(e, targets.get(e["new_key"]), e["new_key"], keep, drop, version, reason) for e in movers]
-        if rows:
-            moved = tx.run("merge_move_pending", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")}
-                                                           for r in rows]})[0]["moved"]
-            if moved != len(rows):
-                raise RuntimeError(f"merge moved {moved} of {len(rows)} pending edges")  # locked: cannot happen
-        if loops:
-            tx.run("merge_self_loops", {"rows": [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"],
-                                                   "reason": f"self-loop after {reason}"} for e in loops],
-                                        "version": version})
-
-        # current promoted edges of DROP: retire, re-create on KEEP
-        united = {r["key"]: r["props"] for r in rows}
-        prom = tx.run("merge_drop_promoted", {"drop": drop})
-        prow = []
-        for p in prom:
-            p["new_s"], p["new_o"] = ends(p)
-            loop = p["new_s"] == p["new_o"]
-            new_key = None if loop else edge_key(p["new_s"], p["relation"], p["new_o"])
-            u = united.get(new_key or "")
-            prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
-                         "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
-                         "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
-        done = tx.run("merge_promoted_edges", {"rows": prow, "version": version}) if prow else []
-        created = [r["key"] for r in done if r["created"]]
-        retired = [r["old_key"] for r in done]
-
-        # entities: aliases, redirect, MENTIONS
-        aliases = list(k["aliases"])
-        for a in [d["name"], *d["aliases"]]:
-            if a is not None and a not in aliases:
-                aliases.append(a)
-        aliases = aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
+        _check_pair(ents, keep, drop)
+        moves = _Moves(keep, drop, version, reason)
+        moves.move_pending(tx)
+        moves.move_promoted(tx)
+        aliases = _merged_aliases(ents[keep], ents[drop])
         ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
-
-        # what happened to each edge, and its decisions
-        promoted_fate = {}
-        for r in done:
-            promoted_fate[r["old_key"]] = ("moved" if r["created"] else
-                                           "retired" if r["key"] == r["old_key"] else "already_promoted")
-        report: list[MergedEdge] = []
-        for e in loops:
-            report.append(MergedEdge(old_key=e["key"], new_key=None, relation=e["relation"], outcome="self_loop",
-                                     votes_after=int(e["props"].get("votes") or 0),
-                                     promoted=promoted_fate.get(e["key"])))
-        for e, r in zip(movers, rows):
-            report.append(MergedEdge(old_key=e["key"], new_key=e["new_key"], relation=e["relation"],
-                                     outcome="united" if e["new_key"] in targets else "moved",
-                                     votes_before=r["_before"], votes_after=r["props"]["votes"],
-                                     promoted=promoted_fate.get(e["key"])))
-        listed = {m.old_key for m in report}
-        for p, pr in zip(prom, prow):
-            if p["key"] not in listed:
-                report.append(MergedEdge(old_key=p["key"], new_key=None if not pr["recreate"] else pr["key"],
-                                         relation=p["relation"], outcome="promoted_only" if pr["recreate"]
-                                         else "self_loop", promoted=promoted_fate.get(p["key"])))
-        report.sort(key=lambda m: m.old_key)
-        decisions = []
-        for m in report:
-            inputs = json.dumps({"merge": {"keep": keep, "drop": drop}, **m.model_dump()}, sort_keys=True)
-            why = (f"self-loop after {reason}: rejected, not moved" if m.outcome == "self_loop"
-                   else f"{reason}: moved to {m.new_key} ({m.outcome})")
-            decisions.append({"id": uuid.uuid4().hex, "key": m.old_key, "action": "merge", "round": version,
-                              "reason": why, "inputs": inputs})
-            if m.new_key is not None:
-                decisions.append({"id": uuid.uuid4().hex, "key": m.new_key, "action": "merge", "round": version,
-                                  "reason": f"{reason}: received {m.old_key} ({m.outcome})", "inputs": inputs})
+        report = moves.report()
+        decisions = moves.decisions(report)
         if decisions:
             tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
-
+        created = [r["key"] for r in moves.done if r["created"]]
+        retired = [r["old_key"] for r in moves.done]
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="merge", now=ts, note=reason,
                       promoted=len(created), retired=len(retired))
@@ -326,7 +353,7 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
             version=version, keep=keep, drop=drop,
             pending_moved=sum(1 for m in report if m.outcome == "moved"),
             pending_united=sum(1 for m in report if m.outcome == "united"),
-            votes_added=sum(r["_added"] for r in rows),
+            votes_added=sum(r["_added"] for r in moves.rows),
             self_loops=sum(1 for m in report if m.outcome == "self_loop"),
             promoted_created=len(created), promoted_retired=len(retired),
             mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,

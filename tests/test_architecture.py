@@ -1,0 +1,188 @@
+"""The house rules, checked on the source (issue 14; docs/architecture.md explains them).
+
+1. **Layers.** The layer order is written once, in :data:`LAYERS`: a module may import from its own
+   layer and the layers before it, never from a later one. Packages that share a layer but must
+   stay apart are listed in :data:`APART`.
+2. **Only the store talks to Neo4j.** Outside ``kgr/store`` (and the managed-Neo4j runtime, which
+   runs the JVM but sends no query) no module imports ``neo4j``, renders a Cypher template or runs
+   one: no ``kgr.store.cypher``, no ``.read(``/``.write(``/``.stream(`` on a graph, no ``tx.run``,
+   ``write_unit``, ``read_unit``, ``run_script`` or ``.driver``.
+3. **Size.** No module over 500 lines and no function over 80 lines, except those listed in
+   :data:`LONG_MODULES` / :data:`LONG_FUNCTIONS` with the reason they stay.
+
+Imports inside functions count as much as those at the top of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "kgr"
+
+#: The layer order, lowest first. ``kgr`` itself (the package's ``__init__``, ``__version__``) is below all.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"kgr.errors", "kgr.text"}),
+    frozenset({"kgr.model"}),
+    frozenset({"kgr.gauge"}),
+    frozenset({"kgr.store", "kgr.runtime"}),
+    frozenset({"kgr.tools"}),
+    frozenset({"kgr.extract"}),
+    frozenset({"kgr.ingest"}),
+    frozenset({"kgr.agent"}),
+    frozenset({"kgr.connect", "kgr.engine", "kgr.browser"}),
+    frozenset({"kgr.demo"}),
+    frozenset({"kgr.server"}),
+    frozenset({"kgr.cli"}),
+)
+
+#: Packages of one layer that must not import each other.
+APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), frozenset({"kgr.errors", "kgr.text"}))
+
+#: Where Neo4j may be imported (the store queries it; the runtime only runs the server process).
+NEO4J_ALLOWED = ("kgr.store", "kgr.runtime")
+
+#: Modules allowed past 500 lines, and why.
+LONG_MODULES: dict[str, str] = {}
+
+#: Functions allowed past 80 lines ("module:function"), and why.
+LONG_FUNCTIONS: dict[str, str] = {}
+
+GAUGE_MATH = "kgr.gauge"  # the gauge's math is exempt from the size rules (formulas read best whole)
+
+
+def _modules() -> list[tuple[str, Path, ast.Module]]:
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out.append((name, path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))))
+    return out
+
+
+MODULES = _modules()
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+def _layer(package: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if package in layer:
+            return i
+    raise AssertionError(f"{package} is in no layer: add it to LAYERS in tests/test_architecture.py")
+
+
+def _imports(tree: ast.Module, module: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import, relative ones resolved."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: len(module.split(".")) - node.level + (1 if _is_package(module) else 0)]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            out.append((node.lineno, name))
+    return out
+
+
+def _is_package(module: str) -> bool:
+    return (ROOT.parent / Path(*module.split(".")) / "__init__.py").exists()
+
+
+def test_every_package_has_a_layer():
+    packages = {_package(m) for m, _, _ in MODULES if m != "kgr"}
+    for p in sorted(packages):
+        _layer(p)
+
+
+def test_no_import_points_up_or_across():
+    wrong = []
+    for module, path, tree in MODULES:
+        if module == "kgr":
+            continue
+        src = _package(module)
+        for line, name in _imports(tree, module):
+            if not name.startswith("kgr.") or _package(name) == src:
+                continue
+            dst = _package(name)
+            if _layer(dst) > _layer(src):
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line}: {src} (layer {_layer(src)}) imports "
+                             f"{name} (layer {_layer(dst)})")
+            elif any({src, dst} <= apart for apart in APART):
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line}: {src} and {dst} must stay apart")
+    assert not wrong, "\n".join(wrong)
+
+
+_DB_CALLS = {"read", "write", "stream", "write_unit", "read_unit", "run_script", "execute_query"}
+
+
+def _database_access(tree: ast.Module) -> list[tuple[int, str]]:
+    """Calls that reach Neo4j or render Cypher: ``x.read("template", ...)``, ``tx.run(...)``, ``.driver``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "driver":
+            found.append((node.lineno, ".driver"))
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        attr, first = node.func.attr, node.args[0] if node.args else None
+        template = isinstance(first, ast.Constant) and isinstance(first.value, str)
+        if attr in {"read", "write", "stream", "run"} and template and "{" not in str(first.value) \
+                and " " not in str(first.value) and str(first.value).replace("_", "").isalnum():
+            found.append((node.lineno, f".{attr}({first.value!r})"))  # a template name: Cypher by the back door
+        elif attr in _DB_CALLS - {"read", "write", "stream"}:
+            found.append((node.lineno, f".{attr}(...)"))
+    return found
+
+
+def test_only_the_store_talks_to_neo4j():
+    wrong = []
+    for module, path, tree in MODULES:
+        if _package(module) in NEO4J_ALLOWED:
+            continue
+        rel = path.relative_to(ROOT.parent)
+        for line, name in _imports(tree, module):
+            if name == "neo4j" or name.startswith("neo4j.") or name == "kgr.store.cypher":
+                wrong.append(f"{rel}:{line}: imports {name}")
+        wrong += [f"{rel}:{line}: {what}" for line, what in _database_access(tree)]
+    assert not wrong, "\n".join(wrong)
+
+
+def _long_functions(tree: ast.Module, module: str) -> list[tuple[str, int]]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > 80:
+                out.append((f"{module}:{node.name}", length))
+    return out
+
+
+def test_no_god_modules_or_functions():
+    wrong = []
+    for module, path, tree in MODULES:
+        if module.startswith(GAUGE_MATH):
+            continue
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > 500 and module not in LONG_MODULES:
+            wrong.append(f"{module}: {lines} lines")
+        wrong += [f"{name}: {n} lines" for name, n in _long_functions(tree, module) if name not in LONG_FUNCTIONS]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("graph.read('pending_edges', {})", [".read('pending_edges')"]),
+    ("self.graph.write_unit(lambda tx: tx.run('finish_chunks', {}))", [".write_unit(...)", ".run('finish_chunks')"]),
+    ("g.driver.execute_query('MATCH (n) RETURN n')", [".driver", ".execute_query(...)"]),
+    ("path.read_text(); f.read(); q.write('a b')", []),  # not templates
+])
+def test_the_access_check_finds_what_it_should(source, expected):
+    found = [what for _, what in sorted(_database_access(ast.parse(source)))]
+    assert sorted(found) == sorted(expected)
