@@ -402,7 +402,7 @@ def browser_target(settings: Neo4jSettings | None = None, *, http_url: str | Non
         base = base if base.endswith("/browser") else base + "/browser"
         base += "/"
     if settings.uri is None:
-        from kgr.store.runtime import ManagedNeo4j
+        from kgr.runtime import ManagedNeo4j
 
         status = ManagedNeo4j(quiet=True).status()
         browser = base or status.browser_url

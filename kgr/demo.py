@@ -100,7 +100,7 @@ def browser_url(bolt_uri: str, *, no_auth: bool = True) -> str:
     """
     from urllib.parse import quote, urlsplit
 
-    from kgr.store.runtime import RuntimeConfig
+    from kgr.runtime import RuntimeConfig
 
     parts = urlsplit(bolt_uri)
     host = parts.hostname or "127.0.0.1"

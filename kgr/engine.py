@@ -27,7 +27,8 @@ from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.store import admin, aging, merge, review, rounds, staging, versions
-from kgr.store.connection import Graph, Neo4jSettings, connect
+from kgr.connect import connect
+from kgr.store.connection import Graph, Neo4jSettings
 
 __all__ = ["Engine", "FileStageReport"]
 

@@ -77,7 +77,8 @@ from kgr.model.review import EdgeLabel  # noqa: E402
 from kgr.model.schema import KGSchema  # noqa: E402
 from kgr.model.triples import TripleAssertion  # noqa: E402
 from kgr.store.admin import init_store, reset  # noqa: E402
-from kgr.store.connection import Graph, connect  # noqa: E402
+from kgr.connect import connect  # noqa: E402
+from kgr.store.connection import Graph  # noqa: E402
 from kgr.store.promotion import apply_decisions, candidates  # noqa: E402
 from kgr.store.rounds import PROMOTED_CACHE, read_context, run_round  # noqa: E402
 from kgr.store.staging import stage  # noqa: E402

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import aiohttp
 
-from kgr.store.connection import connect
+from kgr.connect import connect
 
 ROOT = Path(__file__).resolve().parents[1]
 

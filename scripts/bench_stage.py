@@ -24,7 +24,7 @@ import time
 from kgr.model.canonical import edge_key, entity_key
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import init_store, reset, status
-from kgr.store.connection import connect
+from kgr.connect import connect
 from kgr.store.staging import stage
 
 

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     graph = None
     if args.neo4j:
         from kgr.store.admin import init_store
-        from kgr.store.connection import Neo4jSettings, connect
+        from kgr.connect import connect
+        from kgr.store.connection import Neo4jSettings
 
         graph = connect(Neo4jSettings(uri=args.uri) if args.uri else None)
         init_store(graph)

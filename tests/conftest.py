@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from kgr.store.admin import init_store, reset
-from kgr.store.connection import Graph, Neo4jSettings, connect
+from kgr.connect import connect
+from kgr.store.connection import Graph, Neo4jSettings
 
 REQUIRE = os.environ.get("KGR_REQUIRE_NEO4J") == "1"
 TEST_BOLT_PORT = int(os.environ.get("KGR_TEST_BOLT_PORT", "17687"))
@@ -71,7 +72,7 @@ def _provision() -> tuple[Neo4jSettings, object | None]:
         return Neo4jSettings(uri=container.get_connection_url(), username="neo4j",
                              password=container.password), container
     os.environ.update(test_runtime_env())
-    from kgr.store.runtime import ensure_running
+    from kgr.runtime import ensure_running
 
     status = ensure_running()
     return Neo4jSettings(uri=status.bolt_uri), None

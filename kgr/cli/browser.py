@@ -43,7 +43,7 @@ def _entity_types(schema: Path | None, *, from_db: bool) -> list[str]:
     if from_db:
         from kgr.browser import entity_types_in
         from kgr.errors import KgrError
-        from kgr.store.connection import connect
+        from kgr.connect import connect
 
         try:
             with connect(start_managed=False) as graph:

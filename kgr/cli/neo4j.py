@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from kgr.cli.common import err, errors_to_exit, out
-from kgr.store.runtime import ManagedNeo4j, Neo4jStatus, RuntimeConfig
+from kgr.runtime import ManagedNeo4j, Neo4jStatus, RuntimeConfig
 
 __all__ = ["app"]
 

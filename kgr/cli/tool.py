@@ -82,7 +82,7 @@ def _context(name: str, schema_path: Path | None) -> ToolContext:
         schema = load_schema(schema_path)
     ctx = ToolContext(schema=schema)
     if get_tool(name).needs_graph:
-        from kgr.store.connection import connect
+        from kgr.connect import connect
 
         ctx.graph = connect()
     return ctx

@@ -42,7 +42,8 @@ from kgr.server.catalog import get_served, invoke, json_numbers, validate_payloa
 from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
-from kgr.store.connection import Graph, Neo4jSettings, connect
+from kgr.connect import connect
+from kgr.store.connection import Graph, Neo4jSettings
 from kgr.store.group_commit import GroupWriter
 from kgr.tools.context import ToolContext
 

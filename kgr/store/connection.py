@@ -2,8 +2,9 @@
 
 Settings use the conventional variables ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD`` and
 ``NEO4J_DATABASE`` (default ``neo4j``); ``KGR_NEO4J_RETRY_SECONDS`` (default 30) bounds how long a
-unit of work is retried on transient errors before the database counts as gone. When ``NEO4J_URI`` is unset, :func:`connect` starts (or
-reuses) kgr's managed local Neo4j (:mod:`kgr.store.runtime`).
+unit of work is retried on transient errors before the database counts as gone. :func:`open_graph`
+opens a Graph on a given URI; when ``NEO4J_URI`` is unset, the connection factory
+:func:`kgr.connect.connect` starts (or reuses) kgr's managed local Neo4j (:mod:`kgr.runtime`).
 
 :class:`Graph` is the one object the rest of kgr uses to talk to the database. It runs rendered
 templates (:mod:`kgr.store.cypher`) with values as parameters, maps driver failures that mean
@@ -27,10 +28,10 @@ from neo4j.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable
+from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable, KgrValidationError
 from kgr.store.cypher import render
 
-__all__ = ["Neo4jSettings", "Graph", "connect"]
+__all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph"]
 
 T = TypeVar("T")
 _GONE = (ServiceUnavailable, SessionExpired, DatabaseUnavailable, ConnectionError, OSError)
@@ -214,29 +215,24 @@ class Tx:
         return [r.data() for r in result]
 
 
-def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True) -> Graph:
-    """Open a :class:`Graph` from ``settings`` (default: the environment).
+def open_graph(settings: Neo4jSettings) -> Graph:
+    """Open a :class:`Graph` on the server ``settings.uri`` names, and check that it answers.
 
-    With no ``NEO4J_URI``, the managed local Neo4j is started (installed on first use) unless
-    ``start_managed`` is false, in which case its status decides.
+    Finding a server when no URI is given (the managed local Neo4j) is the connection factory's job,
+    :func:`kgr.connect.connect`, not the store's.
 
     Raises
     ------
+    KgrValidationError
+        ``settings.uri`` is not set.
     KgrNeo4jUnavailable
         The database does not answer (the message names the URI, never the password).
     """
-    settings = settings or Neo4jSettings.from_env()
     uri = settings.uri
-    auth: tuple[str, str] | None = None
-    if uri is None:
-        from kgr.store.runtime import ManagedNeo4j, ensure_running
-
-        status = ensure_running() if start_managed else ManagedNeo4j().status()
-        if not status.running:
-            raise KgrNeo4jUnavailable("the managed Neo4j is not running (start it with `kgr neo4j start`)")
-        uri = status.bolt_uri
-    elif settings.password is not None:
-        auth = (settings.username, settings.password)
+    if not uri:
+        raise KgrValidationError("no Neo4j URI given (set NEO4J_URI, or use kgr.connect.connect for the managed "
+                                 "Neo4j)", field="uri")
+    auth = (settings.username, settings.password) if settings.password is not None else None
     retry = float(os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30"))
     driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry,
                                   notifications_min_severity="OFF")

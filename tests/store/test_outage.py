@@ -15,8 +15,9 @@ import pytest
 
 from kgr.engine import Engine
 from kgr.store.admin import fingerprint
-from kgr.store.connection import Neo4jSettings, connect
-from kgr.store.runtime import ManagedNeo4j, RuntimeConfig
+from kgr.connect import connect
+from kgr.store.connection import Neo4jSettings
+from kgr.runtime import ManagedNeo4j, RuntimeConfig
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 

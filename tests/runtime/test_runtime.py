@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from kgr.cli.neo4j import app
 from kgr.errors import KgrRuntimeError, KgrValidationError
-from kgr.store.runtime import ManagedNeo4j, RuntimeConfig, ensure_running
+from kgr.runtime import ManagedNeo4j, RuntimeConfig, ensure_running
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
