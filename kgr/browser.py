@@ -52,12 +52,12 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import jinja2
-from neo4j import RoutingControl
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
-from kgr.model.canonical import IDENTIFIER_RE
+from kgr.model.canonical import IDENTIFIER_RE, validate_identifier
 from kgr.store.connection import Graph, Neo4jSettings
+from kgr.store.inspect import run_saved_query
 
 __all__ = [
     "SavedQuery",
@@ -196,8 +196,7 @@ def run_query(graph: Graph, name: str, params: dict[str, Any] | None = None) -> 
     missing = [p for p in q.params if p not in given]
     if missing:
         raise KgrValidationError(f"saved query {q.name} needs ${', $'.join(missing)}", field="params")
-    records, _, _ = graph.driver.execute_query(q.text, given, database_=graph.database, routing_=RoutingControl.READ)
-    return [r.data() for r in records]
+    return run_saved_query(graph, q.text, given)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,8 +222,6 @@ def grass(entity_types: Iterable[str] = ()) -> str:
     KgrIdentifierError
         An entity type is not an identifier (it would break the style).
     """
-    from kgr.store.cypher import validate_identifier
-
     text = _shipped_grass()
     styled = set(_SELECTOR_RE.findall(text))
     extra = [validate_identifier(t, kind="label") for t in dict.fromkeys(entity_types) if t not in styled]

@@ -21,12 +21,13 @@ from pydantic import BaseModel, Field
 
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
+from kgr.model.inspect import EdgeExplanation
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
-from kgr.store import admin, aging, merge, review, rounds, staging, versions
+from kgr.store import admin, aging, inspect, merge, review, rounds, staging, versions
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
@@ -192,13 +193,9 @@ class Engine:
                 break
         return out
 
-    def explain(self, key: str) -> dict:
-        rows = self.graph.read("decisions_for_edge", {"key": key})
-        if not rows or rows[0]["status"] is None:
-            from kgr.errors import KgrNotFound
-
-            raise KgrNotFound(f"no staged edge with key {key!r}")
-        return rows[0]
+    def explain(self, key: str) -> EdgeExplanation:
+        """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`)."""
+        return inspect.explain_edge(self.graph, key)
 
     def age(self, config: aging.AgingConfig | None = None) -> aging.AgingReport:
         return aging.age(self.graph, config)

@@ -11,6 +11,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.model.inspect import EdgeExplanation
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
 app = typer.Typer(rich_markup_mode=None, 
@@ -163,20 +164,18 @@ def _round_line(s) -> str:  # noqa: ANN001 - a RoundSummary
     return s.describe()
 
 
-def _print_explanation(row: dict) -> None:
-    import json
-
-    out.print(f"({row['subject']}) -[{row['relation']}]-> ({row['object']}): {row['status']}, "
-              f"{row['votes']} votes, confidence {row['confidence']:.3f}", markup=False)
-    if row.get("features"):
+def _print_explanation(why: EdgeExplanation) -> None:
+    out.print(f"({why.subject}) -[{why.relation}]-> ({why.object}): {why.status}, "
+              f"{why.votes} votes, confidence {why.confidence:.3f}", markup=False)
+    if why.features:
         from kgr.gauge.features import FEATURE_SET, FEATURES
 
-        names = FEATURES if row.get("feature_set") == FEATURE_SET else [f"f{i}" for i in range(len(row["features"]))]
-        out.print(f"  p_hat {row['p_hat']:.4f} from the features of its last scored decision: "
-                  + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, row["features"])), markup=False)
-    for d in row["decisions"]:
-        out.print(f"  v{d['version']} {d['action']}: {d['reason']}", markup=False)
-        inputs = json.loads(d["inputs"] or "{}")
+        names = FEATURES if why.feature_set == FEATURE_SET else [f"f{i}" for i in range(len(why.features))]
+        out.print(f"  p_hat {why.p_hat:.4f} from the features of its last scored decision: "
+                  + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, why.features)), markup=False)
+    for d in why.decisions:
+        out.print(f"  v{d.version} {d.action}: {d.reason}", markup=False)
+        inputs = d.inputs
         if "p_hat" in inputs and "gate" in inputs:  # the calibrated policy: p_hat, the gate, what moved it
             tau = inputs.get("tau")
             out.print(f"      p_hat = {inputs['p_hat']:.4f}, gate {inputs['gate']}, cut tau = "

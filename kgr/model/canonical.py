@@ -29,9 +29,11 @@ import re
 import unicodedata
 from difflib import SequenceMatcher
 
-from kgr.errors import KgrValidationError
+from collections.abc import Iterable
 
-__all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "IDENTIFIER_RE", "MAX_NAME_CHARS",
+from kgr.errors import KgrIdentifierError, KgrValidationError
+
+__all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "validate_identifier", "IDENTIFIER_RE", "MAX_NAME_CHARS",
            "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters", "NO_CONTROL_CHARACTERS", "OWN_NON_ENTITY_RELATION_TYPES"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
@@ -155,3 +157,18 @@ def name_similarity(a: str, b: str) -> float:
     if (ta, tb) != (a, b):
         best = max(best, SequenceMatcher(None, ta, tb).ratio())
     return best
+
+
+def validate_identifier(name: object, *, kind: str = "identifier", allowed: Iterable[str] | None = None) -> str:
+    """Return ``name`` if it is a safe Cypher identifier (and in ``allowed``, when given).
+
+    Raises
+    ------
+    KgrIdentifierError
+        Naming the kind (``label``, ``relationship type``...) and the offending value.
+    """
+    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
+        raise KgrIdentifierError(f"{kind} {str(name)[:80]!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*", field=kind)
+    if allowed is not None and name not in set(allowed):
+        raise KgrIdentifierError(f"{kind} {name!r} is not in the KG schema", field=kind)
+    return name

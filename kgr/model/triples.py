@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kgr.errors import KgrValidationError
-from kgr.model.canonical import IDENTIFIER_RE, MAX_NAME_CHARS, canonical_name, edge_key, entity_key, no_control_characters
+from kgr.model.canonical import MAX_NAME_CHARS, canonical_name, edge_key, entity_key, no_control_characters
 from kgr.model.schema import Identifier
 
 __all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "MAX_LINE_BYTES"]

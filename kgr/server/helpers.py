@@ -27,17 +27,17 @@ executes caller-supplied Cypher.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgr.errors import KgrNeo4jUnavailable, KgrNotFound
+from kgr.errors import KgrNeo4jUnavailable
 from kgr.model.canonical import IDENTIFIER_RE
 from kgr.model.review import EdgeLabel, LabelReport, ReviewQueue
 from kgr.store import admin, review, versions
 from kgr.store.connection import Graph
-from kgr.store.lookup import lucene_query
+from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
+from kgr.store import inspect
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec
 
@@ -124,14 +124,6 @@ class SearchEntitiesInput(_In):
     limit: Annotated[int, Field(ge=1, le=50)] = Field(10, description="most results (1-50)")
 
 
-class EntityHit(_Out):
-    key: str
-    name: str
-    type: str | None
-    aliases: list[str]
-    score: float = Field(description="fulltext relevance; higher is better")
-
-
 class SearchEntitiesOutput(_Out):
     query: str
     results: list[EntityHit]
@@ -139,18 +131,9 @@ class SearchEntitiesOutput(_Out):
 
 def search_entities(params: SearchEntitiesInput, *, context: ToolContext) -> SearchEntitiesOutput:
     """Find entities whose name or alias matches a query (case-insensitive, punctuation-insensitive, fuzzy), best match first, optionally of one type. Returns keys to pass to entity_neighbourhood. Read-only."""
-    graph = _graph(context, "search_entities")
-    query = lucene_query(params.query)
-    if not query:  # no letters or digits: nothing can match
-        return SearchEntitiesOutput(query=params.query, results=[])
-    fetch = params.limit if params.type is None else min(1000, params.limit * 20)
-    rows = graph.read("server_search_entities", {"query": query, "type": params.type, "limit": params.limit,
-                                                 "fetch": fetch})
-    return SearchEntitiesOutput(query=params.query, results=[
-        EntityHit(key=r["key"], name=r["name"], type=r["type"], aliases=[str(a) for a in r["aliases"] or []],
-                  score=round(float(r["score"]), 4))
-        for r in rows if r["key"] is not None
-    ])
+    hits = inspect.search_entities(_graph(context, "search_entities"), params.query, type=params.type,
+                                   limit=params.limit)
+    return SearchEntitiesOutput(query=params.query, results=hits)
 
 
 # -- entity_neighbourhood ---------------------------------------------------------------------------
@@ -164,54 +147,15 @@ class EntityNeighbourhoodInput(_In):
         description="which staged (PENDING_REL) edges to include besides the promoted ones")
 
 
-class EntityRef(_Out):
-    key: str
-    name: str
-    type: str | None
-
-
-class NeighbourEdge(_Out):
-    relation: str
-    key: str | None = Field(description="edge key (pass to explain_edge)")
-    direction: Literal["out", "in"] = Field(description="out: the entity is the subject")
-    status: str = Field(description="'promoted' for a current promoted edge, else the PENDING_REL status")
-    votes: int | None
-    confidence: float | None
-    neighbour: EntityRef
-
-
-class EntityNeighbourhoodOutput(_Out):
-    entity: EntityRef
-    aliases: list[str]
-    edges: list[NeighbourEdge]
-    truncated: bool = Field(description="more edges exist than limit")
-
-
-def _num(x: Any) -> float | None:
-    return None if x is None else float(x)
+class EntityNeighbourhoodOutput(Neighbourhood):
+    """entity_neighbourhood's output: the store's :class:`~kgr.model.inspect.Neighbourhood`."""
 
 
 def entity_neighbourhood(params: EntityNeighbourhoodInput, *, context: ToolContext) -> EntityNeighbourhoodOutput:
     """An entity (by key) and its one-hop neighbourhood: current promoted edges first, then staged edges, at most limit of them, each with direction, status, votes, confidence and the edge key. Read-only."""
-    graph = _graph(context, "entity_neighbourhood")
-    statuses = list(dict.fromkeys(params.statuses))
-    rows = graph.read("server_entity_neighbourhood", {"key": params.key, "statuses": statuses,
-                                                      "fetch": params.limit + 1})
-    if not rows:
-        raise KgrNotFound(f"no entity with key {params.key[:120]!r} (find keys with search_entities)")
-    row = rows[0]
-    edges = [e for e in row["edges"] if e is not None]
-    out = [
-        NeighbourEdge(relation=str(e["relation"]), key=e["key"], direction="out" if e["outgoing"] else "in",
-                      status=str(e["status"]), votes=None if e["votes"] is None else int(e["votes"]),
-                      confidence=_num(e["confidence"]),
-                      neighbour=EntityRef(key=str(e["neighbour"]["key"]), name=str(e["neighbour"]["name"]),
-                                          type=e["neighbour"]["type"]))
-        for e in edges[: params.limit]
-    ]
-    return EntityNeighbourhoodOutput(entity=EntityRef(key=row["key"], name=row["name"], type=row["type"]),
-                                     aliases=[str(a) for a in row["aliases"] or []], edges=out,
-                                     truncated=len(edges) > params.limit)
+    hood = inspect.entity_neighbourhood(_graph(context, "entity_neighbourhood"), params.key,
+                                        statuses=params.statuses, limit=params.limit)
+    return EntityNeighbourhoodOutput.model_validate(hood.model_dump())
 
 
 # -- explain_edge ------------------------------------------------------------------------------------
@@ -221,50 +165,14 @@ class ExplainEdgeInput(_In):
     key: EdgeKey
 
 
-class DecisionRecord(_Out):
-    action: str
-    version: int | None
-    at: float | None = Field(description="Unix time of the decision")
-    reason: str
-    inputs: dict[str, Any] = Field(description="what the policy looked at: votes, gauge terms, gates, rewards, thresholds")
-
-
-class ExplainEdgeOutput(_Out):
-    key: str
-    subject: str
-    relation: str
-    object: str
-    status: str
-    votes: int
-    confidence: float
-    decisions: list[DecisionRecord] = Field(description="oldest first")
-
-
-def _inputs(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        data = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {"raw": str(raw)}
-    return data if isinstance(data, dict) else {"value": data}
+class ExplainEdgeOutput(EdgeExplanation):
+    """explain_edge's output: the store's :class:`~kgr.model.inspect.EdgeExplanation`."""
 
 
 def explain_edge(params: ExplainEdgeInput, *, context: ToolContext) -> ExplainEdgeOutput:
     """Why an edge is (or is not) in the graph: its staged state (status, votes, confidence) and every promote/hold/reject/expire/retire/restore decision recorded about it, with the inputs the policy used. Read-only."""
-    graph = _graph(context, "explain_edge")
-    rows = graph.read("decisions_for_edge", {"key": params.key})
-    if not rows or rows[0]["status"] is None:
-        raise KgrNotFound(f"no staged edge with key {params.key!r}")
-    row = rows[0]
-    decisions = [
-        DecisionRecord(action=str(d["action"]), version=None if d.get("version") is None else int(d["version"]),
-                       at=_num(d.get("at")), reason=str(d.get("reason") or ""), inputs=_inputs(d.get("inputs")))
-        for d in row["decisions"] if d and d.get("action") is not None
-    ]
-    return ExplainEdgeOutput(key=params.key, subject=str(row["subject"]), relation=str(row["relation"]),
-                             object=str(row["object"]), status=str(row["status"]), votes=int(row["votes"] or 0),
-                             confidence=float(row["confidence"] or 0.0), decisions=decisions)
+    why = inspect.explain_edge(_graph(context, "explain_edge"), params.key)
+    return ExplainEdgeOutput.model_validate(why.model_dump())
 
 
 # -- list_snapshots ----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable, KgrValidationError
 from kgr.store.cypher import render
 
-__all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph"]
+__all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS"]
 
 T = TypeVar("T")
 _GONE = (ServiceUnavailable, SessionExpired, DatabaseUnavailable, ConnectionError, OSError)
@@ -67,7 +67,7 @@ def _unavailable(exc: BaseException, uri: str) -> KgrNeo4jUnavailable:
     return KgrNeo4jUnavailable(f"Neo4j at {uri} is unavailable ({type(exc).__name__}: {msg[:200]})")
 
 
-def _translated(exc: BaseException, uri: str) -> KgrDatabaseError | KgrNeo4jUnavailable:
+def translate_driver_error(exc: BaseException, uri: str) -> KgrDatabaseError | KgrNeo4jUnavailable:
     """kgr's own error for a driver exception that ended a unit of work (after the driver's retries).
 
     - the database went away (or still answered "transient" when the retry time ran out)
@@ -87,7 +87,7 @@ def _translated(exc: BaseException, uri: str) -> KgrDatabaseError | KgrNeo4jUnav
 
 
 #: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
-_TRANSLATED = (*_GONE, TransientError, ClientError)
+DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
 
 
 class Graph:
@@ -124,8 +124,8 @@ class Graph:
             records, _, _ = self.driver.execute_query(
                 query, params or {}, database_=self.database, routing_=routing
             )
-        except _TRANSLATED as exc:
-            raise _translated(exc, self.uri) from exc
+        except DRIVER_ERRORS as exc:
+            raise translate_driver_error(exc, self.uri) from exc
         return [r.data() for r in records]
 
     def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
@@ -135,8 +135,8 @@ class Graph:
             with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 for record in session.run(query, params or {}):
                     yield record.data()
-        except _TRANSLATED as exc:
-            raise _translated(exc, self.uri) from exc
+        except DRIVER_ERRORS as exc:
+            raise translate_driver_error(exc, self.uri) from exc
 
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
@@ -148,16 +148,16 @@ class Graph:
         try:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(lambda tx: fn(Tx(tx)))
-        except _TRANSLATED as exc:
-            raise _translated(exc, self.uri) from exc
+        except DRIVER_ERRORS as exc:
+            raise translate_driver_error(exc, self.uri) from exc
 
     def read_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed read transaction."""
         try:
             with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 return session.execute_read(lambda tx: fn(Tx(tx)))
-        except _TRANSLATED as exc:
-            raise _translated(exc, self.uri) from exc
+        except DRIVER_ERRORS as exc:
+            raise translate_driver_error(exc, self.uri) from exc
 
     def run_script(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> int:
         """Run a template holding several statements separated by lines ending in ``;``.
@@ -175,8 +175,8 @@ class Graph:
         try:
             for stmt in statements:
                 run(stmt, params or {})
-        except _TRANSLATED as exc:
-            raise _translated(exc, self.uri) from exc
+        except DRIVER_ERRORS as exc:
+            raise translate_driver_error(exc, self.uri) from exc
         return len(statements)
 
     def _run_auto(self, statement: str, params: dict[str, Any]) -> None:

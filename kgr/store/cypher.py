@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 import jinja2
 
 from kgr.errors import KgrIdentifierError
-from kgr.model.canonical import IDENTIFIER_RE
+from kgr.model.canonical import validate_identifier
 from kgr.model.schema import KGSchema
 
-__all__ = ["render", "validate_identifier", "validate_identifiers", "template_names"]
+__all__ = ["render", "validate_identifiers", "template_names"]
 
 
 @functools.cache
@@ -31,21 +31,6 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-
-
-def validate_identifier(name: object, *, kind: str = "identifier", allowed: Iterable[str] | None = None) -> str:
-    """Return ``name`` if it is a safe Cypher identifier (and in ``allowed``, when given).
-
-    Raises
-    ------
-    KgrIdentifierError
-        Naming the kind (``label``, ``relationship type``...) and the offending value.
-    """
-    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
-        raise KgrIdentifierError(f"{kind} {str(name)[:80]!r} is not an identifier [A-Za-z_][A-Za-z0-9_]*", field=kind)
-    if allowed is not None and name not in set(allowed):
-        raise KgrIdentifierError(f"{kind} {name!r} is not in the KG schema", field=kind)
-    return name
 
 
 def validate_identifiers(values: Iterable[object], *, kind: str, schema: KGSchema | None = None) -> list[str]:

@@ -40,7 +40,7 @@ from kgr.model.canonical import canonical_name, edge_key, entity_key, reserved_n
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
-from kgr.store.cypher import validate_identifier
+from kgr.model.canonical import validate_identifier
 
 __all__ = ["StageReport", "stage", "write_batch", "check_assertion", "learn_redirects", "MAX_INLINE_VOTES",
            "MAX_ALIASES", "MAX_REDIRECT_HOPS"]
