@@ -47,7 +47,7 @@ from kgr.model.canonical import entity_key
 from kgr.model.schema import KGSchema
 from kgr.model.tools import ToolSchema
 from kgr.store.connection import Graph
-from kgr.store.provenance import finish_chunk, processed_chunk_ids, upsert_chunks
+from kgr.store.provenance import ChunkMark, commit_chunks, processed_chunk_ids, upsert_chunks
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import call_tool, function_definitions, tool_names
 
@@ -335,8 +335,8 @@ def run_chunk(chunk: Chunk, document: Document, *, graph: Graph, schema: KGSchem
                     keys.append(entity_key(etype, n))
                 except KgrValidationError:
                     continue
-        graph.write_unit(lambda tx: finish_chunk(tx, chunk.id, keys, extractor=f"agent:{config.model}",
-                                                 rounds=max(1, guard.density_calls)))
+        commit_chunks(graph, [ChunkMark(chunk_id=chunk.id, entity_keys=keys, extractor=f"agent:{config.model}",
+                                        rounds=max(1, guard.density_calls))])
     return ChunkRun(
         document_id=document.id, path=document.path, chunk_id=chunk.id, chunk_index=chunk.index,
         characters=len(chunk.text), stop_reason=stop, steps=step, tool_calls=calls_made,  # type: ignore[arg-type]

@@ -90,8 +90,8 @@ from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store import provenance
-from kgr.store.connection import Graph, Tx
-from kgr.store.staging import StageReport, check_assertion, write_batch
+from kgr.store.connection import Graph
+from kgr.store.staging import StageReport, check_assertion
 from kgr.tools.context import ToolContext
 from kgr.tools.disambiguation import rewrite_kg
 from kgr.tools.registry import call_tool
@@ -403,13 +403,6 @@ def _rejections(res: ExtractionResult, chunk_id: str) -> list[Rejection]:
     return [Rejection(chunk_id=chunk_id, kind=r.kind, type=r.type,
                       item=r.name if r.kind == "entity" else f"{r.subject} -> {r.object}",
                       reason=r.reason) for r in res.rejected]
-
-
-def _finish_chunks(tx: Tx, rows: list[dict[str, Any]]) -> None:
-    """Inside the group's write unit: every chunk's processed mark and MENTIONS in ONE statement
-    (template ``finish_chunks``, the batched :func:`kgr.store.provenance.finish_chunk`).
-    ``rows``: ``{chunk_id, entity_keys, extractor, rounds}`` sorted by chunk id."""
-    tx.run("finish_chunks", {"rows": rows, "now": time.time()})
 
 
 def _unique_exact(result: dict[str, Any], key: str | None) -> bool:
@@ -749,21 +742,11 @@ class _Pipeline:
         return [self._write_group([w])[0] for w in group]
 
     def _commit(self, group: list[_Work]) -> None:
-        assertions = [a for w in group for a in w.assertions]
-        entities = [e for w in group for e in w.entities]
-        finished = sorted(({"chunk_id": w.chunk.id, "entity_keys": sorted(set(w.keys)), "extractor": w.extractor,
-                            "rounds": w.outcome.rounds, "quality": w.quality} for w in group),
-                          key=lambda r: r["chunk_id"])
-
-        def unit(tx: Tx) -> StageReport:
-            rep = write_batch(tx, assertions, schema=self.schema, entities=entities)
-            for w in group:
-                if w.proposals:
-                    provenance.stage_schema_proposals(tx, w.chunk.id, w.proposals)
-            _finish_chunks(tx, finished)
-            return rep
-
-        rep = self.graph.write_unit(unit)
+        marks = [provenance.ChunkMark(chunk_id=w.chunk.id, entity_keys=sorted(set(w.keys)), extractor=w.extractor,
+                                      rounds=w.outcome.rounds, quality=w.quality, proposals=list(w.proposals or []))
+                 for w in group]
+        rep = provenance.commit_chunks(self.graph, marks, assertions=[a for w in group for a in w.assertions],
+                                       entities=[e for w in group for e in w.entities], schema=self.schema)
         with self._lock:
             self.staged = self.staged.merge(rep)
             self.transactions += 1

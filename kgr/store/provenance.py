@@ -1,7 +1,7 @@
 """Lexical provenance and ingestion bookkeeping: documents, chunks, mentions, schema proposals.
 
 ``(:Document)<-[:PART_OF]-(:Chunk)-[:MENTIONS]->(:Entity)``, with content-hash ids. A chunk gets
-``processed_at`` in the same transaction that stages its votes (:func:`finish_chunk`), which makes
+``processed_at`` in the same transaction that stages its votes (:func:`commit_chunks`), which makes
 ingestion resumable: a re-run skips processed chunks and redoes the rest.
 """
 
@@ -11,9 +11,29 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kgr.store.connection import Graph, Tx
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["upsert_chunks", "processed_chunk_ids", "finish_chunk", "stage_schema_proposals", "schema_proposals"]
+from kgr.model.schema import KGSchema
+from kgr.model.triples import TripleAssertion
+from kgr.store.connection import Graph, Tx
+from kgr.store.staging import StageReport, write_batch
+
+__all__ = ["ChunkMark", "commit_chunks", "upsert_chunks", "processed_chunk_ids", "write_marks",
+           "stage_schema_proposals", "schema_proposals"]
+
+
+class ChunkMark(BaseModel):
+    """What marks one chunk processed: the entities it mentions, who extracted it, how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str
+    entity_keys: list[str] = Field(default_factory=list, description="keys of the entities the chunk mentions")
+    extractor: str
+    rounds: int = Field(1, ge=0, description="extraction rounds the loop ran on the chunk")
+    quality: float | None = Field(None, description="the quality tool's overall score / 100, if it ran")
+    proposals: list[tuple[str, str, str]] = Field(
+        default_factory=list, description="schema proposals (kind, name, example) the chunk's extraction made")
 
 
 def upsert_chunks(graph: Graph, chunks: Sequence[Any], *, paths: dict[str, str | None] | None = None,
@@ -29,11 +49,35 @@ def processed_chunk_ids(graph: Graph, ids: Iterable[str]) -> set[str]:
     return {r["id"] for r in graph.read("processed_chunks", {"ids": list(ids)})}
 
 
-def finish_chunk(tx: Tx, chunk_id: str, entity_keys: Sequence[str], *, extractor: str, rounds: int,
-                 now: float | None = None) -> None:
-    """Inside a write unit: mark the chunk processed and write its MENTIONS."""
-    tx.run("finish_chunk", {"chunk_id": chunk_id, "entity_keys": sorted(set(entity_keys)), "extractor": extractor,
-                            "rounds": rounds, "now": time.time() if now is None else now})
+def write_marks(tx: Tx, marks: Sequence[ChunkMark], *, now: float | None = None) -> None:
+    """Inside a write unit: every chunk's processed mark and MENTIONS, in one statement."""
+    rows = sorted(({"chunk_id": m.chunk_id, "entity_keys": sorted(set(m.entity_keys)), "extractor": m.extractor,
+                    "rounds": m.rounds, "quality": m.quality} for m in marks), key=lambda r: r["chunk_id"])
+    if rows:
+        tx.run("finish_chunks", {"rows": rows, "now": time.time() if now is None else now})
+
+
+def commit_chunks(graph: Graph, marks: Sequence[ChunkMark], *, assertions: Sequence[TripleAssertion] = (),
+                  entities: Sequence[tuple[str, str]] = (), schema: KGSchema | None = None,
+                  now: float | None = None) -> StageReport:
+    """Write chunks' extraction results in ONE transaction: the votes of ``assertions`` and the
+    ``entities`` (staging's :func:`~kgr.store.staging.write_batch`), their schema proposals, and
+    their processed marks with MENTIONS. A chunk is processed exactly when its votes are in.
+
+    Raises whatever the unit raised (:class:`~kgr.errors.KgrDatabaseError` for a refused
+    statement, :class:`~kgr.errors.KgrNeo4jUnavailable`); nothing of the group is written then.
+    """
+
+    def unit(tx: Tx) -> StageReport:
+        rep = write_batch(tx, assertions, schema=schema, entities=entities, now=now) \
+            if assertions or entities else StageReport()
+        for m in marks:
+            if m.proposals:
+                stage_schema_proposals(tx, m.chunk_id, m.proposals, now=now)
+        write_marks(tx, marks, now=now)
+        return rep
+
+    return graph.write_unit(unit)
 
 
 def stage_schema_proposals(tx: Tx, chunk_id: str, proposals: Sequence[tuple[str, str, str]],

@@ -26,7 +26,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.aging import AgingConfig, age
 from kgr.store.connection import Graph
 from kgr.store.promotion import promote_by_quorum
-from kgr.store.provenance import finish_chunk, upsert_chunks
+from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
 from kgr.store.staging import stage
 from kgr.store.versions import create_snapshot, rollback
 
@@ -91,9 +91,8 @@ def build_history(graph: Graph) -> SimpleNamespace:
     create_snapshot(graph, "C", now=T2 + 150)
     aged = age(graph, AgingConfig(xi=0.1, ttl_days=30), now=T_AGE)
     mentions = {"c1": [ADA, IBM, LONDON], "c2": [ADA, IBM], "c3": [GRACE, NAVY, BABBAGE, ENGINE]}
-    for cid, ents in mentions.items():
-        graph.write_unit(lambda tx, cid=cid, ents=ents: finish_chunk(
-            tx, cid, [entity_key(*e) for e in ents], extractor="test", rounds=1, now=T_AGE))
+    commit_chunks(graph, [ChunkMark(chunk_id=cid, entity_keys=[entity_key(*e) for e in ents], extractor="test",
+                                    rounds=1) for cid, ents in mentions.items()], now=T_AGE)
     assert (v1.version, v1.promoted, v2.version, v2.promoted, rb.version, rb.retired) == (1, 1, 2, 1, 3, 1)
     assert aged.expired_keys == [KEYS.babbage_engine]
     return SimpleNamespace(**vars(KEYS), T0=T0, T1=T1, T2=T2, T_AGE=T_AGE, DAY=DAY, texts=TEXTS)

@@ -257,19 +257,20 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
     import neo4j.exceptions
 
     from kgr.ingest import pipeline
+    from kgr.store import provenance
     from kgr.ingest.chunking import ChunkingConfig, iter_chunks
     from kgr.ingest.loaders import iter_documents
 
     for i, machine in enumerate(["Z1", "Z3", "ENIAC", "EDSAC", "Colossus", "BINAC"]):
         _write(tmp_path, f"d{i}.txt", f"Konrad Zuse built the {machine}.")
     bad = next(c for c in iter_chunks(iter_documents(tmp_path), config=ChunkingConfig()) if "ENIAC" in c.text)
-    real_finish, real_commit = pipeline._finish_chunks, pipeline._Pipeline._commit
+    real_finish, real_commit = provenance.write_marks, pipeline._Pipeline._commit
     groups: list[list[str]] = []
 
-    def finish(tx, rows):  # the group's processed marks, one statement: refused when the bad chunk is in it
-        if any(r["chunk_id"] == bad.id for r in rows):
+    def finish(tx, marks, **kw):  # the group's processed marks, one statement: refused when the bad chunk is in it
+        if any(m.chunk_id == bad.id for m in marks):
             raise neo4j.exceptions.ClientError("refused by the test")
-        return real_finish(tx, rows)
+        return real_finish(tx, marks, **kw)
 
     def commit(self, group):
         groups.append([w.chunk.id for w in group])
@@ -285,7 +286,7 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
                 time.sleep(0.2)  # Z1 reaches the writer alone; the others, the bad one among them, form a group
             return super().extract(chunk_text, schema, guidance=guidance)
 
-    monkeypatch.setattr(pipeline, "_finish_chunks", finish)
+    monkeypatch.setattr(provenance, "write_marks", finish)
     monkeypatch.setattr(pipeline._Pipeline, "_commit", commit)
     rep = ingest(graph, [tmp_path], SCHEMA, extractor=SlowOnBad(),
                  config=IngestConfig(concurrency=6, commit_chunks=8, max_rounds=1))

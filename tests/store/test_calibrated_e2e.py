@@ -16,7 +16,7 @@ from kgr.gauge.policies import make_policy
 from kgr.model.review import EdgeLabel
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
-from kgr.store.provenance import finish_chunk, upsert_chunks
+from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
 from kgr.store.rounds import read_context, read_round, run_round
 from kgr.model.promotion import RoundRequest
 from kgr.store.staging import stage
@@ -227,9 +227,9 @@ def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
                   A("P03", "Person", "KNOWS", "P13", "Person", "k2")], schema=SCHEMA)
     from kgr.model.canonical import entity_key
 
-    for cid, ents in (("k1", [("Person", "P02"), ("Person", "P17")]), ("k2", [("Person", "P03"), ("Person", "P13")])):
-        graph.write_unit(lambda tx, cid=cid, ents=ents: finish_chunk(tx, cid, [entity_key(*e) for e in ents],
-                                                                      extractor="test", rounds=1))
+    commit_chunks(graph, [ChunkMark(chunk_id=cid, entity_keys=[entity_key(*e) for e in ents], extractor="test")
+                          for cid, ents in (("k1", [("Person", "P02"), ("Person", "P17")]),
+                                            ("k2", [("Person", "P03"), ("Person", "P13")]))])
     kg = Engine(graph, schema=SCHEMA)
     rounds = kg.promote_until_done(config=CalibratedConfig(embedding=False, target_fmr=0.1),
                                    verifier=RulesVerifier())
