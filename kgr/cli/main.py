@@ -210,14 +210,28 @@ def merge(keep: Annotated[str, typer.Argument(metavar="KEEP_KEY", help="Key of t
 @app.command()
 @errors_to_exit
 def age(xi: Annotated[float, typer.Option(min=0, help="Decay rate of pending edges, 1/day.")] = 0.1,
-        ttl_days: Annotated[float, typer.Option(min=1e-9, help="Days without a new vote before expiry.")] = 30.0,
+        ttl_days: Annotated[float, typer.Option(min=1e-9, help="Days without a new vote before a pending edge expires.")] = 30.0,
+        xi_promoted: Annotated[float, typer.Option(min=0, help="Decay rate of promoted edges past the soft window, 1/day.")] = 0.01,
+        soft_days: Annotated[float, typer.Option(min=0, help="Days a promoted edge keeps its full weight.")] = 7.0,
+        hard_days: Annotated[float, typer.Option(min=1e-9, help="Days without a new vote before a promoted edge may retire.")] = 45.0,
+        floor: Annotated[float, typer.Option(min=0, max=1, help="Retire promoted edges past the hard window whose weight "
+                                                                "fell below this (0: never).")] = 0.0,
         json_: JsonOpt = False) -> None:
-    """Decay pending edges (w = c·exp(−ξ·age)) and expire those past the TTL, recording why."""
+    """Decay edges not re-observed, expire stale pending ones and (with --floor) retire stale promoted ones as a version."""
+    from pydantic import ValidationError
+
+    from kgr.errors import KgrValidationError
     from kgr.store.aging import AgingConfig
 
+    try:
+        cfg = AgingConfig(xi=xi, ttl_days=ttl_days, xi_promoted=xi_promoted, soft_window_days=soft_days,
+                          hard_window_days=hard_days, floor=floor)
+    except ValidationError as exc:
+        raise KgrValidationError.from_pydantic(exc) from exc
     with open_engine() as kg:
-        rep = kg.age(AgingConfig(xi=xi, ttl_days=ttl_days))
-    emit(rep, json_, lambda r: out.print(f"aged {r.aged} edges, expired {r.expired}"))
+        rep = kg.age(cfg)
+    emit(rep, json_, lambda r: out.print(f"aged {r.aged} edges, expired {r.expired} pending, retired {r.retired} "
+                                         f"promoted" + (f" (version {r.version})" if r.version is not None else "")))
 
 
 @app.command()

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.neo4j
 DAY = 86400.0
 
 
-def T(s, o, src, r="KNOWS"):
-    return TripleAssertion(subject=s, subject_type="Person", relation=r, object=o, object_type="Person", source=src)
+def T(s, o, src, r="KNOWS", conf=1.0):
+    return TripleAssertion(subject=s, subject_type="Person", relation=r, object=o, object_type="Person", source=src,
+                           confidence=conf)
 
 
 def keys(graph, version=None):
@@ -157,3 +158,47 @@ def test_aging_decays_and_expires_with_reason(graph):
 def test_hash_is_order_independent():
     assert add_terms(add_terms("0" * 64, ["a"]), ["b"]) == full_hash(["b", "a"])
     assert add_terms(full_hash(["a", "b"]), removed=["a", "b"]) == "0" * 64
+
+
+def test_promoted_edges_decay_after_the_soft_window_and_retire_past_the_hard_one(graph):
+    """Issue 15, item 3, on a hand-built history with fixed clocks: three promoted edges last
+    confirmed 10, 50 and 60 days before the aging run; soft 7, hard 45, ξ_p = 0.01/day."""
+    import math
+
+    t0 = 1_700_000_000.0
+    now = t0 + 60 * DAY
+    stage(graph, [T("a", "x", s, conf=0.5) for s in ("s1", "s2")], now=t0)            # c = 0.75, 60 days
+    stage(graph, [T("b", "y", s, conf=0.9) for s in ("s1", "s2")], now=t0 + 10 * DAY)  # c = 0.99, 50 days
+    stage(graph, [T("c", "z", s, conf=0.5) for s in ("s1", "s2")], now=t0 + 50 * DAY)  # c = 0.75, 10 days
+    promote_by_quorum(graph, quorum=2, now=t0 + 51 * DAY)
+    keys = {e.subject: e.key for e in promoted_edges(graph)}
+    create_snapshot(graph, "before-aging")
+    w = lambda c, days: c * math.exp(-0.01 * max(0.0, days - 7))  # noqa: E731 - the documented formula
+
+    # the default retires nothing, only lowers weights (and is idempotent: weights are recomputed, not compounded)
+    for _ in range(2):
+        rep = age(graph, AgingConfig(), now=now)
+        assert (rep.retired, rep.version) == (0, None)
+    weights = {r["s"]: r["w"] for r in graph.driver.execute_query(
+        "MATCH (s:Entity)-[r]->() WHERE r.valid_to IS NULL AND r.valid_from IS NOT NULL RETURN s.name AS s, "
+        "r.weight AS w", database_=graph.database).records}
+    assert weights == pytest.approx({"a": w(0.75, 60), "b": w(0.99, 50), "c": w(0.75, 10)})
+
+    # floor 0.6: a (60 days, 0.441) retires; b (50 days, 0.644) is above the floor; c is inside the hard window
+    version_before = current_state(graph)[0]
+    rep = age(graph, AgingConfig(floor=0.6), now=now)
+    assert (rep.retired, rep.retired_keys, rep.version) == (1, [keys["a"]], version_before + 1)
+    assert sorted(e.subject for e in promoted_edges(graph)) == ["b", "c"]
+    assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
+    why = graph.read("decisions_for_edge", {"key": keys["a"]})[0]
+    assert why["status"] == "expired" and why["decisions"][-1]["action"] == "retire"
+    assert "aged out: no new vote for 60.0 days" in why["decisions"][-1]["reason"]
+    assert age(graph, AgingConfig(floor=0.6), now=now).retired == 0  # nothing left due: no new version
+    assert current_state(graph)[0] == version_before + 1
+
+    # a rollback to before the aging restores the promoted set exactly; a new vote re-opens the edge
+    rollback(graph, "before-aging")
+    assert sorted(e.subject for e in promoted_edges(graph)) == ["a", "b", "c"]
+    stage(graph, [T("a", "x", "s3")], now=now + DAY)
+    assert {r["subject"]: r["status"] for r in graph.read("pending_edges", {"statuses": None})}["a"] in (
+        "pending", "promoted")
