@@ -14,7 +14,7 @@ Every method returns a pydantic model (the same data ``--json`` prints).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -27,7 +27,7 @@ from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
-from kgr.store import admin, aging, inspect, merge, review, rounds, staging, versions
+from kgr.store import admin, aging, forget, inspect, merge, review, rounds, staging, versions
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
@@ -199,6 +199,11 @@ class Engine:
 
     def age(self, config: aging.AgingConfig | None = None) -> aging.AgingReport:
         return aging.age(self.graph, config)
+
+    def forget(self, documents: Sequence[str] = (), sources: Sequence[str] = (), *, quorum: int = 2,
+               dry_run: bool = False) -> forget.ForgetReport:
+        """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`)."""
+        return forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
 
     # -- versions --------------------------------------------------------------------------------
     def snapshot(self, name: str, note: str = "") -> versions.Snapshot:

@@ -189,6 +189,29 @@ def _print_explanation(why: EdgeExplanation) -> None:
 
 @app.command()
 @errors_to_exit
+def forget(ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Document ids (as ingested: the path or the "
+                                                                         "given id) or, with --sources, vote sources.")],
+           sources: Annotated[bool, typer.Option("--sources", help="The ids are vote sources (e.g. chunk ids, the "
+                                                                    "source field of staged JSONL), not documents.")] = False,
+           quorum: Annotated[int, typer.Option(min=1, help="A promoted edge left with fewer votes is retired.")] = 2,
+           dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; change nothing.")] = False,
+           json_: JsonOpt = False) -> None:
+    """Forget documents or sources: their votes, chunks and what only they supported, as one version."""
+    with open_engine() as kg:
+        rep = kg.forget(documents=[] if sources else ids, sources=ids if sources else [], quorum=quorum,
+                        dry_run=dry_run)
+
+    def human(r) -> None:  # noqa: ANN001 - a ForgetReport
+        head = "would forget" if r.dry_run else f"version {r.version}: forgot"
+        out.print(f"{head} {r.sources} source(s) of {len(r.documents)} document(s): {r.votes_removed} votes, "
+                  f"{r.chunks_removed} chunks; {r.edges_changed} edges changed, {r.edges_removed} removed, "
+                  f"{r.promoted_retired} promoted retired, {len(r.entities_removed)} entities removed", markup=False)
+
+    emit(rep, json_, human)
+
+
+@app.command()
+@errors_to_exit
 def merge(keep: Annotated[str, typer.Argument(metavar="KEEP_KEY", help="Key of the entity that stays, TYPE:NAME (e.g. Person:ada lovelace).")],
           drop: Annotated[str, typer.Argument(metavar="DROP_KEY", help="Key of the entity merged into KEEP (kept, marked merged_into).")],
           json_: JsonOpt = False) -> None:

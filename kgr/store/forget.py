@@ -1,0 +1,172 @@
+"""Forgetting documents and sources: their votes, chunks and what only they supported, as one version.
+
+``forget(graph, documents=..., sources=...)`` runs in one write transaction under the version lock
+and opens one ``(:Version {kind: 'forget'})``. The sources forgotten are the given ones plus the
+chunk ids of the given documents (a chunk is the source of the votes the ingestion loop stages).
+
+- **Votes.** Every vote of a forgotten source leaves every staged edge, inline and overflow alike.
+  An edge's remaining votes keep their order; overflow votes move inline while there is room
+  (staging's invariant: overflow only follows a full inline list). ``votes`` = remaining
+  distinct sources; confidence is staging's noisy-or recomputed over the remaining votes,
+
+  .. math:: c = 1 - \\prod_{i \\in \\text{remaining}} (1 - c_i),
+
+  ``first_seen`` / ``last_seen`` the min / max of the remaining votes' times.
+- **Edges** that lose their last vote are deleted. A **promoted** edge whose remaining votes fall
+  below ``quorum`` (default 2, the plain vote rule) is retired in the version (its staged edge
+  ``held``, or deleted with its last vote); one that keeps enough votes stays promoted, and the
+  next promotion round re-scores it on what is left. Each affected edge gets a
+  ``(:Decision {action: 'retract'})`` naming the forgotten sources and the votes before and after.
+- **Provenance.** The documents' chunks (with their ``MENTIONS``) and document nodes are deleted.
+- **Entities** that nothing needs any more (no staged or promoted edge, present or past, no chunk
+  mentioning them, no entity merged into them) among the endpoints of changed edges and the
+  entities the forgotten chunks mentioned are deleted.
+
+The content hash moves by the retired keys (:func:`~kgr.store.versions.add_terms`), so a rollback
+to a snapshot before the forget restores the promoted edge set and hash exactly. ``dry_run=True``
+runs the same transaction and rolls it back: the report says what would change, the store does
+not change.
+
+Worked example: an edge with inline votes a (0.5), b (0.5), c (0.5), confidence 0.875; forgetting
+b leaves a, c: votes 2, confidence 1 − 0.5·0.5 = 0.75; still promoted under quorum 2. Forgetting
+a too leaves c: votes 1 < 2, the promoted edge is retired and its staged edge held.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.store.connection import Graph, Tx
+from kgr.store.staging import MAX_INLINE_VOTES
+from kgr.store.versions import add_terms, close_version, open_version
+
+__all__ = ["ForgetReport", "forget"]
+
+
+class ForgetReport(BaseModel):
+    """What a forget did (or, with ``dry_run``, would do)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = False
+    version: int | None = Field(None, description="the forget's version (None for a dry run)")
+    documents: list[str] = Field(default_factory=list, description="documents forgotten")
+    sources: int = Field(0, description="sources forgotten (given ones plus the documents' chunks)")
+    chunks_removed: int = 0
+    votes_removed: int = 0
+    edges_changed: int = Field(0, description="staged edges that lost votes and kept some")
+    edges_removed: int = Field(0, description="staged edges that lost their last vote (deleted)")
+    promoted_retired: int = 0
+    retired_keys: list[str] = Field(default_factory=list)
+    entities_removed: list[str] = Field(default_factory=list, description="keys of entities nothing needed any more")
+    hash: str = ""
+
+
+class _DryRun(Exception):
+    """Raised at the end of a dry run's transaction so that it rolls back; carries the report."""
+
+    def __init__(self, report: ForgetReport):
+        super().__init__("dry run")
+        self.report = report
+
+
+def _remaining(edge: dict, forgotten: set[str]) -> dict:
+    """The write row of one affected edge: its votes without the forgotten sources."""
+    p = edge["props"]
+    inline = [(s, float(c), at) for s, c, at in zip(p.get("sources") or [], p.get("source_confidence") or [],
+                                                   p.get("source_at") or [])]
+    overflow = sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"]))
+    kept_inline = [v for v in inline if v[0] not in forgotten]
+    kept_over = [v for v in overflow if v["source"] not in forgotten]
+    room = max(0, MAX_INLINE_VOTES - len(kept_inline))
+    moved, kept_over = kept_over[:room], kept_over[room:]
+    kept_inline += [(v["source"], float(v.get("confidence") or 0.0), v.get("at")) for v in moved]
+    confs = [c for _, c, _ in kept_inline] + [float(v.get("confidence") or 0.0) for v in kept_over]
+    confidence = 1.0
+    for c in confs:
+        confidence *= 1.0 - c
+    times = [at for _, _, at in kept_inline if at is not None] + [v["at"] for v in kept_over if v.get("at") is not None]
+    votes = len(confs)
+    removed = len(inline) + len(overflow) - votes
+    return {"key": edge["key"], "s_key": edge["s_key"], "o_key": edge["o_key"], "votes": votes,
+            "confidence": 1.0 - confidence if confs else 0.0,
+            "sources": [s for s, _, _ in kept_inline], "source_confidence": [c for _, c, _ in kept_inline],
+            "source_at": [at for _, _, at in kept_inline],
+            "first_seen": min(times, default=p.get("first_seen")), "last_seen": max(times, default=p.get("last_seen")),
+            "delete_votes": [v["id"] for v in overflow if v["source"] in forgotten] + [v["id"] for v in moved],
+            "delete_edge": votes == 0, "forgotten": removed, "_before": len(inline) + len(overflow)}
+
+
+def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), quorum: int = 2,
+           dry_run: bool = False, now: float | None = None) -> ForgetReport:
+    """Forget ``documents`` (by id) and ``sources`` as one version (semantics in the module docstring).
+
+    Raises
+    ------
+    KgrValidationError
+        Nothing to forget was given, or ``quorum`` < 1.
+    KgrNotFound
+        A given document does not exist (nothing is changed).
+    """
+    documents, sources = list(dict.fromkeys(documents)), list(dict.fromkeys(sources))
+    if not documents and not sources:
+        raise KgrValidationError("give at least one document id or source to forget", field="documents")
+    if quorum < 1:
+        raise KgrValidationError("quorum must be >= 1", field="quorum")
+    ts = time.time() if now is None else now
+    try:
+        return graph.write_unit(lambda tx: _forget_unit(tx, documents, sources, quorum, dry_run, ts))
+    except _DryRun as done:
+        return done.report
+
+
+def _forget_unit(tx: Tx, documents: list[str], sources: list[str], quorum: int, dry_run: bool,
+                 ts: float) -> ForgetReport:
+    version, old_hash = open_version(tx)
+    docs = tx.run("forget_chunks_of", {"documents": documents})
+    missing = sorted(set(documents) - {d["document"] for d in docs})
+    if missing:
+        raise KgrNotFound(f"no document with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1
+                                                                   else ""))
+    chunks = sorted({c for d in docs for c in d["chunks"]})
+    forgotten = set(sources) | set(chunks)
+    overflow_keys = [r["key"] for r in tx.run("forget_overflow_keys", {"sources": sorted(forgotten)})]
+    edges = tx.run("forget_read_edges", {"sources": sorted(forgotten), "overflow_keys": overflow_keys})
+    rows = [_remaining(e, forgotten) for e in edges]
+    retire = [r for r, e in zip(rows, edges) if e["promoted"] and r["votes"] < quorum]
+    reason = f"forgot {len(forgotten)} source(s)" + (f" of {len(documents)} document(s)" if documents else "")
+    gone = tx.run("retire_edges", {"rows": [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
+                                             "reason": f"{reason}: {r['votes']} vote(s) left, quorum {quorum}"}
+                                            for r in retire],
+                                   "version": version, "status": "held"}) if retire else []
+    if rows:
+        tx.run("forget_write_edges", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]})
+    retired = {r["key"] for r in gone}
+    decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "retract", "round": version,
+                  "reason": f"{reason}: {r['_before']} → {r['votes']} vote(s)"
+                            + ("; retired" if r["key"] in retired else "") + ("; edge removed" if r["delete_edge"] else ""),
+                  "inputs": json.dumps({"forgotten_sources": sorted(forgotten)[:200], "documents": documents[:200],
+                                        "votes_before": r["_before"], "votes_after": r["votes"],
+                                        "retired": r["key"] in retired, "quorum": quorum})} for r in rows]
+    if decisions:
+        tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
+    prov = tx.run("forget_provenance", {"chunks": chunks, "documents": documents})[0]
+    candidates = {k for r in rows if r["delete_edge"] for k in (r["s_key"], r["o_key"])}
+    candidates |= {k for d in docs for k in d["mentioned"]}
+    removed = [r["key"] for r in tx.run("forget_orphans", {"keys": sorted(candidates)})] if candidates else []
+    new_hash = add_terms(old_hash, added=[], removed=sorted(retired))
+    close_version(tx, version, new_hash, kind="forget", now=ts, note=reason, retired=len(retired))
+    report = ForgetReport(
+        dry_run=dry_run, version=None if dry_run else version, documents=documents, sources=len(forgotten),
+        chunks_removed=int(prov["chunks"]), votes_removed=sum(r["forgotten"] for r in rows),
+        edges_changed=sum(1 for r in rows if not r["delete_edge"]), edges_removed=sum(1 for r in rows if r["delete_edge"]),
+        promoted_retired=len(retired), retired_keys=sorted(retired), entities_removed=sorted(removed), hash=new_hash)
+    if dry_run:
+        raise _DryRun(report)
+    return report
