@@ -40,7 +40,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from kgr.agent.protocol import STORAGE, ProtocolGuard, system_prompt, user_prompt
 from kgr.agent.report import AgentReport, ChunkRun, TranscriptEntry
 from kgr.errors import KgrError, KgrExtractionError, KgrValidationError
-from kgr.extract.llm import RetryPolicy, response_cost
+from kgr.extract.llm_client import RetryPolicy, response_cost
 from kgr.ingest.chunking import Chunk, ChunkingConfig, chunk_document
 from kgr.ingest.loaders import Document, iter_documents
 from kgr.model.canonical import entity_key

@@ -97,7 +97,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrExtractionError, KgrValidationError
 from kgr.extract.base import ExtractionResult, TokenUsage
-from kgr.extract.llm import _FENCE, LLMExtractor, RetryPolicy, _BadOutput, _Tally
+from kgr.extract.llm import LLMExtractor
+from kgr.extract.llm_client import CallTally, RetryPolicy
+from kgr.extract.llm_prompt import FENCE, BadOutput, repair_messages
 from kgr.extract.rules import RulesExtractor
 from kgr.ingest.chunking import sentence_spans
 from kgr.model.canonical import canonical_name, entity_key
@@ -454,15 +456,6 @@ def verifier_messages(claim: Claim, schema: KGSchema) -> list[dict[str, str]]:
     ]
 
 
-def _repair_messages(messages: list[dict[str, str]], bad: str | None, problem: str) -> list[dict[str, str]]:
-    return [
-        *messages,
-        {"role": "assistant", "content": bad or ""},
-        {"role": "user", "content": (f"Your reply could not be used: {problem}. Reply again with only the "
-                                     f"corrected JSON object in the required form {_FORM}, nothing else.")},
-    ]
-
-
 _ANSWERS: dict[str, Answer] = {
     **dict.fromkeys(
         "supports support supported supporting yes y true entails entailed entailment confirms confirmed "
@@ -523,7 +516,7 @@ def parse_verdict(content: str | None) -> tuple[Answer, str]:
 
     Raises
     ------
-    kgr.extract.llm._BadOutput
+    kgr.extract.llm_prompt.BadOutput
         With a short description of what is wrong (sent back to the model in the repair request).
 
     >>> parse_verdict('```json\\n{"answer": "SUPPORTED", "quote": "Ada was born in London."}\\n```')
@@ -534,9 +527,9 @@ def parse_verdict(content: str | None) -> tuple[Answer, str]:
     (('silent', ''), ('contradicts', ''))
     """
     if content is None or not content.strip():
-        raise _BadOutput("the reply was empty")
+        raise BadOutput("the reply was empty")
     text = content.strip()
-    fenced = _FENCE.match(text)
+    fenced = FENCE.match(text)
     if fenced:
         text = fenced.group(1).strip()
     data = _first_object(text)
@@ -544,14 +537,14 @@ def parse_verdict(content: str | None) -> tuple[Answer, str]:
         bare = _answer_of(text) if len(text) <= 40 else None
         if bare is not None:
             return bare, ""
-        raise _BadOutput("no JSON object in the reply")
+        raise BadOutput("no JSON object in the reply")
     fields = {str(k).casefold(): v for k, v in data.items()}
     key = next((k for k in _ANSWER_KEYS if k in fields), None)
     if key is None:
-        raise _BadOutput('the JSON object has no "answer"')
+        raise BadOutput('the JSON object has no "answer"')
     answer = _answer_of(fields[key])
     if answer is None:
-        raise _BadOutput(f'"answer" must be "supports", "contradicts" or "silent", got {json.dumps(fields[key])[:60]}')
+        raise BadOutput(f'"answer" must be "supports", "contradicts" or "silent", got {json.dumps(fields[key])[:60]}')
     quote = next((fields[k] for k in _QUOTE_KEYS if isinstance(fields.get(k), str)), "")
     return answer, _clip(quote)
 
@@ -631,18 +624,18 @@ class LLMVerifier:
         return Verdict(edge_key=claim.edge_key, chunk_id=claim.chunk_id, answer=answer, quote=quote,
                        verifier=self.name, error=error)
 
-    def _one(self, claim: Claim, schema: KGSchema) -> tuple[Verdict, _Tally]:
-        tally = self._llm._tally()
+    def _one(self, claim: Claim, schema: KGSchema) -> tuple[Verdict, CallTally]:
+        tally = self._llm.new_tally()
         messages = verifier_messages(claim, schema)
         try:
-            content = self._llm._complete(messages, tally)
+            content = self._llm.complete(messages, tally)
             try:
                 answer, quote = parse_verdict(content)
-            except _BadOutput as first:
-                content = self._llm._complete(_repair_messages(messages, content, str(first)), tally)
+            except BadOutput as first:
+                content = self._llm.complete(repair_messages(messages, content, str(first), form=_FORM), tally)
                 try:
                     answer, quote = parse_verdict(content)
-                except _BadOutput as second:
+                except BadOutput as second:
                     msg = f"verifier reply still invalid after one repair request ({self.model}): {second}"
                     return self._verdict(claim, "silent", error=msg), tally
         except KgrExtractionError as exc:

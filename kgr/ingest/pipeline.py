@@ -290,7 +290,7 @@ def make_extractor(config: IngestConfig) -> Extractor:
     from kgr.extract import make_extractor as pick
 
     if config.extractor == "llm":
-        from kgr.extract.llm import RetryPolicy
+        from kgr.extract.llm_client import RetryPolicy
 
         return pick("llm", model=config.model, api_base=config.api_base, api_key=config.api_key,
                     timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts),

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from kgr.agent import AgentConfig, AgentReport, run_agent
 from kgr.cli.serve import app as serve_app
-from kgr.extract.llm import RetryPolicy
+from kgr.extract.llm_client import RetryPolicy
 from kgr.ingest.chunking import chunk_document
 from kgr.ingest.loaders import iter_documents
 from kgr.model.schema import KGSchema

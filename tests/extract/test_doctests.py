@@ -10,7 +10,8 @@ import pytest
 MODULES = [
     "kgr.extract",
     "kgr.extract.rules",
-    "kgr.extract.llm",
+    "kgr.extract.llm_client",
+    "kgr.extract.llm_prompt",
     "kgr.ingest.chunking",
 ]
 

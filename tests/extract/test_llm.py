@@ -11,7 +11,9 @@ import pytest
 from kgr.errors import KgrExtractionError
 from kgr.extract import make_extractor
 from kgr.extract.base import ExtractionResult, extract_concurrently
-from kgr.extract.llm import LLMExtractor, RetryPolicy, build_messages, parse_reply
+from kgr.extract.llm import LLMExtractor
+from kgr.extract.llm_client import RetryPolicy
+from kgr.extract.llm_prompt import build_messages, parse_reply
 from kgr.model.schema import KGSchema
 from tests.support.llm_stub import StubReply
 
@@ -334,11 +336,11 @@ def test_user_given_prices_price_an_unknown_model(llm_stub):
 def test_no_dead_litellm_settings(monkeypatch):
     import litellm
 
-    import kgr.extract.llm as llm_module
+    import kgr.extract.llm_client as llm_module
 
     monkeypatch.setattr(llm_module, "_LITELLM", None)  # import afresh
     monkeypatch.delattr(litellm, "telemetry", raising=False)  # (another kgr module may still set it)
-    assert llm_module._litellm() is litellm and litellm.suppress_debug_info is True
+    assert llm_module.load_litellm() is litellm and litellm.suppress_debug_info is True
     assert not hasattr(litellm, "telemetry")  # the extractor sets no attribute litellm does not have
 
 

@@ -71,7 +71,7 @@ def test_tool_calls_reply():
 
 
 def test_tool_calls_through_litellm(llm_stub):
-    from kgr.extract.llm import _litellm
+    from kgr.extract.llm_client import load_litellm as _litellm
 
     llm_stub.reply_tool_calls([{"name": "query_extraction_density", "arguments": {"text": "t"}}])
     resp = _litellm().completion(

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from kgr.errors import KgrExtractionError
-from kgr.extract.llm import RetryPolicy, _BadOutput
+from kgr.extract.llm_client import RetryPolicy
+from kgr.extract.llm_prompt import BadOutput as _BadOutput
 from kgr.extract.verify import Claim, LLMVerifier, parse_verdict, verifier_messages
 from kgr.model.schema import KGSchema
 from tests.support.llm_stub import StubReply

@@ -1,0 +1,257 @@
+"""litellm access for kgr's LLM callers: loading litellm offline, prices, a call's cost tally, the
+retry policy and how a provider failure is classified (conventions in :mod:`kgr.extract.llm`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import threading
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrExtractionError
+from kgr.extract.base import TokenUsage
+
+
+__all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing", "provider_errors",
+           "classify_failure", "retry_after", "response_cost", "message_text", "http_status", "placeholder_priced"]
+
+#: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
+NO_KEY = "kgr-no-key"
+
+
+_LITELLM: Any = None
+
+
+def load_litellm():
+    """Import litellm quietly and offline (see the module docstring); once per process."""
+    global _LITELLM
+    if _LITELLM is not None:
+        return _LITELLM
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:  # pragma: no cover - litellm is a declared extra
+        raise KgrExtractionError("the LLM extractor needs litellm; install it with: pip install kgr[llm]") from exc
+    litellm.suppress_debug_info = True
+    _LITELLM = litellm
+    return litellm
+
+
+#: Models kgr registered with a zero-price placeholder entry (litellm had no price for them).
+_PLACEHOLDER_PRICED: set[str] = set()
+#: Models whose user-given prices kgr registered, with those prices.
+_USER_PRICED: dict[str, tuple[float, float]] = {}
+_PRICING_LOCK = threading.Lock()
+
+
+def prepare_pricing(model: str, prices: tuple[float, float] | None) -> bool:
+    """Make litellm's per-call pricing of ``model`` cheap and say whether it is priced.
+
+    With ``prices`` (USD per input and output token) the model is registered with them. Without,
+    a model litellm can price is left alone (``True``); one it cannot is registered once with an
+    explicit zero price so that litellm finds it at once on every call (``False``: its calls are
+    unpriced, not free). A model whose provider litellm cannot tell is left alone (``False``).
+    """
+    ll = load_litellm()
+    with _PRICING_LOCK:
+        if prices is not None:
+            if _USER_PRICED.get(model) != prices:
+                entry: dict[str, Any] = {"input_cost_per_token": prices[0], "output_cost_per_token": prices[1]}
+                if not _known_price(ll, model) or model in _PLACEHOLDER_PRICED:
+                    # no built-in entry to inherit cache rates from: cached prompt tokens cost input tokens
+                    entry.update(cache_read_input_token_cost=prices[0], cache_creation_input_token_cost=prices[0])
+                if not _register(ll, model, entry):
+                    return False
+                _USER_PRICED[model] = prices
+                _PLACEHOLDER_PRICED.discard(model)
+            return True
+        if model in _USER_PRICED:
+            return True
+        if model in _PLACEHOLDER_PRICED:
+            return False
+        if _known_price(ll, model):
+            return True
+        zero = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                "cache_read_input_token_cost": 0.0, "cache_creation_input_token_cost": 0.0}
+        if _register(ll, model, zero):
+            _PLACEHOLDER_PRICED.add(model)
+        return False
+
+
+def _known_price(ll: Any, model: str) -> bool:
+    try:
+        ll.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+        return True
+    except Exception:  # noqa: BLE001 - litellm raises plain exceptions for unmapped models and providers
+        return False
+
+
+def _register(ll: Any, model: str, entry: dict[str, Any]) -> bool:
+    try:
+        provider = ll.get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001 - no provider: litellm would not price it anyway
+        return False
+    ll.register_model({model: {**entry, "litellm_provider": provider, "mode": "chat"}},
+                      persist_across_reloads=False)
+    return True
+
+
+class RetryPolicy(BaseModel):
+    """How transient LLM failures are retried (defaults suit interactive use; tests shrink them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(4, ge=1, le=20, description="requests per call, first included")
+    initial_backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry")
+    max_backoff: float = Field(8.0, ge=0.0, description="cap on one wait, seconds")
+    jitter: float = Field(0.1, ge=0.0, description="uniform random seconds added to each wait")
+
+    def wait_seconds(self, attempt: int, retry_after: float | None = None) -> float:
+        """Wait after failed attempt number ``attempt`` (1-based).
+
+        >>> RetryPolicy(initial_backoff=0.5, max_backoff=3, jitter=0).wait_seconds(1)
+        0.5
+        >>> RetryPolicy(initial_backoff=0.5, max_backoff=3, jitter=0).wait_seconds(4)
+        3.0
+        >>> RetryPolicy(initial_backoff=0.5, max_backoff=3, jitter=0).wait_seconds(1, retry_after=2)
+        2.0
+        """
+        base = min(self.max_backoff, self.initial_backoff * 2 ** (attempt - 1))
+        if retry_after is not None:
+            base = max(base, min(float(retry_after), self.max_backoff))
+        return float(base) + (random.uniform(0, self.jitter) if self.jitter else 0.0)
+
+
+
+
+def provider_errors() -> tuple[type[BaseException], ...]:
+    """What a completion request raises for provider, network and protocol failures (litellm wraps
+    provider errors in subclasses of ``openai.OpenAIError``). Anything else is a bug and propagates."""
+    import httpx
+    import openai
+
+    return (openai.OpenAIError, httpx.HTTPError, TimeoutError, ConnectionError)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The exceptions underneath ``exc`` (``__cause__``/``__context__`` chain), innermost last."""
+    out: list[BaseException] = []
+    seen = {id(exc)}
+    cur = exc.__cause__ or exc.__context__
+    while cur is not None and id(cur) not in seen and len(out) < 10:
+        out.append(cur)
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def http_status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def classify_failure(exc: BaseException) -> tuple[str, bool]:
+    """``(reason, transient)`` for an exception raised by a completion request."""
+    import httpx
+    import openai
+
+    ll = load_litellm()
+    if isinstance(exc, (ll.Timeout, TimeoutError, asyncio.TimeoutError)):
+        return "timeout", True
+    # litellm reports a refused connection as InternalServerError("Connection error."): look underneath
+    for inner in _causes(exc):
+        if isinstance(inner, (openai.APITimeoutError, httpx.TimeoutException)):
+            return "timeout", True
+        if isinstance(inner, (openai.APIConnectionError, httpx.ConnectError, ConnectionError)):
+            return "connection_error", True
+    if isinstance(exc, ll.RateLimitError) or http_status(exc) == 429:
+        return "rate_limited", True
+    if isinstance(exc, (ll.InternalServerError, ll.ServiceUnavailableError, ll.BadGatewayError)):
+        return "server_error", True
+    status = http_status(exc)
+    if status is not None and (status >= 500 or status in (408, 409, 425)):
+        return ("timeout" if status == 408 else "server_error"), True
+    if isinstance(exc, (ll.APIConnectionError, ConnectionError)):
+        return "connection_error", True
+    return "request_error", False
+
+
+def retry_after(exc: BaseException) -> float | None:
+    for holder in (getattr(exc, "response", None), exc):
+        headers = getattr(holder, "headers", None)
+        if headers is None:
+            headers = getattr(holder, "litellm_response_headers", None)
+        try:
+            value = headers.get("retry-after") if headers is not None else None
+        except Exception:  # noqa: BLE001 - odd header containers
+            value = None
+        if value is not None:
+            try:
+                return max(0.0, float(value))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+class CallTally:
+    """Accounting across the requests of one extract call."""
+
+    def __init__(self, placeholder: bool = False) -> None:
+        self.usage = TokenUsage()
+        self.cost = 0.0
+        self.calls = 0
+        self.attempts = 0
+        self.unpriced = 0
+        self.placeholder = placeholder  # litellm prices the model at 0.0 only because kgr registered it so
+
+    def add_response(self, resp: Any) -> None:
+        """Add an answered request: its tokens, and the cost litellm computed for it.
+
+        litellm prices every response it returns (``_hidden_params["response_cost"]``, ``None`` when
+        it has no price for the model); that value is used as is, never recomputed. Only a response
+        that did not go through litellm's pricing at all (no such key) is priced here.
+        """
+        u = getattr(resp, "usage", None)
+        if u is not None:
+            self.usage = self.usage + TokenUsage(
+                prompt_tokens=int(getattr(u, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(u, "completion_tokens", 0) or 0),
+            )
+        cost = response_cost(resp)
+        if cost is None or (self.placeholder and not cost):
+            self.unpriced += 1  # unknown cost, counted as 0.0
+            return
+        self.cost += float(cost)
+
+
+def response_cost(resp: Any) -> float | None:
+    """USD cost of one litellm response, or None when unknown.
+
+    litellm prices every response it returns (``_hidden_params["response_cost"]``, ``None`` when it
+    has no price for the model); that value is used as is, never recomputed. Only a response that
+    did not go through litellm's pricing at all (no such key) is priced here.
+    """
+    hidden = getattr(resp, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        cost = hidden["response_cost"]
+    else:
+        try:
+            cost = load_litellm().completion_cost(completion_response=resp)
+        except Exception:  # noqa: BLE001 - unknown models have no price
+            cost = None
+    return None if cost is None else float(cost)
+
+
+def message_text(resp: Any) -> str | None:
+    try:
+        return resp.choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return None
+
+
+def placeholder_priced(model: str) -> bool:
+    """Whether kgr registered a zero-price placeholder for ``model`` (litellm had no price for it)."""
+    return model in _PLACEHOLDER_PRICED
