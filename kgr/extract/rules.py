@@ -5,7 +5,7 @@ when no LLM is configured. Same text + same schema + same guidance → same resu
 
 How it reads a chunk
 --------------------
-1. **Sentences** are found with :func:`kgr.ingest.chunking.sentence_spans`; relations never cross a
+1. **Sentences** are found with :func:`kgr.text.sentences.sentence_spans`; relations never cross a
    sentence boundary.
 2. **Mentions** come from each entity type's gazetteer and patterns:
 
@@ -54,7 +54,7 @@ from typing import Any
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult
 from kgr.extract.validate import sanitize_extraction
-from kgr.ingest.chunking import sentence_spans
+from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
 from kgr.model.schema import PATTERN_SECONDS, KGSchema, compile_pattern
 

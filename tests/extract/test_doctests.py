@@ -13,6 +13,7 @@ MODULES = [
     "kgr.extract.llm_client",
     "kgr.extract.llm_prompt",
     "kgr.ingest.chunking",
+    "kgr.text.sentences",
 ]
 
 

@@ -17,9 +17,9 @@ from kgr.ingest.chunking import (
     chunk_text,
     estimate_tokens,
     iter_chunks,
-    sentence_spans,
 )
 from kgr.ingest.loaders import text_document
+from kgr.text.sentences import sentence_spans
 
 
 def sentences_of(text: str) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult
 from kgr.extract.rules import RulesExtractor
-from kgr.ingest.chunking import sentence_spans
+from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name, entity_key
 from kgr.model.schema import KGSchema
 
