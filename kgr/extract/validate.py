@@ -107,134 +107,137 @@ def sanitize_extraction(
     SanitizedExtraction
         ``kg`` (valid :class:`ExtractedKG`), ``proposed`` and ``rejected``.
     """
-    out = SanitizedExtraction()
-    aliases = schema.alias_map()
-    accepted: dict[str, list[str]] = {}
-    # canonical name -> [(type, surface form)] over accepted entities, in order of first appearance
-    known: dict[str, list[tuple[str, str]]] = {}
-    # canonical name -> [proposed type]
-    proposed_of: dict[str, list[str]] = {}
+    sanitizer = _Sanitizer(schema)
+    for etype, names in entities.items():
+        sanitizer.add_entities(etype, names)
+    for rtype, pairs in relations.items():
+        rtype = sanitizer.fix_type(rtype, sanitizer.relation_keys)
+        for pair in pairs:
+            sanitizer.add_relation(rtype, pair)
+    return sanitizer.result()
 
-    entity_keys = {_type_key(t): t for t in schema.entity_types}
-    relation_keys = {_type_key(r): r for r in schema.relation_types}
 
+class _Sanitizer:
+    """The state of one :func:`sanitize_extraction` call: what was accepted, proposed, rejected."""
+
+    def __init__(self, schema: KGSchema):
+        self.schema = schema
+        self.out = SanitizedExtraction()
+        self.aliases = schema.alias_map()
+        self.accepted: dict[str, list[str]] = {}
+        # canonical name -> [(type, surface form)] over accepted entities, in order of first appearance
+        self.known: dict[str, list[tuple[str, str]]] = {}
+        # canonical name -> [proposed type]
+        self.proposed_of: dict[str, list[str]] = {}
+        self.rel_pairs: dict[str, list[RelationPair]] = {}
+        self.entity_keys = {_type_key(t): t for t in schema.entity_types}
+        self.relation_keys = {_type_key(r): r for r in schema.relation_types}
+
+    @staticmethod
     def fix_type(t: Any, declared: dict[str, str]) -> str:
+        """A type as declared when it differs only in case or separators."""
         t = str(t)
         if t in declared.values():
             return t
         return declared.get(_type_key(t), t)
 
-    def declared_entity(t: str) -> bool:
-        return bool(IDENTIFIER_RE.fullmatch(t)) and len(t) <= 64 and schema.has_entity_type(t)
+    def declared_entity(self, t: str) -> bool:
+        return bool(IDENTIFIER_RE.fullmatch(t)) and len(t) <= 64 and self.schema.has_entity_type(t)
 
-    def declared_relation(r: str) -> bool:
-        return bool(IDENTIFIER_RE.fullmatch(r)) and len(r) <= 64 and schema.has_relation_type(r)
+    def declared_relation(self, r: str) -> bool:
+        return bool(IDENTIFIER_RE.fullmatch(r)) and len(r) <= 64 and self.schema.has_relation_type(r)
 
-    def accept_entity(t: str, name: str) -> str:
+    def accept_entity(self, t: str, name: str) -> str:
         """Add ``name`` under declared type ``t``; return the surface form the KG uses for it."""
         name = name.strip()
         canon = canonical_name(name)
-        target = aliases.get((t, canon))
+        target = self.aliases.get((t, canon))
         if target is not None:
             name, canon = target, canonical_name(target)
-        for kt, surface in known.get(canon, []):
+        for kt, surface in self.known.get(canon, []):
             if kt == t:
                 return surface
-        accepted.setdefault(t, []).append(name)
-        known.setdefault(canon, []).append((t, name))
+        self.accepted.setdefault(t, []).append(name)
+        self.known.setdefault(canon, []).append((t, name))
         return name
 
-    for etype, names in entities.items():
-        etype = fix_type(etype, entity_keys)
+    def add_entities(self, etype: Any, names: Iterable[str]) -> None:
+        etype = self.fix_type(etype, self.entity_keys)
         for name in names:
             problem = _name_problem(name)
             if problem:
-                out.rejected.append(RejectedItem(kind="entity", type=str(etype), name=str(name)[:200], reason=problem))
-                continue
-            if declared_entity(etype):
-                accept_entity(etype, name)
+                self.out.rejected.append(RejectedItem(kind="entity", type=str(etype), name=str(name)[:200],
+                                                      reason=problem))
+            elif self.declared_entity(etype):
+                self.accept_entity(etype, name)
             else:
-                out.proposed.add_entity(etype, name.strip())
-                lst = proposed_of.setdefault(canonical_name(name), [])
+                self.out.proposed.add_entity(etype, name.strip())
+                lst = self.proposed_of.setdefault(canonical_name(name), [])
                 if etype not in lst:
                     lst.append(etype)
 
-    rel_pairs: dict[str, list[RelationPair]] = {}
-    for rtype, pairs in relations.items():
-        rtype = fix_type(rtype, relation_keys)
-        spec = schema.relation_types.get(rtype)
-        for pair in pairs:
-            subj, obj = _endpoint(pair, "subject"), _endpoint(pair, "object")
-            problem = _name_problem(subj) or _name_problem(obj)
-            if problem:
-                out.rejected.append(
-                    RejectedItem(
-                        kind="relation", type=str(rtype), subject=str(subj)[:200], object=str(obj)[:200], reason=problem
-                    )
-                )
-                continue
-            subj, obj = subj.strip(), obj.strip()
-            cs, co = canonical_name(subj), canonical_name(obj)
-            s_types = [t for t, _ in known.get(cs, [])]
-            o_types = [t for t, _ in known.get(co, [])]
-            s_prop, o_prop = proposed_of.get(cs, []), proposed_of.get(co, [])
+    def add_relation(self, rtype: str, pair: Any) -> None:
+        subj, obj = _endpoint(pair, "subject"), _endpoint(pair, "object")
+        problem = _name_problem(subj) or _name_problem(obj)
+        if problem:
+            self.out.rejected.append(RejectedItem(kind="relation", type=str(rtype), subject=str(subj)[:200],
+                                                  object=str(obj)[:200], reason=problem))
+            return
+        subj, obj = subj.strip(), obj.strip()
+        cs, co = canonical_name(subj), canonical_name(obj)
+        s_types, o_types = [t for t, _ in self.known.get(cs, [])], [t for t, _ in self.known.get(co, [])]
+        s_prop, o_prop = self.proposed_of.get(cs, []), self.proposed_of.get(co, [])
+        if not self.declared_relation(rtype):
+            self.out.proposed.add_relation(rtype, TypedRelation(
+                subject=subj, subject_type=(s_types or s_prop or [None])[0],
+                object=obj, object_type=(o_types or o_prop or [None])[0]))
+            return
+        spec = self.schema.relation_types.get(rtype)
+        # infer an unlisted endpoint's type from a single-type domain / range
+        if not s_types and not s_prop and spec is not None and len(spec.domain) == 1:
+            s_types = [spec.domain[0]]
+        if not o_types and not o_prop and spec is not None and len(spec.range) == 1:
+            o_types = [spec.range[0]]
+        problem = _untyped("subject", subj, s_types, s_prop) or _untyped("object", obj, o_types, o_prop)
+        chosen, problems = (None, [problem]) if problem else self._choose_types(rtype, subj, obj, s_types, o_types)
+        if chosen is None:
+            self.out.rejected.append(_relation_rejected(rtype, subj, obj, "; ".join(problems or ["schema violation"])))
+            return
+        rp = RelationPair(subject=self.accept_entity(chosen[0], subj), object=self.accept_entity(chosen[1], obj))
+        lst = self.rel_pairs.setdefault(rtype, [])
+        if rp not in lst:
+            lst.append(rp)
 
-            if not declared_relation(rtype):
-                out.proposed.add_relation(
-                    rtype,
-                    TypedRelation(
-                        subject=subj,
-                        subject_type=(s_types or s_prop or [None])[0],
-                        object=obj,
-                        object_type=(o_types or o_prop or [None])[0],
-                    ),
-                )
-                continue
+    def _choose_types(self, rtype: str, subj: str, obj: str, s_types: list[str],
+                      o_types: list[str]) -> tuple[tuple[str, str] | None, list[str] | None]:
+        """The first (subject type, object type) the schema allows for ``rtype``, else the first problems."""
+        cs, co = canonical_name(subj), canonical_name(obj)
+        first_problems: list[str] | None = None
+        for st in s_types:
+            for ot in o_types:
+                s_canon = canonical_name(self.aliases.get((st, cs), subj))
+                o_canon = canonical_name(self.aliases.get((ot, co), obj))
+                problems = self.schema.violations(st, rtype, ot, self_loop=(st == ot and s_canon == o_canon))
+                if not problems:
+                    return (st, ot), None
+                if first_problems is None:
+                    first_problems = problems
+        return None, first_problems
 
-            def reject(reason: str) -> None:
-                out.rejected.append(RejectedItem(kind="relation", type=rtype, subject=subj, object=obj, reason=reason))
+    def result(self) -> SanitizedExtraction:
+        self.out.kg = ExtractedKG(entities=self.accepted, relations=self.rel_pairs)
+        return self.out
 
-            # infer an unlisted endpoint's type from a single-type domain / range
-            if not s_types and not s_prop and spec is not None and len(spec.domain) == 1:
-                s_types = [spec.domain[0]]
-            if not o_types and not o_prop and spec is not None and len(spec.range) == 1:
-                o_types = [spec.range[0]]
-            if not s_types:
-                if s_prop:
-                    reject(f"subject {subj!r} has type {s_prop[0]} outside the schema (proposed)")
-                else:
-                    reject(f"subject {subj!r} is not among the extracted entities and its type cannot be inferred")
-                continue
-            if not o_types:
-                if o_prop:
-                    reject(f"object {obj!r} has type {o_prop[0]} outside the schema (proposed)")
-                else:
-                    reject(f"object {obj!r} is not among the extracted entities and its type cannot be inferred")
-                continue
 
-            chosen: tuple[str, str] | None = None
-            first_problems: list[str] | None = None
-            for st in s_types:
-                for ot in o_types:
-                    s_canon = canonical_name(aliases.get((st, cs), subj))
-                    o_canon = canonical_name(aliases.get((ot, co), obj))
-                    problems = schema.violations(st, rtype, ot, self_loop=(st == ot and s_canon == o_canon))
-                    if not problems:
-                        chosen = (st, ot)
-                        break
-                    if first_problems is None:
-                        first_problems = problems
-                if chosen:
-                    break
-            if chosen is None:
-                reject("; ".join(first_problems or ["schema violation"]))
-                continue
-            s_name = accept_entity(chosen[0], subj)
-            o_name = accept_entity(chosen[1], obj)
-            lst = rel_pairs.setdefault(rtype, [])
-            rp = RelationPair(subject=s_name, object=o_name)
-            if rp not in lst:
-                lst.append(rp)
+def _untyped(role: str, name: str, types: list[str], proposed: list[str]) -> str | None:
+    """Why an endpoint cannot be typed within the schema, or None when it can."""
+    if types:
+        return None
+    if proposed:
+        return f"{role} {name!r} has type {proposed[0]} outside the schema (proposed)"
+    return f"{role} {name!r} is not among the extracted entities and its type cannot be inferred"
 
-    out.kg = ExtractedKG(entities=accepted, relations=rel_pairs)
-    return out
+
+def _relation_rejected(rtype: str, subj: str, obj: str, reason: str) -> RejectedItem:
+    """A rejected relation item."""
+    return RejectedItem(kind="relation", type=rtype, subject=subj, object=obj, reason=reason)
