@@ -11,7 +11,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from kgr.engine import Engine
-from kgr.ingest.pipeline import IngestConfig, IngestReport, ingest
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
+from kgr.ingest.report import IngestReport
 from kgr.store.admin import StoreStatus
 
 __all__ = ["DemoReport", "run_demo", "examples_dir", "browser_url"]

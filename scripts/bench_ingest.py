@@ -109,7 +109,8 @@ class Stub:
 
 def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path) -> dict:
     from kgr.engine import Engine
-    from kgr.ingest.pipeline import IngestConfig, ingest
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.pipeline import ingest
 
     ideal = concurrency / latency
     n = max(4 * concurrency, round(ideal * seconds))
@@ -292,7 +293,9 @@ def bench_memory(megabytes: int, concurrency: int, promote: bool, timeout: float
                       chunks_per_second=rep["chunks_per_second"], transactions=rep["transactions"])
     else:
         from kgr.engine import Engine
+        from kgr.store.cypher import add_template_dir
 
+        add_template_dir(ROOT / "scripts" / "cypher")  # bench_ingest_progress
         with Engine.connect() as kg:
             n = kg.graph.read("bench_ingest_progress")[0]
         result.update(chunks_seen=n["all"], chunks_processed=n["done"],

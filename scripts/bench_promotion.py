@@ -71,7 +71,8 @@ from kgr.extract.verify import RulesVerifier  # noqa: E402
 from kgr.gauge.calibrated import CalibratedConfig  # noqa: E402
 from kgr.gauge.policies import QuorumConfig, make_policy  # noqa: E402
 from kgr.gauge.policy import PromotionConfig  # noqa: E402
-from kgr.ingest.pipeline import IngestConfig, ingest  # noqa: E402
+from kgr.ingest.config import IngestConfig  # noqa: E402
+from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.decisions import EdgeDecision, RoundSummary  # noqa: E402
 from kgr.model.review import EdgeLabel  # noqa: E402
 from kgr.model.schema import KGSchema  # noqa: E402

@@ -328,7 +328,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
 
     from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
     from kgr.ingest.chunking import ChunkingConfig
-    from kgr.ingest.pipeline import IngestConfig, ingest as run_ingest
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.pipeline import ingest as run_ingest
 
     llm_only = [flag for flag, value in (("--model", model), ("--api-base", api_base),
                                          ("--input-cost-per-token", input_cost_per_token),

@@ -141,7 +141,7 @@ def test_hallucinations_are_deterministic_per_chunk_text(text):
 
 def test_offline_assertions_match_the_pipeline(text):
     """extract_documents turns extractions into assertions exactly as the ingestion pipeline does."""
-    from kgr.ingest.pipeline import _assertions
+    from kgr.ingest.assertions import assertions_of as _assertions
 
     doc_id, body = text.documents[0]
     for ch in chunk_text(body, doc_id, config=text.chunking):

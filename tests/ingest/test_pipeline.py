@@ -11,7 +11,10 @@ from kgr.errors import KgrExtractionError
 from kgr.extract import RulesExtractor
 from kgr.extract.base import ExtractionResult
 from kgr.extract.llm import LLMExtractor
-from kgr.ingest.pipeline import IngestConfig, IngestReport, _assertions, ingest, make_extractor
+from kgr.ingest.assertions import assertions_of as _assertions
+from kgr.ingest.config import IngestConfig, make_extractor
+from kgr.ingest.pipeline import ingest
+from kgr.ingest.report import IngestReport
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema, load_schema
 from kgr.store.admin import fingerprint, status
@@ -105,7 +108,7 @@ def test_make_extractor_passes_llm_options():
 
 
 def test_report_render_lists_failures_and_promotion():
-    from kgr.ingest.pipeline import ChunkFailure
+    from kgr.ingest.report import ChunkFailure
     from kgr.model.decisions import RoundSummary
 
     rep = IngestReport(chunks=3, chunks_processed=2, llm_calls=5, triples_staged=4,
@@ -256,7 +259,7 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
 
     import neo4j.exceptions
 
-    from kgr.ingest import pipeline
+    from kgr.ingest import chunk_loop
     from kgr.store import provenance
     from kgr.ingest.chunking import ChunkingConfig, iter_chunks
     from kgr.ingest.loaders import iter_documents
@@ -264,7 +267,7 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
     for i, machine in enumerate(["Z1", "Z3", "ENIAC", "EDSAC", "Colossus", "BINAC"]):
         _write(tmp_path, f"d{i}.txt", f"Konrad Zuse built the {machine}.")
     bad = next(c for c in iter_chunks(iter_documents(tmp_path), config=ChunkingConfig()) if "ENIAC" in c.text)
-    real_finish, real_commit = provenance.write_marks, pipeline._Pipeline._commit
+    real_finish, real_commit = provenance.write_marks, chunk_loop.ChunkPipeline._commit
     groups: list[list[str]] = []
 
     def finish(tx, marks, **kw):  # the group's processed marks, one statement: refused when the bad chunk is in it
@@ -287,7 +290,7 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
             return super().extract(chunk_text, schema, guidance=guidance)
 
     monkeypatch.setattr(provenance, "write_marks", finish)
-    monkeypatch.setattr(pipeline._Pipeline, "_commit", commit)
+    monkeypatch.setattr(chunk_loop.ChunkPipeline, "_commit", commit)
     rep = ingest(graph, [tmp_path], SCHEMA, extractor=SlowOnBad(),
                  config=IngestConfig(concurrency=6, commit_chunks=8, max_rounds=1))
     assert rep.chunks_processed == 5 and [f.chunk_id for f in rep.chunks_failed] == [bad.id]

@@ -14,7 +14,8 @@ import pytest
 
 from kgr.extract import RulesExtractor
 from kgr.extract.base import ExtractionResult
-from kgr.ingest.pipeline import IngestConfig, ingest
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema, load_schema
 from kgr.store.admin import fingerprint, reset
@@ -159,7 +160,7 @@ def test_storage_step_is_reported_as_staging_not_as_a_tool_call(graph, tmp_path,
         called.append(name)
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr("kgr.ingest.pipeline.call_tool", spy)
+    monkeypatch.setattr("kgr.ingest.chunk_loop.call_tool", spy)
     corpus = _corpus(tmp_path / "c.jsonl", 6)
     rep = ingest(graph, [corpus], SCHEMA, config=IngestConfig(concurrency=2, max_rounds=1))
     assert rep.chunks_processed == 6 and rep.new_votes > 0

@@ -13,7 +13,8 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:  # --import-mode=importlib: the shared helpers live in the tests.support package
     sys.path.insert(0, _ROOT)
 
-from kgr.ingest.pipeline import IngestConfig, ingest  # noqa: E402
+from kgr.ingest.config import IngestConfig  # noqa: E402
+from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.schema import load_schema  # noqa: E402
 from tests.support.rounds import gedig_round as run_round  # noqa: E402
 from kgr.store.promotion import promote_by_quorum  # noqa: E402

@@ -1,0 +1,95 @@
+"""How an ingestion job runs: :class:`IngestConfig` (validated once, by the API and the CLI alike)
+and the extractor it names (options in ``docs/ingest.md``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from kgr.extract.base import Extractor
+from kgr.ingest.chunking import ChunkingConfig
+from kgr.model.promotion import DEFAULT_POLICY, PolicyName
+
+__all__ = ["IngestConfig", "make_extractor"]
+
+_LLM_ONLY = ("model", "api_base", "input_cost_per_token", "output_cost_per_token")
+
+
+class IngestConfig(BaseModel):
+    """Every ingestion option, with its default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    extractor: Literal["rules", "llm"] = Field(
+        "rules", description="rules (offline) or llm; a model given without an extractor means llm")
+    model: str | None = Field(None, description="litellm model name (llm extractor)")
+    input_cost_per_token: float | None = Field(
+        None, ge=0, description="USD per prompt token, with output_cost_per_token: the model's price when litellm "
+                                "has none (llm extractor)")
+    output_cost_per_token: float | None = Field(None, ge=0, description="USD per completion token (llm extractor)")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL (llm extractor)")
+    api_key: str | None = Field(None, repr=False, exclude=True,
+                                description="API key (llm extractor); default: the provider's environment variable")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds per LLM request (each attempt)")
+    max_attempts: int = Field(4, ge=1, le=20, description="LLM requests per call, retries of transient errors included")
+    concurrency: int = Field(4, ge=1, le=256, description="chunks (and so LLM requests) in flight at once")
+    commit_chunks: int = Field(32, ge=1, le=1000, description="most chunks committed together in one write transaction")
+    writers: int = Field(1, ge=1, le=16, description="write transactions in flight at once")
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    max_rounds: int = Field(3, ge=1, le=20, description="extraction rounds per chunk (density/feedback loop)")
+    similarity_threshold: float = Field(0.8, ge=0, le=1, description="disambiguation threshold")
+    disambiguation_cache: int = Field(
+        65_536, ge=0, le=10_000_000,
+        description="most entity names whose unique exact match in the store is remembered for the rest of the run "
+                    "(they are not looked up again); 0: look every name up")
+    promote_every: int = Field(0, ge=0, description="run a promotion round every N chunks (0 = only at the end)")
+    promote: bool = True
+    final_promotion_rounds: int = Field(1000, ge=1, description=(
+        "at the end, promotion rounds until the backlog is worked through (a round decides at most "
+        "5,000 candidates and promotes at most 1,000), at most this many"))
+    policy: PolicyName = Field(
+        DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_means_llm(cls, data: Any) -> Any:
+        """``IngestConfig(model=...)`` without ``extractor`` selects the llm extractor, like ``kgr ingest
+        --model`` (so do the other LLM-only options)."""
+        if isinstance(data, dict) and "extractor" not in data and any(data.get(k) is not None for k in _LLM_ONLY):
+            data = {**data, "extractor": "llm"}
+        return data
+
+    @model_validator(mode="after")
+    def _llm_options_need_llm(self) -> "IngestConfig":
+        if self.extractor == "rules":
+            given = [n for n in _LLM_ONLY if getattr(self, n) is not None]
+            if given:
+                raise ValueError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the llm "
+                                 "extractor only (extractor is 'rules')")
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError("give both input_cost_per_token and output_cost_per_token, or neither")
+        return self
+
+
+def make_extractor(config: IngestConfig) -> Extractor:
+    """The configured extractor, through :func:`kgr.extract.make_extractor`: ``rules`` (offline,
+    default) or ``llm`` (litellm, with the config's api_base/api_key/timeout/attempts and
+    ``max_concurrency = concurrency``).
+
+    Raises
+    ------
+    KgrExtractionError
+        ``llm`` without a model.
+    """
+    from kgr.extract import make_extractor as pick
+
+    if config.extractor == "llm":
+        from kgr.extract.llm_client import RetryPolicy
+
+        return pick("llm", model=config.model, api_base=config.api_base, api_key=config.api_key,
+                    timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts),
+                    max_concurrency=config.concurrency, input_cost_per_token=config.input_cost_per_token,
+                    output_cost_per_token=config.output_cost_per_token)
+    return pick("rules")

@@ -1,0 +1,126 @@
+"""What an ingestion job reports: per-chunk outcomes, failures and rejections, totals, and the
+human rendering ``kgr ingest`` prints."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from kgr.model.decisions import RoundSummary
+
+__all__ = ["ChunkFailure", "Rejection", "ChunkOutcome", "IngestReport", "MAX_LISTED"]
+
+#: Most failures and rejections listed in a report (the counts are always complete).
+MAX_LISTED = 100
+#: Chunks read, upserted and checked against Neo4j together.
+class ChunkFailure(BaseModel):
+    """A chunk that was not processed (it stays unmarked: a re-run retries it)."""
+
+    chunk_id: str
+    document_id: str
+    path: str | None = None
+    kind: str = Field(description="timeout, rate_limited, invalid_output, ... (KgrExtractionError.reason) or the error class")
+    reason: str
+
+
+class Rejection(BaseModel):
+    """One extracted item that was not staged, and why."""
+
+    chunk_id: str
+    kind: Literal["entity", "relation"]
+    type: str
+    item: str = Field(description="the entity name, or 'subject -> object'")
+    reason: str
+
+
+class ChunkOutcome(BaseModel):
+    """What the loop did with one chunk (the report sums these)."""
+
+    chunk_id: str
+    rounds: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_llm_calls: int = 0
+    cached_names: int = Field(0, description="entity names resolved from the run's disambiguation cache")
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    triples: int = Field(0, description="assertions staged (before vote deduplication)")
+    proposals: int = 0
+    rejected: int = 0
+    rejections: list[Rejection] = Field(default_factory=list)
+    failure: ChunkFailure | None = None
+
+
+class IngestReport(BaseModel):
+    """The final report of ``kgr ingest`` (``--json`` prints it)."""
+
+    documents: int = 0
+    chunks: int = 0
+    chunks_skipped: int = Field(0, description="already processed in an earlier run, or repeated in this one")
+    chunks_processed: int = 0
+    chunks_failed: list[ChunkFailure] = Field(default_factory=list)
+    load_issues: list[str] = Field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = Field(0.0, description="USD as litellm prices the model; unpriced calls count 0.0")
+    unpriced_llm_calls: int = Field(0, description="answered LLM calls litellm could not price (cost unknown)")
+    tool_calls: dict[str, int] = Field(default_factory=dict, description=(
+        "agent tools called, by name. The storage step is not a query_kg_storage call: the pipeline stages "
+        "each chunk with kgr.store.staging.write_batch in the transaction that marks it processed"))
+    disambiguation_cached: int = Field(0, description=(
+        "entity names resolved from this run's cache of unique exact matches instead of a Neo4j lookup"))
+    rounds_per_chunk: dict[str, float] = Field(default_factory=dict, description="mean, max, histogram")
+    triples_staged: int = 0
+    new_votes: int = 0
+    repeated_votes: int = 0
+    new_edges: int = 0
+    new_entities: int = 0
+    transactions: int = Field(0, description="write transactions that staged chunks")
+    schema_proposals: int = 0
+    rejected_items: int = 0
+    rejections: list[Rejection] = Field(default_factory=list, description=f"the first {MAX_LISTED}")
+    promotion: list[RoundSummary] = Field(default_factory=list)
+    seconds: float = 0.0
+    chunks_per_second: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return len(self.chunks_failed)
+
+    def promotion_totals(self) -> dict[str, int]:
+        """Promoted, held, rejected and expired edges over every round of the run."""
+        return {k: sum(getattr(p, k) for p in self.promotion) for k in ("promoted", "held", "rejected", "expired")}
+
+    def render(self) -> str:
+        lines = [
+            f"documents {self.documents}, chunks {self.chunks} ({self.chunks_processed} processed, "
+            f"{self.chunks_skipped} already done, {len(self.chunks_failed)} failed) in {self.seconds:.1f} s "
+            f"({self.chunks_per_second:.1f} chunks/s)",
+            f"triples staged {self.triples_staged}: {self.new_votes} new votes, {self.new_edges} new edges, "
+            f"{self.new_entities} new entities; {self.schema_proposals} schema proposals, "
+            f"{self.rejected_items} rejected items",
+            f"LLM calls {self.llm_calls}, tokens {self.prompt_tokens}+{self.completion_tokens}, cost ${self.cost_usd:.4f}"
+            + (f" ({self.unpriced_llm_calls} answered calls not priced: litellm has no price for the model, "
+               "cost unknown)" if self.unpriced_llm_calls else ""),
+            "tool calls: " + (", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())) or "none")
+            + (f"; {self.disambiguation_cached} names resolved from the run's cache" if self.disambiguation_cached else ""),
+            f"storage: {self.chunks_processed} chunks staged in {self.transactions} write transactions "
+            "(kgr.store.staging, each chunk with its processed mark)",
+            "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
+        ]
+        if not self.promotion:
+            lines.append("promotion: not run")
+        for p in self.promotion:
+            lines.append(f"promotion {p.describe()}")
+        for f in self.chunks_failed[:20]:
+            lines.append(f"failed chunk {f.chunk_id[:12]} ({f.path or f.document_id[:12]}): [{f.kind}] {f.reason}")
+        if len(self.chunks_failed) > 20:
+            lines.append(f"... and {len(self.chunks_failed) - 20} more failed chunks (--json lists them)")
+        for r in self.rejections[:5]:
+            lines.append(f"rejected {r.kind} {r.type} {r.item!r}: {r.reason}")
+        for issue in self.load_issues[:10]:
+            lines.append(f"skipped input {issue}")
+        return "\n".join(lines)
