@@ -132,104 +132,109 @@ def ingest(
         A path does not exist.
     """
     cfg = config or IngestConfig()
-    ext = extractor or make_extractor(cfg)
-    report = IngestReport()
-    started = time.perf_counter()
-    rounds: list[int] = []
-    tick = on_progress or (lambda event, n: None)
-    since_promotion = 0
-    issues: list[LoadIssue] = []
-    paths_by_doc: dict[str, str | None] = {}
-    seen: set[str] = set()
+    job = _Job(graph, schema, extractor or make_extractor(cfg), cfg, on_progress or (lambda event, n: None), promote)
+    job.run(paths)
+    job.promote_backlog()
+    return job.finish()
 
-    def documents() -> Iterator:
-        for doc in iter_documents([str(p) for p in paths], on_error=issues.append):
-            report.documents += 1
-            paths_by_doc[doc.id] = doc.path
-            tick("documents", 1)
+
+class _Job:
+    """One :func:`ingest` call: reads chunks in batches, keeps a bounded window of chunks in the
+    :class:`ChunkPipeline`, absorbs their outcomes into the report, promotes when asked."""
+
+    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, cfg: IngestConfig,
+                 tick: Callable[[str, int], None], promote: Callable[[], RoundSummary] | None):
+        self.graph, self.cfg, self.tick, self.promote = graph, cfg, tick, promote
+        self.report = IngestReport()
+        self.started = time.perf_counter()
+        self.rounds: list[int] = []
+        self.since_promotion = 0
+        self.issues: list[LoadIssue] = []
+        self.paths_by_doc: dict[str, str | None] = {}
+        self.seen: set[str] = set()
+        self.pipe = ChunkPipeline(graph, schema, extractor, cfg, self.paths_by_doc)
+        self.inflight: set[cf.Future] = set()
+        self.window = 2 * cfg.concurrency + cfg.commit_chunks
+
+    def documents(self, paths: Sequence[str | Path]) -> Iterator:
+        for doc in iter_documents([str(p) for p in paths], on_error=self.issues.append):
+            self.report.documents += 1
+            self.paths_by_doc[doc.id] = doc.path
+            self.tick("documents", 1)
             yield doc
 
-    def absorb(fut: cf.Future) -> None:
-        nonlocal since_promotion
+    def absorb(self, fut: cf.Future) -> None:
         out: ChunkOutcome = fut.result()  # KgrNeo4jUnavailable and bugs propagate
-        report.llm_calls += out.llm_calls
-        report.prompt_tokens += out.prompt_tokens
-        report.completion_tokens += out.completion_tokens
-        report.cost_usd += out.cost_usd
-        report.unpriced_llm_calls += out.unpriced_llm_calls
+        self.report.add_outcome(out)
         if out.llm_calls:
-            tick("llm_calls", out.llm_calls)
+            self.tick("llm_calls", out.llm_calls)
         if out.failure is not None:
-            report.chunks_failed.append(out.failure)
-            tick("failed", 1)
-            tick("chunks", 1)
-            return
-        report.chunks_processed += 1
-        rounds.append(out.rounds)
-        for k, v in out.tool_calls.items():
-            report.tool_calls[k] = report.tool_calls.get(k, 0) + v
-        report.disambiguation_cached += out.cached_names
-        report.triples_staged += out.triples
-        report.schema_proposals += out.proposals
-        report.rejected_items += out.rejected
-        room = MAX_LISTED - len(report.rejections)
-        if room > 0:
-            report.rejections.extend(out.rejections[:room])
-        since_promotion += 1
-        tick("triples", out.triples)
-        tick("chunks", 1)
+            self.tick("failed", 1)
+        else:
+            self.rounds.append(out.rounds)
+            self.since_promotion += 1
+            self.tick("triples", out.triples)
+        self.tick("chunks", 1)
 
-    pipe = ChunkPipeline(graph, schema, ext, cfg, paths_by_doc).start()
-    inflight: set[cf.Future] = set()
-    window = 2 * cfg.concurrency + cfg.commit_chunks
-
-    def drain(until: int) -> None:
-        while len(inflight) > until:
-            done, _ = cf.wait(inflight, return_when=cf.FIRST_COMPLETED)
+    def drain(self, until: int) -> None:
+        while len(self.inflight) > until:
+            done, _ = cf.wait(self.inflight, return_when=cf.FIRST_COMPLETED)
             for f in done:
-                inflight.discard(f)
-                absorb(f)
+                self.inflight.discard(f)
+                self.absorb(f)
 
-    try:
-        for batch in _batches(iter_chunks(documents(), config=cfg.chunking), _READ_BATCH):
-            report.chunks += len(batch)
-            provenance.upsert_chunks(graph, batch, paths=paths_by_doc)
-            done_ids = provenance.processed_chunk_ids(graph, [c.id for c in batch])
-            for chunk in batch:
-                if chunk.id in done_ids or chunk.id in seen:
-                    report.chunks_skipped += 1
-                    tick("chunks", 1)
-                    continue
-                seen.add(chunk.id)
-                drain(window - 1)
-                inflight.add(pipe.submit(chunk))
-                if promote is not None and cfg.promote_every and since_promotion >= cfg.promote_every:
-                    drain(0)  # a round sees a consistent batch
-                    report.promotion.append(promote())
-                    since_promotion = 0
-        drain(0)
-    finally:
-        for f in inflight:
-            f.cancel()
-        gone = isinstance(sys.exc_info()[1], KgrNeo4jUnavailable)
-        if gone:  # end the calls still retrying now: the job stops within the retry bound
-            graph.close()
-        pipe.close(wait=not gone)
-    if promote is not None and cfg.promote:  # work through the staged backlog, one version per round
-        for _ in range(cfg.final_promotion_rounds):
-            summary = promote()
-            report.promotion.append(summary)
+    def run(self, paths: Sequence[str | Path]) -> None:
+        """Every chunk of ``paths`` not processed yet, through the pipeline (a kill, then a re-run, resumes)."""
+        self.pipe.start()
+        try:
+            for batch in _batches(iter_chunks(self.documents(paths), config=self.cfg.chunking), _READ_BATCH):
+                self.report.chunks += len(batch)
+                provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc)
+                done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])
+                for chunk in batch:
+                    self.submit(chunk, done_ids)
+            self.drain(0)
+        finally:
+            for f in self.inflight:
+                f.cancel()
+            gone = isinstance(sys.exc_info()[1], KgrNeo4jUnavailable)
+            if gone:  # end the calls still retrying now: the job stops within the retry bound
+                self.graph.close()
+            self.pipe.close(wait=not gone)
+
+    def submit(self, chunk: Chunk, done_ids: set[str]) -> None:
+        if chunk.id in done_ids or chunk.id in self.seen:
+            self.report.chunks_skipped += 1
+            self.tick("chunks", 1)
+            return
+        self.seen.add(chunk.id)
+        self.drain(self.window - 1)
+        self.inflight.add(self.pipe.submit(chunk))
+        if self.promote is not None and self.cfg.promote_every and self.since_promotion >= self.cfg.promote_every:
+            self.drain(0)  # a round sees a consistent batch
+            self.report.promotion.append(self.promote())
+            self.since_promotion = 0
+
+    def promote_backlog(self) -> None:
+        """Work through the staged backlog, one version per round, until a round is settled."""
+        if self.promote is None or not self.cfg.promote:
+            return
+        for _ in range(self.cfg.final_promotion_rounds):
+            summary = self.promote()
+            self.report.promotion.append(summary)
             if summary.settled and not (summary.reread is not None and summary.reread.claims):
                 break  # (a round whose escalated candidates were just re-read has evidence to decide)
-    staged = pipe.staged
-    report.new_votes, report.repeated_votes = staged.new_votes, staged.repeated_votes
-    report.new_edges, report.new_entities = staged.new_edges, staged.new_entities
-    report.transactions = pipe.transactions
-    report.load_issues = [str(i) for i in issues][:MAX_LISTED]
-    if rounds:
-        hist = Counter(rounds)
-        report.rounds_per_chunk = {"mean": round(statistics.fmean(rounds), 3), "max": float(max(rounds)),
-                                   **{f"={k}": float(v) for k, v in sorted(hist.items())}}
-    report.seconds = time.perf_counter() - started
-    report.chunks_per_second = round(report.chunks_processed / report.seconds, 3) if report.seconds > 0 else 0.0
-    return report
+
+    def finish(self) -> IngestReport:
+        r, staged = self.report, self.pipe.staged
+        r.new_votes, r.repeated_votes = staged.new_votes, staged.repeated_votes
+        r.new_edges, r.new_entities = staged.new_edges, staged.new_entities
+        r.transactions = self.pipe.transactions
+        r.load_issues = [str(i) for i in self.issues][:MAX_LISTED]
+        if self.rounds:
+            hist = Counter(self.rounds)
+            r.rounds_per_chunk = {"mean": round(statistics.fmean(self.rounds), 3), "max": float(max(self.rounds)),
+                                  **{f"={k}": float(v) for k, v in sorted(hist.items())}}
+        r.seconds = time.perf_counter() - self.started
+        r.chunks_per_second = round(r.chunks_processed / r.seconds, 3) if r.seconds > 0 else 0.0
+        return r

@@ -94,6 +94,27 @@ class IngestReport(BaseModel):
         """Promoted, held, rejected and expired edges over every round of the run."""
         return {k: sum(getattr(p, k) for p in self.promotion) for k in ("promoted", "held", "rejected", "expired")}
 
+    def add_outcome(self, out: ChunkOutcome) -> None:
+        """Count one chunk's outcome in: its LLM accounting, then its failure or its results."""
+        self.llm_calls += out.llm_calls
+        self.prompt_tokens += out.prompt_tokens
+        self.completion_tokens += out.completion_tokens
+        self.cost_usd += out.cost_usd
+        self.unpriced_llm_calls += out.unpriced_llm_calls
+        if out.failure is not None:
+            self.chunks_failed.append(out.failure)
+            return
+        self.chunks_processed += 1
+        for k, v in out.tool_calls.items():
+            self.tool_calls[k] = self.tool_calls.get(k, 0) + v
+        self.disambiguation_cached += out.cached_names
+        self.triples_staged += out.triples
+        self.schema_proposals += out.proposals
+        self.rejected_items += out.rejected
+        room = MAX_LISTED - len(self.rejections)
+        if room > 0:
+            self.rejections.extend(out.rejections[:room])
+
     def render(self) -> str:
         lines = [
             f"documents {self.documents}, chunks {self.chunks} ({self.chunks_processed} processed, "
