@@ -40,8 +40,10 @@ from pathlib import Path
 import aiohttp
 
 from kgr.connect import connect
+from kgr.store.cypher import add_template_dir
 
 ROOT = Path(__file__).resolve().parents[1]
+add_template_dir(ROOT / "scripts" / "cypher")  # bench_server_check, bench_server_cleanup
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -158,7 +160,7 @@ def verify(graph, tag: str, plan: list, results: list[tuple[int, float, int]]) -
     stored = sum(n for _, _, n in results)
     if stored != distinct:
         problems.append(f"calls report {stored} new votes, the plan has {distinct} distinct (edge, source) votes")
-    row = graph.read("server_bench_check", {"tag": tag})[0]
+    row = graph.read("bench_server_check", {"tag": tag})[0]
     edges = [e for e in row["edges"] if " warm " not in e["subject"]]
     keys = [e["key"] for e in edges]
     if len(keys) != len(set(keys)) or len(keys) != len(expected):
@@ -207,7 +209,7 @@ def run_mode(args: argparse.Namespace, graph, group_commit: bool, clients: int) 
             except subprocess.TimeoutExpired:
                 proc.kill()
         if not args.keep:
-            graph.run_script("server_bench_cleanup", {"tag": tag})
+            graph.run_script("bench_server_cleanup", {"tag": tag})
 
 
 def main() -> None:

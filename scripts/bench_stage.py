@@ -7,7 +7,7 @@ Generates N triple assertions over a few thousand entities, with repeats (each e
 
 1. kgr: ``kgr.store.staging.stage`` (entity upsert with labels and aliases, vote dedup per
    source, endpoint locks, noisy-or confidence) on a wiped store;
-2. raw: the same rows through ``cypher/bench_raw_merge.cypher.j2`` (MERGE s, o, edge; votes += 1),
+2. raw: the same rows through ``scripts/cypher/bench_raw_merge.cypher.j2`` (MERGE s, o, edge; votes += 1),
 
 and prints rows/s for both and the ratio. The first ``--warmup`` pairs of runs are not counted: a
 freshly started Neo4j runs its first 100k rows two to three times slower while the JIT warms up. Uses ``NEO4J_URI`` or the managed Neo4j — it WIPES the
@@ -20,12 +20,16 @@ import argparse
 import random
 import statistics
 import time
+from pathlib import Path
 
 from kgr.model.canonical import edge_key, entity_key
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import init_store, reset, status
 from kgr.connect import connect
+from kgr.store.cypher import add_template_dir
 from kgr.store.staging import stage
+
+add_template_dir(Path(__file__).resolve().parent / "cypher")  # the raw baseline's templates
 
 
 def assertions(n: int, seed: int = 7) -> list[TripleAssertion]:

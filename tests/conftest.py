@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from kgr.store.admin import init_store, reset
 from kgr.connect import connect
+from kgr.store.admin import init_store, reset
 from kgr.store.connection import Graph, Neo4jSettings
 
 REQUIRE = os.environ.get("KGR_REQUIRE_NEO4J") == "1"

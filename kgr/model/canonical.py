@@ -13,6 +13,19 @@ The entity key is ``"<Type>:<canonical>"``: the same name under two types is two
 Original surface forms are kept on the entity as ``aliases``; an alias map in the KG schema can send
 a different name (``"International Business Machines"``) to a canonical one (``"IBM"``).
 
+One function per meaning, all on the rules above:
+
+* :func:`canonical_name` — the canonical form of an entity name; refuses names that are too long
+  or have no letter or digit (what staging and the stores key entities by);
+* :func:`canonical_text` — the same rules on any text, of any length, ``""`` when nothing is left
+  (the tools' name lookup in whole texts);
+* :func:`entity_key` — ``"<Type>:<canonical name>"``; :func:`normalise_entity_key` — the same for a
+  key a user typed (``"Person:Ada  LOVELACE"``);
+* :func:`name_key` — when two names in an extraction are the same name (the canonical form, or the
+  casefolded name itself when nothing canonical is left);
+* :func:`variant_key` — when two names are naming variants of one entity (no leading "the", no
+  legal-form suffix).
+
 >>> canonical_name("  I.B.M. ")
 'ibm'
 >>> canonical_name("New-York   City")
@@ -33,7 +46,8 @@ from collections.abc import Iterable
 
 from kgr.errors import KgrIdentifierError, KgrValidationError
 
-__all__ = ["canonical_name", "entity_key", "edge_key", "name_similarity", "validate_identifier", "IDENTIFIER_RE", "MAX_NAME_CHARS",
+__all__ = ["canonical_name", "canonical_text", "entity_key", "normalise_entity_key", "name_key", "variant_key",
+           "edge_key", "name_similarity", "validate_identifier", "IDENTIFIER_RE", "MAX_NAME_CHARS",
            "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters", "NO_CONTROL_CHARACTERS", "OWN_NON_ENTITY_RELATION_TYPES"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
@@ -95,8 +109,49 @@ def reserved_name(name: str, *, relation: bool) -> str | None:
 #: Longest entity name accepted (characters). Longer names are rejected with a clear error.
 MAX_NAME_CHARS = 1024
 
-_DELETE = re.compile(r"[.'\u2018\u2019]")
-_NON_WORD = re.compile(r"[\W_]+")  # punctuation, symbols, separators, controls (and "_")
+_DELETE = frozenset(".'\u2018\u2019")  # rule 3
+_LEGAL_SUFFIXES = frozenset("inc corp corporation ltd llc plc co gmbh ag sa limited company".split())
+
+
+class _FoldTable(dict):
+    """``str.translate`` table for rules 3 and 4 (delete, or a space unless a letter, mark or
+    digit), filled lazily one character at a time."""
+
+    def __missing__(self, code: int) -> str | None:
+        ch = chr(code)
+        out: str | None
+        if ch in _DELETE:
+            out = None
+        elif unicodedata.category(ch)[0] in "PSZC":  # punctuation, symbols, separators, controls
+            out = " "
+        else:  # letters (L), combining marks (M), digits and numbers (N)
+            out = ch
+        self[code] = out
+        return out
+
+
+_TABLE = _FoldTable()
+
+
+def _fold(text: str) -> str:
+    """The five rules of the module docstring, on any text."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_TABLE).split())
+
+
+_fold_short = functools.lru_cache(maxsize=1 << 16)(_fold)
+
+
+def canonical_text(text: str) -> str:
+    """The canonical form of any text: the rules of :func:`canonical_name`, without its checks.
+
+    Unlike :func:`canonical_name` it takes text of any length and returns ``""`` when no letter,
+    mark or digit is left instead of raising, so it can canonicalise whole texts (the tools look
+    names up in the canonical text) and names nobody has validated.
+
+    >>> canonical_text("  I.B.M. "), canonical_text("!!!")
+    ('ibm', '')
+    """
+    return _fold_short(text) if len(text) <= 256 else _fold(text)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -106,13 +161,12 @@ def canonical_name(name: str) -> str:
     Raises
     ------
     KgrValidationError
-        If the name is empty after canonicalisation or longer than :data:`MAX_NAME_CHARS`.
+        If the name has no letter or digit or is longer than :data:`MAX_NAME_CHARS`.
     """
     if len(name) > MAX_NAME_CHARS:
         raise KgrValidationError(f"entity name longer than {MAX_NAME_CHARS} characters", field="name")
-    text = _DELETE.sub("", unicodedata.normalize("NFKC", name).casefold())
-    canon = _NON_WORD.sub(" ", text).strip()
-    if not canon:
+    canon = _fold(name)
+    if not any(c.isalnum() for c in canon):
         raise KgrValidationError(f"entity name {name[:40]!r} has no letters or digits", field="name")
     return canon
 
@@ -120,6 +174,50 @@ def canonical_name(name: str) -> str:
 def entity_key(entity_type: str, name: str) -> str:
     """Key of the entity ``name`` of type ``entity_type``: ``"<Type>:<canonical name>"``."""
     return f"{entity_type}:{canonical_name(name)}"
+
+
+def normalise_entity_key(key: str) -> str:
+    """The entity key a ``"Type:name"`` string stands for (its name canonicalised as staging does).
+
+    >>> normalise_entity_key("Person:Ada  LOVELACE")
+    'Person:ada lovelace'
+
+    Raises
+    ------
+    KgrValidationError
+        ``key`` is not ``TYPE:NAME``, or the name is not a valid entity name.
+    """
+    etype, sep, name = key.partition(":")
+    if not sep or not etype or not name:
+        raise KgrValidationError(f"entity key {key[:80]!r} is not TYPE:NAME", field="key")
+    return entity_key(etype, name)
+
+
+def name_key(name: str) -> str:
+    """The key by which two names in an extraction are the same name: the canonical form, or the
+    casefolded, stripped name itself when nothing canonical is left (no letter, mark or digit: so
+    ``"!!!"`` and ``"??"`` stay two names instead of both becoming ``""``). Never raises.
+
+    >>> name_key("I.B.M."), name_key(" !!! ")
+    ('ibm', '!!!')
+    """
+    return canonical_text(name) or name.casefold().strip()
+
+
+def variant_key(name: str) -> str:
+    """The key by which two names are naming variants of one entity: :func:`name_key` without a
+    leading ``the`` and without a trailing legal-form suffix (``Inc``, ``Corp``, ``GmbH``...), as
+    long as a word is left.
+
+    >>> variant_key("The Microsoft Corp."), variant_key("Microsoft"), variant_key("Co")
+    ('microsoft', 'microsoft', 'co')
+    """
+    toks = name_key(name).split(" ")
+    if len(toks) > 1 and toks[0] == "the":
+        toks = toks[1:]
+    if len(toks) > 1 and toks[-1] in _LEGAL_SUFFIXES:
+        toks = toks[:-1]
+    return " ".join(toks)
 
 
 def edge_key(subject_key: str, relation: str, object_key: str) -> str:

@@ -14,6 +14,16 @@ Maven resolves once from Maven Central:
 - **Persist**: the home directory keeps ``data/`` across stop/start; ``conf/neo4j.conf`` is created
   empty and may hold extra settings (the ``-c`` options below take precedence over it).
 
+The package knows nothing of the store (and the store nothing of it): it runs a process and probes
+sockets, and sends no query. :func:`kgr.connect.connect` is where the two meet.
+
+Modules, one job each: :mod:`~kgr.runtime.config` (settings, paths, ports, the status model),
+:mod:`~kgr.runtime.executables` (``java`` and ``mvn``), :mod:`~kgr.runtime.jars` (Maven and the jar
+cache), :mod:`~kgr.runtime.files` (the home's layout, ``conf/neo4j.conf``, the pid file, logs, locks),
+:mod:`~kgr.runtime.process` (the JVM command line, spawning, finding and stopping the process),
+:mod:`~kgr.runtime.health` (ports, Bolt handshake, HTTP), :mod:`~kgr.runtime.progress` (messages on
+stderr) and :mod:`~kgr.runtime.managed` (:class:`ManagedNeo4j`, which puts them together).
+
 Conventions
 -----------
 - Authentication is **disabled** and the server listens on **loopback only**. The managed server is
@@ -34,18 +44,23 @@ Environment variables
 ``KGR_JAVA`` and ``KGR_MVN`` (explicit executables; otherwise ``java``/``mvn`` are looked up on PATH).
 """
 
-
-from kgr.runtime.config import BROWSER_VERSION, MIN_JAVA_MAJOR, NEO4J_VERSION, Neo4jStatus, RuntimeConfig
+from kgr.runtime.config import (
+    BROWSER_VERSION,
+    MIN_JAVA_MAJOR,
+    NEO4J_VERSION,
+    Neo4jStatus,
+    RuntimeConfig,
+)
+from kgr.runtime.executables import java_major_version
 from kgr.runtime.managed import ManagedNeo4j, ensure_running
-from kgr.runtime.processes import java_major_version
 
 __all__ = [
-    "NEO4J_VERSION",
     "BROWSER_VERSION",
     "MIN_JAVA_MAJOR",
-    "RuntimeConfig",
-    "Neo4jStatus",
+    "NEO4J_VERSION",
     "ManagedNeo4j",
+    "Neo4jStatus",
+    "RuntimeConfig",
     "ensure_running",
     "java_major_version",
 ]

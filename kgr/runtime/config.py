@@ -14,91 +14,25 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kgr.errors import KgrValidationError
 
-try:  # POSIX only; the launcher targets Linux and macOS.
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
-
-__all__ = [
-    "NEO4J_VERSION",
-    "BROWSER_VERSION",
-    "MIN_JAVA_MAJOR",
-    "RuntimeConfig",
-    "Neo4jStatus",
-    "ENTRY_POINT",
-    "JVM_FLAGS",
-    "LOCK_FILE",
-    "LOG_TAIL_LINES",
-    "MARKER_FILE",
-    "PID_FILE",
-    "POM_TEMPLATE",
-    "START_BANNER",
-]
+__all__ = ["BROWSER_VERSION", "MIN_JAVA_MAJOR", "NEO4J_VERSION", "Neo4jStatus", "RuntimeConfig"]
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
 MIN_JAVA_MAJOR = 17
 
-ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
-PID_FILE = "kgr-neo4j.pid"
-LOCK_FILE = "kgr-neo4j.lock"
-MARKER_FILE = ".kgr-install-complete"
 _SIZE = r"^[1-9][0-9]*[kKmMgG]$"
 _DURATION = r"^[0-9]+(ms|s|m|h)$"
-LOG_TAIL_LINES = 25
-START_BANNER = "===== kgr: starting Neo4j"
-
-# JVM flags the neo4j launcher script would add from its default neo4j.conf (server.jvm.additional).
-JVM_FLAGS = (
-    "-XX:+UseG1GC",
-    "-XX:-OmitStackTraceInFastThrow",
-    "-XX:+DisableExplicitGC",
-    "-XX:+UnlockExperimentalVMOptions",
-    "-XX:+TrustFinalNonStaticFields",
-    "-Djdk.nio.maxCachedBufferSize=1024",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-Djdk.tls.ephemeralDHKeySize=2048",
-    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
-    "-Dlog4j2.disable.jmx=true",
-    "-Dfile.encoding=UTF-8",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-)
-
-POM_TEMPLATE = """\
-<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by kgr (kgr/runtime/managed.py): the jars of the managed local Neo4j. -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kgr</groupId>
-  <artifactId>kgr-neo4j-runtime</artifactId>
-  <version>{neo4j_version}</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.neo4j</groupId>
-      <artifactId>neo4j</artifactId>
-      <version>{neo4j_version}</version>
-    </dependency>
-    <dependency>
-      <groupId>org.neo4j.client</groupId>
-      <artifactId>neo4j-browser</artifactId>
-      <version>{browser_version}</version>
-    </dependency>
-  </dependencies>
-</project>
-"""
-
-
-# --------------------------------------------------------------------------------------------------
-# configuration
-
-
 
 
 def _env(name: str, default: str) -> str:
@@ -193,14 +127,12 @@ class RuntimeConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _distinct_ports(self) -> "RuntimeConfig":
+    def _distinct_ports(self) -> RuntimeConfig:
         if self.bolt_port == self.http_port:
             raise ValueError(f"bolt_port and http_port must differ (both {self.bolt_port})")
         return self
 
     def __init__(self, **data: Any) -> None:
-        from pydantic import ValidationError
-
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -283,8 +215,3 @@ class Neo4jStatus(BaseModel):
     version: str
     log_path: str
     installed: bool
-
-
-# --------------------------------------------------------------------------------------------------
-# small process and network helpers
-

@@ -21,7 +21,8 @@ import mcp_types as types
 from mcp.server import Server
 
 import kgr
-from kgr.server.catalog import annotations, served_tools
+from kgr.server.catalog import served_tools
+from kgr.tools.registry import mcp_annotations as annotations
 from kgr.server.service import ToolService
 
 __all__ = ["build_mcp_server", "INSTRUCTIONS", "tool_listing"]

@@ -38,7 +38,7 @@ import anyio.to_thread
 
 from kgr.errors import KgrConflict, KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
 from kgr.model.schema import KGSchema, load_schema
-from kgr.server.catalog import get_served, invoke, json_numbers, validate_payload
+from kgr.server.catalog import get_served, invoke
 from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
@@ -46,6 +46,7 @@ from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 from kgr.store.group_commit import GroupWriter
 from kgr.tools.context import ToolContext
+from kgr.tools.registry import json_numbers, validate_input
 
 __all__ = ["ToolFailure", "CallOutcome", "GraphProvider", "ToolService", "failure_from_exception"]
 
@@ -255,7 +256,7 @@ class ToolService:
         """
         spec = get_served(name)
         if spec.needs_graph and self.graphs.peek() is None:
-            validate_payload(spec, json_numbers(payload))
+            validate_input(spec, payload)
         return invoke(name, payload, self.context_for(name))
 
     def _call_and_encode(self, name: str, payload: object) -> tuple[dict[str, Any], bytes]:

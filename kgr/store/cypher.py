@@ -4,12 +4,17 @@ One Jinja2 environment (package loader over ``kgr.cypher``, ``StrictUndefined``)
 Templates may interpolate **identifiers only** (labels, relationship types, property keys), and
 :func:`render` checks every identifier in the context against :data:`IDENTIFIER_RE` (and, when a
 schema is given, against the schema's vocabulary) before rendering. Values never enter the text:
-they travel as ``$params``.
+they travel as ``$params``. Fragments several statements share ("the current promoted edge", "the
+staged edge by its endpoints' keys") are macros in ``cypher/macros.j2``, written once.
+
+Tools outside the package (the benchmarks under ``scripts/``) keep their own templates beside them
+and make them findable with :func:`add_template_dir`; the package's templates always win a name.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable, Mapping
 
 import jinja2
@@ -18,13 +23,17 @@ from kgr.errors import KgrIdentifierError
 from kgr.model.canonical import validate_identifier
 from kgr.model.schema import KGSchema
 
-__all__ = ["render", "validate_identifiers", "template_names"]
+__all__ = ["render", "validate_identifiers", "template_names", "add_template_dir"]
+
+
+#: Directories searched after the package's templates (:func:`add_template_dir`), in order added.
+_EXTRA_DIRS: list[str] = []
 
 
 @functools.cache
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("kgr.cypher", ""),
+        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("kgr.cypher", ""), jinja2.FileSystemLoader(_EXTRA_DIRS)]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -67,6 +76,18 @@ def render(name: str, **identifiers: object) -> str:
     return _env().get_template(f"{name}.cypher.j2").render(**identifiers)
 
 
+def add_template_dir(path: str | os.PathLike[str]) -> None:
+    """Let :func:`render` (and so :class:`~kgr.store.connection.Graph`) also find templates in
+    ``path``, after the package's own: for tools that are not part of kgr, such as the benchmarks,
+    whose templates stay beside them instead of shipping in the package. Their templates may import
+    ``macros.j2``. Idempotent.
+    """
+    where = os.path.abspath(path)
+    if where not in _EXTRA_DIRS:
+        _EXTRA_DIRS.append(where)
+        _env.cache_clear()
+
+
 def template_names() -> list[str]:
-    """Names of every shipped template (without the ``.cypher.j2`` suffix)."""
+    """Names of every template :func:`render` can find (without the ``.cypher.j2`` suffix)."""
     return sorted(t[: -len(".cypher.j2")] for t in _env().list_templates() if t.endswith(".cypher.j2"))

@@ -67,12 +67,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
-from kgr.model.canonical import edge_key, entity_key
+from kgr.model.canonical import edge_key, normalise_entity_key
 from kgr.store.connection import Graph, Tx
 from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["MergedEdge", "MergeResult", "merge_entities", "normalise_key", "STATUS_RANK"]
+__all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
 
 #: Which status a united pending edge keeps: the higher rank of the two edges' statuses.
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
@@ -120,18 +120,6 @@ class MergeResult(BaseModel):
     aliases: list[str] = Field(default_factory=list, description="KEEP's aliases after the merge")
     hash: str
     edges: list[MergedEdge] = Field(default_factory=list)
-
-
-def normalise_key(key: str) -> str:
-    """Canonicalise an entity key ``"Type:name"`` the way staging computes it.
-
-    >>> normalise_key("Person:Ada  LOVELACE")
-    'Person:ada lovelace'
-    """
-    etype, sep, name = key.partition(":")
-    if not sep or not etype or not name:
-        raise KgrValidationError(f"entity key {key[:80]!r} is not TYPE:NAME", field="key")
-    return entity_key(etype, name)
 
 
 def _votes_of(edge: dict) -> list[dict]:
@@ -325,7 +313,7 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
     KgrValidationError
         Same key twice, different types, KEEP already merged, DROP merged into another entity.
     """
-    keep, drop = normalise_key(keep), normalise_key(drop)
+    keep, drop = normalise_entity_key(keep), normalise_entity_key(drop)
     if keep == drop:
         raise KgrValidationError(f"cannot merge {keep!r} into itself", field="drop")
     ts = time.time() if now is None else now

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kgr.tools._text import TextProfile, safe_canonical, split_type_words
+from kgr.model.canonical import canonical_text
+from kgr.tools._text import TextProfile, split_type_words
 
 __all__ = ["category_of", "name_category", "TypeEvidence", "entity_type_evidence", "relation_type_evidence"]
 
@@ -96,7 +97,7 @@ RELATION_SYNONYMS: dict[str, tuple[str, ...]] = {
 
 _ORG_NAME_SUFFIX = frozenset("inc corp corporation ltd llc gmbh plc co company group university institute bank foundation agency association".split())
 _PERSON_TITLES = frozenset("mr mrs ms dr prof sir".split())
-_MONTH_WORDS = frozenset(safe_canonical(m) for m in _MONTHS.strip("(?:)").split("|"))
+_MONTH_WORDS = frozenset(canonical_text(m) for m in _MONTHS.strip("(?:)").split("|"))
 _YEAR = re.compile(r"^(?:1\d{3}|20\d{2})$")
 _ISO = re.compile(r"^\d{4} \d{1,2} \d{1,2}$")
 _MONEY = re.compile(r"^[$\u20ac\u00a3\u00a5]\s?\d|\d\s?(?:dollars|euros|usd|eur|gbp)$", re.IGNORECASE)
@@ -125,7 +126,7 @@ def name_category(name: str) -> str | None:
     >>> name_category("Acme Inc."), name_category("1911"), name_category("Dr. Who"), name_category("Paris")
     ('organization', 'date', 'person', None)
     """
-    canon = safe_canonical(name)
+    canon = canonical_text(name)
     if not canon:
         return None
     toks = canon.split(" ")

@@ -1,22 +1,17 @@
 """Counting helpers over an :class:`~kgr.model.kg.ExtractedKG` shared by the tools.
 
 An extracted KG may list one entity twice (``"IBM"`` and ``"I.B.M."``): "distinct" below means
-distinct by type and canonical name (:func:`kgr.tools._text.safe_canonical`), and for relations by
-type and the canonical names of both endpoints. Order of first appearance is kept.
+distinct by type and :func:`~kgr.model.canonical.name_key`, and for relations by type and the name
+keys of both endpoints. Order of first appearance is kept.
 """
 
 from __future__ import annotations
 
+from kgr.model.canonical import name_key, variant_key
 from kgr.model.kg import ExtractedKG
-from kgr.tools._text import norm_key, safe_canonical
 
-__all__ = ["ckey", "distinct_entities", "distinct_relations", "covered_entity_types", "covered_relation_types",
+__all__ = ["distinct_entities", "distinct_relations", "covered_entity_types", "covered_relation_types",
            "entity_name_types", "EntityIndex"]
-
-
-def ckey(name: str) -> str:
-    """Canonical lookup key of a name (the casefolded name itself when nothing canonical is left)."""
-    return safe_canonical(name) or name.casefold().strip()
 
 
 def distinct_entities(kg: ExtractedKG) -> list[tuple[str, str]]:
@@ -25,7 +20,7 @@ def distinct_entities(kg: ExtractedKG) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for etype, names in kg.entities.items():
         for name in names:
-            k = (etype, ckey(name))
+            k = (etype, name_key(name))
             if k not in seen:
                 seen.add(k)
                 out.append((etype, name))
@@ -38,7 +33,7 @@ def distinct_relations(kg: ExtractedKG) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     for rtype, pairs in kg.relations.items():
         for p in pairs:
-            k = (rtype, ckey(p.subject), ckey(p.object))
+            k = (rtype, name_key(p.subject), name_key(p.object))
             if k not in seen:
                 seen.add(k)
                 out.append((rtype, p.subject, p.object))
@@ -60,7 +55,7 @@ def entity_name_types(kg: ExtractedKG) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for etype, names in kg.entities.items():
         for name in names:
-            types = out.setdefault(ckey(name), [])
+            types = out.setdefault(name_key(name), [])
             if etype not in types:
                 types.append(etype)
     return out
@@ -69,20 +64,20 @@ def entity_name_types(kg: ExtractedKG) -> dict[str, list[str]]:
 class EntityIndex:
     """Finds the extracted entities a relation endpoint refers to.
 
-    An endpoint matches entities with the same canonical name; failing that, the same
-    :func:`~kgr.tools._text.norm_key` (``"Microsoft"`` finds ``"Microsoft Corp."``).
+    An endpoint matches entities with the same :func:`~kgr.model.canonical.name_key`; failing that,
+    the same :func:`~kgr.model.canonical.variant_key` (``"Microsoft"`` finds ``"Microsoft Corp."``).
     """
 
     def __init__(self, kg: ExtractedKG):
-        self.by_ckey: dict[str, list[tuple[str, str]]] = {}
-        self.by_norm: dict[str, list[tuple[str, str]]] = {}
+        self.by_name: dict[str, list[tuple[str, str]]] = {}
+        self.by_variant: dict[str, list[tuple[str, str]]] = {}
         for etype, name in distinct_entities(kg):
-            self.by_ckey.setdefault(ckey(name), []).append((etype, name))
-            self.by_norm.setdefault(norm_key(name) or ckey(name), []).append((etype, name))
+            self.by_name.setdefault(name_key(name), []).append((etype, name))
+            self.by_variant.setdefault(variant_key(name), []).append((etype, name))
 
     def lookup(self, name: str) -> list[tuple[str, str]]:
         """``(type, entity name)`` of the entities ``name`` refers to (empty: dangling; > 1: ambiguous)."""
-        hits = self.by_ckey.get(ckey(name))
+        hits = self.by_name.get(name_key(name))
         if hits is None:
-            hits = self.by_norm.get(norm_key(name) or ckey(name), [])
+            hits = self.by_variant.get(variant_key(name), [])
         return hits

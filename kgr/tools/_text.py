@@ -17,9 +17,9 @@ Conventions (the tools' documented numbers depend on them):
   (a sentence-initial ``The``), plus stand-alone years (1000-2099).
 * **Technical terms** are words mixing letters and digits (``H2O``), all-capital words of two or more
   letters (``DNA``), camelCase words, and words of 13 or more characters.
-* **Name lookup**: a name occurs in the text when its canonical form (the rules of
-  :mod:`kgr.model.canonical`) occurs as a whole-token sequence in the canonical text. Names with
-  CJK characters are looked up as substrings of the NFKC-casefolded text.
+* **Name lookup**: a name occurs in the text when its canonical form
+  (:func:`kgr.model.canonical.canonical_text`) occurs as a whole-token sequence in the canonical
+  text. Names with CJK characters are looked up as substrings of the NFKC-casefolded text.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kgr.model.canonical import canonical_text
+
 __all__ = [
     "TextProfile",
     "analyze_text",
-    "safe_canonical",
-    "norm_key",
     "split_type_words",
     "has_cjk",
     "ABBREVIATIONS",
@@ -66,72 +66,12 @@ MENTION_STOPWORDS = frozenset(
     yesterday today tomorrow meanwhile moreover furthermore finally first second third next last
     many most some several all both each every no not one two three""".split()
 )
-_LEGAL_SUFFIXES = frozenset("inc corp corporation ltd llc plc co gmbh ag sa limited company".split())
-_DELETE = frozenset(".'\u2019\u2018")
 _TITLES = frozenset("mr mrs ms dr prof sir st".split())
-
-
-class _CanonTable(dict):
-    """``str.translate`` table for the canonical-name rules, filled lazily per character."""
-
-    def __missing__(self, code: int) -> str | None:
-        ch = chr(code)
-        if ch in _DELETE:
-            out: str | None = None
-        elif unicodedata.category(ch)[0] in "PSZC":
-            out = " "
-        else:
-            out = ch
-        self[code] = out
-        return out
-
-
-_TABLE = _CanonTable()
-_WS = re.compile(r"\s+")
-
-
-def safe_canonical(name: str) -> str:
-    """The canonical form of ``name`` (same rules as :func:`kgr.model.canonical.canonical_name`).
-
-    Unlike ``canonical_name`` it accepts any length and returns ``""`` instead of raising when
-    nothing is left, so it can canonicalise whole texts.
-
-    >>> safe_canonical("  I.B.M. "), safe_canonical("!!!")
-    ('ibm', '')
-    """
-    if len(name) <= 256:
-        return _canonical_short(name)
-    return _canonical(name)
-
-
-def _canonical(name: str) -> str:
-    text = unicodedata.normalize("NFKC", name).casefold().translate(_TABLE)
-    return _WS.sub(" ", text).strip()
-
-
-_canonical_short = functools.lru_cache(maxsize=65536)(_canonical)
 
 
 def has_cjk(s: str) -> bool:
     """Whether ``s`` contains a CJK ideograph, kana or hangul syllable."""
     return _CJK_RE.search(s) is not None
-
-
-def norm_key(name: str) -> str:
-    """Canonical name without a leading ``the`` and without a trailing legal-form suffix.
-
-    Two names with the same ``norm_key`` under one type are naming variants of one entity
-    (``"Microsoft Corp."`` and ``"Microsoft"``; ``"The Beatles"`` and ``"Beatles"``).
-
-    >>> norm_key("The Microsoft Corp."), norm_key("Co")
-    ('microsoft', 'co')
-    """
-    toks = safe_canonical(name).split(" ")
-    if len(toks) > 1 and toks[0] == "the":
-        toks = toks[1:]
-    if len(toks) > 1 and toks[-1] in _LEGAL_SUFFIXES:
-        toks = toks[:-1]
-    return " ".join(toks)
 
 
 _CAMEL_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -240,7 +180,7 @@ class TextProfile:
     def _needle(self, name: str) -> tuple[str, bool]:
         if has_cjk(name):
             return " ".join(unicodedata.normalize("NFKC", name).casefold().split()), True
-        canon = safe_canonical(name)
+        canon = canonical_text(name)
         return (f" {canon} " if canon else ""), False
 
     def contains(self, name: str) -> bool:
@@ -256,7 +196,7 @@ class TextProfile:
 
     def contains_fragment(self, name: str) -> bool:
         """Whether the canonical form of ``name`` occurs in the canonical text at all, even inside a word."""
-        needle = safe_canonical(name)
+        needle = canonical_text(name)
         return bool(needle) and needle in self.canonical_text
 
     def sentences_with(self, name: str) -> frozenset[int]:
@@ -353,7 +293,7 @@ def analyze_text(text: str) -> TextProfile:
     mentions = _mentions(text, words, first_words)
     tech = _count_technical([m.group(0) for m in words])
     folded = unicodedata.normalize("NFKC", text).casefold()
-    canon = safe_canonical(text)
+    canon = canonical_text(text)
     return TextProfile(
         text=text,
         token_count=len(tokens),
@@ -363,7 +303,7 @@ def analyze_text(text: str) -> TextProfile:
         mentions=mentions,
         technical_terms=tech,
         canonical_text=f" {canon} " if canon else " ",
-        canonical_sentences=[f" {safe_canonical(text[a:b])} " for a, b in spans],
+        canonical_sentences=[f" {canonical_text(text[a:b])} " for a, b in spans],
         folded_text=" ".join(folded.split()),
         folded_sentences=[" ".join(unicodedata.normalize("NFKC", text[a:b]).casefold().split()) for a, b in spans],
     )

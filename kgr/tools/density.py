@@ -49,7 +49,9 @@ more extraction needed.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+from kgr.model.canonical import name_key
 from kgr.model.kg import ExtractedKG
 from kgr.model.tools import (
     AssessmentLevel,
@@ -62,7 +64,7 @@ from kgr.model.tools import (
     TextStats,
 )
 from kgr.tools._cues import category_of, entity_type_evidence, relation_type_evidence
-from kgr.tools._kg import ckey, covered_entity_types, covered_relation_types, distinct_entities, distinct_relations
+from kgr.tools._kg import covered_entity_types, covered_relation_types, distinct_entities, distinct_relations
 from kgr.tools._text import TextProfile, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
@@ -162,7 +164,7 @@ def unextracted_mentions(profile: TextProfile, kg: ExtractedKG, *, keep_years: b
     A mention matches an entity when either's canonical tokens contain the other's as a contiguous
     run (``"Dr. Smith"`` matches ``"Smith"``; ``"Grace"`` matches ``"Grace Hopper"``).
     """
-    keys = {ckey(n) for names in kg.entities.values() for n in names}
+    keys = {name_key(n) for names in kg.entities.values() for n in names}
     by_token: dict[str, list[str]] = {}
     for k in keys:
         for tok in set(k.split(" ")):
@@ -170,7 +172,7 @@ def unextracted_mentions(profile: TextProfile, kg: ExtractedKG, *, keep_years: b
     out: list[str] = []
     seen: set[str] = set()
     for m in profile.mentions:
-        k = ckey(m)
+        k = name_key(m)
         if not k or k in seen or (not keep_years and k.isdigit()):
             continue
         seen.add(k)
@@ -185,26 +187,28 @@ def unextracted_mentions(profile: TextProfile, kg: ExtractedKG, *, keep_years: b
     return out
 
 
-@tool(read_only=True, idempotent=True)
-def query_extraction_density(params: ExtractionDensityInput, *, context: ToolContext) -> ExtractionDensityOutput:
-    """Mandatory first check after every extraction attempt: measures the text (tokens, sentences, complexity), compares the density of extracted entities and relations per 1,000 tokens with the range expected for the schema, text and domain, and says whether to extract more (needs_more_extraction) and what to extract next. Repeat extraction and this call until needs_more_extraction is false; only then call the other tools.
+@dataclass(frozen=True)
+class _Assessment:
+    """How an extraction's densities compare with the expected ones (definitions in the module docstring)."""
 
-    Definitions and thresholds are in the module docstring.
-    """
-    profile = analyze_text(params.text)
-    schema = params.schema_
-    kg = params.extracted_kg
-    T = profile.token_count
-    entities = distinct_entities(kg)
-    relations = distinct_relations(kg)
-    E, R = len(entities), len(relations)
-    n_et, n_rt = len(schema.entity_schema), len(schema.relation_schema)
+    e_rate: float
+    r_rate: float
+    e_ratio: float
+    r_ratio: float
+    balance: float
+    overall: float
+    meets_e: bool
+    meets_r: bool
+    over: bool
+    level: AssessmentLevel
+    needs_more: bool
 
-    complexity = text_complexity(profile)
-    exp = expected_density(n_et, n_rt, complexity, params.domain)
+
+def _assess(E: int, R: int, T: int, exp: ExpectedDensity, complexity: float) -> _Assessment:
+    """Rates, ratios, balance, overall score and assessment level of ``E`` entities and ``R``
+    relations in ``T`` tokens."""
     e_rate = 1000.0 * E / T if T else 0.0
     r_rate = 1000.0 * R / T if T else 0.0
-
     e_vacuous = exp.expected_entities_per_1k <= 0
     r_vacuous = exp.expected_relations_per_1k <= 0
     e_ratio = 1.0 if e_vacuous else e_rate / exp.expected_entities_per_1k
@@ -239,11 +243,31 @@ def query_extraction_density(params: ExtractionDensityInput, *, context: ToolCon
         level = "excellent"
     else:
         level = "adequate"
-    needs_more = T > 0 and level in ("insufficient", "moderate")
+    return _Assessment(e_rate, r_rate, e_ratio, r_ratio, balance, overall, meets_e, meets_r, over, level,
+                       needs_more=T > 0 and level in ("insufficient", "moderate"))
 
-    recs = _recommendations(params, profile, exp, E=E, R=R, e_rate=e_rate, r_rate=r_rate, e_ratio=e_ratio,
-                            r_ratio=r_ratio, balance=balance, level=level, over=over, needs_more=needs_more,
-                            meets_e=meets_e, meets_r=meets_r)
+
+@tool(read_only=True, idempotent=True)
+def query_extraction_density(params: ExtractionDensityInput, *, context: ToolContext) -> ExtractionDensityOutput:
+    """Mandatory first check after every extraction attempt: measures the text (tokens, sentences, complexity), compares the density of extracted entities and relations per 1,000 tokens with the range expected for the schema, text and domain, and says whether to extract more (needs_more_extraction) and what to extract next. Repeat extraction and this call until needs_more_extraction is false; only then call the other tools.
+
+    Definitions and thresholds are in the module docstring.
+    """
+    profile = analyze_text(params.text)
+    schema = params.schema_
+    kg = params.extracted_kg
+    T = profile.token_count
+    entities = distinct_entities(kg)
+    relations = distinct_relations(kg)
+    E, R = len(entities), len(relations)
+    n_et, n_rt = len(schema.entity_schema), len(schema.relation_schema)
+
+    complexity = text_complexity(profile)
+    exp = expected_density(n_et, n_rt, complexity, params.domain)
+    a = _assess(E, R, T, exp, complexity)
+    recs = _recommendations(params, profile, exp, E=E, R=R, e_rate=a.e_rate, r_rate=a.r_rate, e_ratio=a.e_ratio,
+                            r_ratio=a.r_ratio, balance=a.balance, level=a.level, over=a.over,
+                            needs_more=a.needs_more, meets_e=a.meets_e, meets_r=a.meets_r)
 
     return ExtractionDensityOutput(
         text_stats=TextStats(token_count=T, sentence_count=profile.sentence_count, word_count=profile.word_count,
@@ -254,9 +278,9 @@ def query_extraction_density(params: ExtractionDensityInput, *, context: ToolCon
             total_kg_elements=E + R,
             entity_type_count=len(covered_entity_types(kg)),
             relation_type_count=len(covered_relation_types(kg)),
-            entities_per_1k_tokens=_r(e_rate),
-            relations_per_1k_tokens=_r(r_rate),
-            kg_density_per_1k_tokens=_r(e_rate + r_rate),
+            entities_per_1k_tokens=_r(a.e_rate),
+            relations_per_1k_tokens=_r(a.r_rate),
+            kg_density_per_1k_tokens=_r(a.e_rate + a.r_rate),
             entity_relation_ratio=_r(E / max(R, 1)),
         ),
         expected_density=ExpectedDensity(**{k: (_r(v) if isinstance(v, float) else v) for k, v in exp.model_dump().items()}),
@@ -269,16 +293,16 @@ def query_extraction_density(params: ExtractionDensityInput, *, context: ToolCon
             complexity_score=_r(complexity),
         ),
         density_assessment=DensityAssessment(
-            entity_density_ratio=_r(e_ratio),
-            relation_density_ratio=_r(r_ratio),
-            overall_density_score=_r(overall),
-            assessment_level=level,
-            is_adequate=level in ("adequate", "excellent"),
-            meets_minimum_thresholds=meets_e and meets_r,
-            potential_over_extraction=over,
-            balance_score=_r(balance),
+            entity_density_ratio=_r(a.e_ratio),
+            relation_density_ratio=_r(a.r_ratio),
+            overall_density_score=_r(a.overall),
+            assessment_level=a.level,
+            is_adequate=a.level in ("adequate", "excellent"),
+            meets_minimum_thresholds=a.meets_e and a.meets_r,
+            potential_over_extraction=a.over,
+            balance_score=_r(a.balance),
         ),
-        needs_more_extraction=needs_more,
+        needs_more_extraction=a.needs_more,
         recommendations=recs,
     )
 
@@ -323,8 +347,8 @@ def _recommendations(params: ExtractionDensityInput, profile: TextProfile, exp: 
                 hint = f" (the text suggests some: '{ev.snippet}')" if ev else ""
                 recs.append(f"Extract {t} relations: none extracted yet{hint}.")
         if schema.relation_schema and (not meets_r or r_ratio < 1.0):
-            linked = {ckey(x) for _, s, o in distinct_relations(kg) for x in (s, o)}
-            isolated = [n for _, n in distinct_entities(kg) if ckey(n) not in linked]
+            linked = {name_key(x) for _, s, o in distinct_relations(kg) for x in (s, o)}
+            isolated = [n for _, n in distinct_entities(kg) if name_key(n) not in linked]
             if isolated:
                 recs.append(f"Link the extracted entities: {len(isolated)} take part in no relation "
                             f"({_quote(isolated)}).")

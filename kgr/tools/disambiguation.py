@@ -38,8 +38,9 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from kgr.errors import KgrNeo4jUnavailable
-from kgr.model.canonical import name_similarity
+from kgr.model.canonical import canonical_text, name_key, name_similarity, variant_key
 from kgr.model.kg import ExtractedKG, RelationPair
+from kgr.model.schema import KGSchema
 from kgr.model.tools import (
     Candidate,
     DisambiguationResult,
@@ -52,8 +53,7 @@ from kgr.model.tools import (
     RelationshipsResult,
 )
 from kgr.store.lookup import CandidateHit, EntityRecord, find_entity_candidates
-from kgr.tools._kg import ckey
-from kgr.tools._text import analyze_text, norm_key, safe_canonical
+from kgr.tools._text import TextProfile, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
 
@@ -92,7 +92,7 @@ def string_similarity(a: str, b: str) -> float:
     """Fuzzy similarity of two names in [0, 1], on their canonical forms.
 
     The best of: difflib's ratio of the canonical forms, of their sorted tokens, and of their
-    :func:`~kgr.tools._text.norm_key` forms (no leading "the", no legal suffix such as "Corp"), and
+    :func:`~kgr.model.canonical.variant_key` forms (no leading "the", no legal suffix such as "Corp"), and
     :data:`ACRONYM_SIMILARITY` when one is the acronym of the other.
 
     >>> string_similarity("I.B.M.", "ibm"), string_similarity("IBM", "International Business Machines")
@@ -100,13 +100,13 @@ def string_similarity(a: str, b: str) -> float:
     >>> round(string_similarity("Microsft", "Microsoft"), 4)
     0.9412
     """
-    ca, cb = safe_canonical(a)[:_MAX_COMPARED], safe_canonical(b)[:_MAX_COMPARED]
+    ca, cb = canonical_text(a)[:_MAX_COMPARED], canonical_text(b)[:_MAX_COMPARED]
     if not ca or not cb:
         return 0.0
     if ca == cb:
         return 1.0
     best = name_similarity(ca, cb)
-    na, nb = norm_key(a)[:_MAX_COMPARED], norm_key(b)[:_MAX_COMPARED]
+    na, nb = variant_key(a)[:_MAX_COMPARED], variant_key(b)[:_MAX_COMPARED]
     if (na, nb) != (ca, cb):
         best = max(best, SequenceMatcher(None, na, nb).ratio())
     short_a, short_b = ca.replace(" ", ""), cb.replace(" ", "")
@@ -135,8 +135,61 @@ def _kb_entity(rec: EntityRecord) -> KBEntity:
 def _is_exact(queries: list[str], rec: EntityRecord, hit: CandidateHit) -> bool:
     if hit.exact_key:
         return True
-    keys = {ckey(q) for q in queries}
-    return any(ckey(f) in keys for f in _forms(rec))
+    keys = {name_key(q) for q in queries}
+    return any(name_key(f) in keys for f in _forms(rec))
+
+
+def _disambiguate(etype: str, name: str, rname: str, found: Sequence[CandidateHit], *,
+                  params: EntityDisambiguationInput, schema: KGSchema | None, embed_of: dict[str, Sequence[float]],
+                  ctx_profile: TextProfile | None, keep: int,
+                  cross_type: list[str]) -> tuple[DisambiguationResult, CandidateHit | None]:
+    """One extracted entity ``name`` (schema-resolved: ``rname``) of type ``etype`` against its store
+    candidates ``found``: its scored candidates (at most ``keep``) and the best match's hit, if any.
+    Exact matches of another type are reported in ``cross_type``."""
+    queries = list(dict.fromkeys([name, rname]))
+    scored: list[tuple[float, int, float, str, CandidateHit]] = []
+    for h in found:
+        if h.entity.type != etype:
+            if _is_exact(queries, h.entity, h):
+                cross_type.append(f"'{name}' is {h.entity.type} in the knowledge graph but was extracted as "
+                                  f"{etype}: check its type.")
+            continue
+        if _is_exact(queries, h.entity, h):
+            conf = 1.0
+        elif params.disambiguation_strategy == "exact_match" or _distinct(schema, etype, rname, h.entity.name):
+            conf = 0.0
+        elif embed_of:
+            conf = max(_cosine(embed_of[q], embed_of[f]) for q in queries for f in _forms(h.entity))
+        else:
+            conf = max(string_similarity(q, f) for q in queries for f in _forms(h.entity))
+        overlap = 0
+        if ctx_profile is not None:
+            overlap = sum(1 for e in h.relationships if ctx_profile.contains(e.target.name))
+        scored.append((conf, overlap, h.score or 0.0, h.entity.key or "", h))
+    scored.sort(key=lambda s: (-s[0], -s[1], -s[2], s[3]))
+    scored = scored[:keep]
+    cands = [Candidate(candidate=_kb_entity(s[4].entity), confidence=_r(s[0])) for s in scored]
+    best_i = next((i for i, s in enumerate(scored) if s[0] >= params.similarity_threshold and s[0] > 0), None)
+    best = cands[best_i] if best_i is not None else None
+    result = DisambiguationResult(
+        original_entity=OriginalEntity(type=etype, name=name), candidates=cands, best_match=best,
+        is_disambiguated=best is not None, confidence=best.confidence if best else 0.0)
+    return result, scored[best_i][4] if best_i is not None else None
+
+
+def _relationships_results(best_hits: Sequence[CandidateHit | None]) -> list[RelationshipsResult]:
+    """The store relationships of each distinct best match, in order."""
+    out: list[RelationshipsResult] = []
+    seen_keys: set[str] = set()
+    for h in best_hits:
+        if h is None or (h.entity.key or h.entity.name) in seen_keys:
+            continue
+        seen_keys.add(h.entity.key or h.entity.name)
+        out.append(RelationshipsResult(
+            entity=_kb_entity(h.entity),
+            relationships=[Relationship(type=e.type, target=_kb_entity(e.target), properties=e.properties,
+                                        direction="out" if e.direction == "out" else "in") for e in h.relationships]))
+    return out
 
 
 @tool(read_only=True, idempotent=True, needs_graph=True)
@@ -155,7 +208,7 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
     schema = context.schema
 
     items: list[tuple[str, str]] = list(dict.fromkeys((t, n) for t, names in kg.entities.items() for n in names))
-    resolved = [schema.resolve_name(t, n) if schema is not None and safe_canonical(n) else n for t, n in items]
+    resolved = [schema.resolve_name(t, n) if schema is not None and canonical_text(n) else n for t, n in items]
     hits = find_entity_candidates(graph, [(t, r) for (t, _), r in zip(items, resolved)],
                                   per_name=context.candidates_per_name,
                                   hits_per_name=4 * context.candidates_per_name,
@@ -169,42 +222,17 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
                                     *(f for hs in hits for h in hs for f in _forms(h.entity))]))
         vectors = context.embed(texts)
         embed_of = dict(zip(texts, vectors))
-    ctx_profile = analyze_text(params.context) if params.context else None
 
+    ctx_profile = analyze_text(params.context) if params.context else None
     results: list[DisambiguationResult] = []
     best_hits: list[CandidateHit | None] = []
     cross_type: list[str] = []
     for (etype, name), rname, found in zip(items, resolved, hits or [[] for _ in items]):
-        queries = list(dict.fromkeys([name, rname]))
-        scored: list[tuple[float, int, float, str, CandidateHit]] = []
-        for h in found:
-            if h.entity.type != etype:
-                if _is_exact(queries, h.entity, h):
-                    cross_type.append(f"'{name}' is {h.entity.type} in the knowledge graph but was extracted as "
-                                      f"{etype}: check its type.")
-                continue
-            exact = _is_exact(queries, h.entity, h)
-            if exact:
-                conf = 1.0
-            elif strategy == "exact_match" or _distinct(schema, etype, rname, h.entity.name):
-                conf = 0.0
-            elif embed_of:
-                conf = max(_cosine(embed_of[q], embed_of[f]) for q in queries for f in _forms(h.entity))
-            else:
-                conf = max(string_similarity(q, f) for q in queries for f in _forms(h.entity))
-            overlap = 0
-            if ctx_profile is not None:
-                overlap = sum(1 for e in h.relationships if ctx_profile.contains(e.target.name))
-            scored.append((conf, overlap, h.score or 0.0, h.entity.key or "", h))
-        scored.sort(key=lambda s: (-s[0], -s[1], -s[2], s[3]))
-        scored = scored[: context.candidates_per_name]
-        cands = [Candidate(candidate=_kb_entity(s[4].entity), confidence=_r(s[0])) for s in scored]
-        best_i = next((i for i, s in enumerate(scored) if s[0] >= threshold and s[0] > 0), None)
-        best = cands[best_i] if best_i is not None else None
-        best_hits.append(scored[best_i][4] if best_i is not None else None)
-        results.append(DisambiguationResult(
-            original_entity=OriginalEntity(type=etype, name=name), candidates=cands, best_match=best,
-            is_disambiguated=best is not None, confidence=best.confidence if best else 0.0))
+        result, best_hit = _disambiguate(etype, name, rname, found, params=params, schema=schema,
+                                         embed_of=embed_of, ctx_profile=ctx_profile,
+                                         keep=context.candidates_per_name, cross_type=cross_type)
+        results.append(result)
+        best_hits.append(best_hit)
 
     total = len(results)
     matched = sum(1 for r in results if r.is_disambiguated)
@@ -212,23 +240,12 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
     avg = sum(r.confidence for r in results) / total if total else 0.0
     quality = 0.6 * rate + 0.4 * avg if total else 0.0
 
-    rel_results: list[RelationshipsResult] = []
-    seen_keys: set[str] = set()
-    for h in best_hits:
-        if h is None or (h.entity.key or h.entity.name) in seen_keys:
-            continue
-        seen_keys.add(h.entity.key or h.entity.name)
-        rel_results.append(RelationshipsResult(
-            entity=_kb_entity(h.entity),
-            relationships=[Relationship(type=e.type, target=_kb_entity(e.target), properties=e.properties,
-                                        direction="out" if e.direction == "out" else "in") for e in h.relationships]))
-
     final_kg, renames = rewrite_kg(kg, items, resolved, [h.entity.name if h is not None else None for h in best_hits])
     suggestions = _suggestions(items, results, renames, cross_type)
 
     return EntityDisambiguationOutput(
         disambiguation_results=results,
-        relationships_results=rel_results,
+        relationships_results=_relationships_results(best_hits),
         quality_score=_r(quality),
         disambiguation_strategy=strategy,
         similarity_threshold=threshold,
@@ -255,7 +272,7 @@ def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequ
         if hit is not None:
             target = hit
         else:
-            target = first_of.setdefault((etype, ckey(rname)), rname)
+            target = first_of.setdefault((etype, name_key(rname)), rname)
         renames[(etype, name)] = target
     entities: dict[str, list[str]] = {}
     for etype, names in kg.entities.items():
@@ -263,8 +280,8 @@ def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequ
         seen: set[str] = set()
         for n in names:
             new = renames.get((etype, n), n)
-            if ckey(new) not in seen:
-                seen.add(ckey(new))
+            if name_key(new) not in seen:
+                seen.add(name_key(new))
                 out.append(new)
         entities[etype] = out
     by_name: dict[str, set[str]] = {}
@@ -281,7 +298,7 @@ def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequ
         seen_p: set[tuple[str, str]] = set()
         for p in pairs:
             s, o = rename(p.subject), rename(p.object)
-            k = (ckey(s), ckey(o))
+            k = (name_key(s), name_key(o))
             if k not in seen_p:
                 seen_p.add(k)
                 out_p.append(RelationPair(subject=s, object=o))

@@ -32,6 +32,8 @@ same text and schema. Changes are in **percentage points** of that 0-1 score ("%
 
 from __future__ import annotations
 
+from collections import Counter
+
 from kgr.model.kg import ExtractedKG
 from kgr.model.tools import (
     ConvergenceStatus,
@@ -221,6 +223,55 @@ def _strategies(codes: set[str], recurring: list[str], schema: ToolSchema) -> di
     }
 
 
+def _problem_patterns(round_codes: list[set[str]], feedback: list[set[str]]) -> ProblemPatterns:
+    """The issues that recur: codes in two or more rounds and still in the current one, then
+    feedback issues in two or more entries, with their categories, solutions and severities."""
+    freq = Counter(c for codes in round_codes for c in codes)
+    fb_freq = Counter(c for issues in feedback for c in issues)
+    recurring = [c for c in sorted(freq) if freq[c] >= 2 and c in round_codes[-1]]
+    recurring += [c for c in sorted(fb_freq) if fb_freq[c] >= 2]
+
+    def severity(c: str) -> Severity:
+        share = fb_freq[c] / len(feedback) if c.startswith("feedback:") else freq[c] / len(round_codes)
+        return "high" if share >= 0.75 else "medium" if share >= 0.5 else "low"
+
+    return ProblemPatterns(
+        recurring_issues=recurring,
+        pattern_types=sorted({"feedback" if c.startswith("feedback:") else _CATEGORY[c.split(":", 1)[0]]
+                              for c in recurring}),
+        suggested_solutions=[
+            (f"Address the recurring feedback: {c.removeprefix('feedback:')}" if c.startswith("feedback:")
+             else _SOLUTION[c.split(":", 1)[0]].format(arg=c.split(":", 1)[-1]))
+            for c in recurring
+        ],
+        issue_frequency={**dict(sorted(freq.items())), **dict(sorted(fb_freq.items()))},
+        severity_levels={c: severity(c) for c in recurring},
+    )
+
+
+def _priority(recurring: list[str], focus: IterationFocus) -> StrategyType:
+    """The strategy to lead with: the recurring patterns first, else the phase's own."""
+    if recurring:
+        return "pattern_specific"
+    if focus == "coverage_expansion":
+        return "coverage_expansion"
+    if focus == "quality_improvement":
+        return "quality_focus"
+    return "balanced_improvement"
+
+
+def _next_steps(cont: bool, reason: str, priority: Strategy, focus: IterationFocus) -> list[str]:
+    """What the agent should do next: another round led by ``priority``, or the final checks."""
+    if not cont:
+        return [f"Stop iterating: {reason}.", "Run query_quality_metrics for a final assessment.",
+                "Run query_entity_disambiguation, then query_kg_storage."]
+    return [f"Continue: {reason}.", *priority.actions[:3],
+            {"coverage_expansion": "Focus this round on breadth: extract everything the text names.",
+             "quality_improvement": "Focus this round on accuracy: verify names, spans and types.",
+             "refinement": "Focus this round on consistency: one name and one type per entity."}[focus],
+            "Run query_extraction_density on the new extraction."]
+
+
 @tool(read_only=True, idempotent=True)
 def query_iterative_feedback(params: IterativeFeedbackInput, *, context: ToolContext) -> IterativeFeedbackOutput:
     """Optional multi-round check: scores every round of the extraction history and the current extraction with the quality metrics, reports the trend, recent and overall improvement (percentage points), convergence, recurring problems with solutions, the strategy and focus for the next round by phase (coverage_expansion, quality_improvement, refinement), the effectiveness level, and whether to continue iterating (default limit 5 iterations).
@@ -240,53 +291,13 @@ def query_iterative_feedback(params: IterativeFeedbackInput, *, context: ToolCon
     trend = trend_of(improvements)
 
     round_codes = [set(rep.codes) for rep in reports]
-    freq: dict[str, int] = {}
-    for codes in round_codes:
-        for c in codes:
-            freq[c] = freq.get(c, 0) + 1
-    fb = _feedback_issues(params.feedback_history)
-    fb_freq: dict[str, int] = {}
-    for issues in fb:
-        for c in issues:
-            fb_freq[c] = fb_freq.get(c, 0) + 1
-    current = round_codes[-1]
-    recurring = [c for c in sorted(freq) if freq[c] >= 2 and c in current]
-    recurring += [c for c in sorted(fb_freq) if fb_freq[c] >= 2]
-
-    def severity(c: str) -> Severity:
-        share = fb_freq[c] / len(fb) if c.startswith("feedback:") else freq[c] / n
-        return "high" if share >= 0.75 else "medium" if share >= 0.5 else "low"
-
-    pattern_types = sorted({"feedback" if c.startswith("feedback:") else _CATEGORY[c.split(":", 1)[0]]
-                            for c in recurring})
-    solutions = [
-        (f"Address the recurring feedback: {c.removeprefix('feedback:')}" if c.startswith("feedback:")
-         else _SOLUTION[c.split(":", 1)[0]].format(arg=c.split(":", 1)[-1]))
-        for c in recurring
-    ]
-
+    patterns = _problem_patterns(round_codes, _feedback_issues(params.feedback_history))
+    recurring = patterns.recurring_issues
     focus = focus_of(n, params.max_iterations)
-    strategies = _strategies(current, recurring, schema)
-    if recurring:
-        chosen: StrategyType = "pattern_specific"
-    elif focus == "coverage_expansion":
-        chosen = "coverage_expansion"
-    elif focus == "quality_improvement":
-        chosen = "quality_focus"
-    else:
-        chosen = "balanced_improvement"
+    strategies = _strategies(round_codes[-1], recurring, schema)
+    chosen = _priority(recurring, focus)
     ordered = [strategies[chosen], *[s for t, s in strategies.items() if t != chosen]]
     cont, reason = should_continue(n, params.max_iterations, trend, recent)
-
-    if cont:
-        next_steps = [f"Continue: {reason}.", *strategies[chosen].actions[:3],
-                      {"coverage_expansion": "Focus this round on breadth: extract everything the text names.",
-                       "quality_improvement": "Focus this round on accuracy: verify names, spans and types.",
-                       "refinement": "Focus this round on consistency: one name and one type per entity."}[focus],
-                      "Run query_extraction_density on the new extraction."]
-    else:
-        next_steps = [f"Stop iterating: {reason}.", "Run query_quality_metrics for a final assessment.",
-                      "Run query_entity_disambiguation, then query_kg_storage."]
 
     return IterativeFeedbackOutput(
         progress_analysis=ProgressAnalysis(
@@ -296,13 +307,7 @@ def query_iterative_feedback(params: IterativeFeedbackInput, *, context: ToolCon
             extraction_volume_change=float(_volume(rounds[-1]) - _volume(rounds[0])),
             convergence_status=convergence_of(improvements),
         ),
-        problem_patterns=ProblemPatterns(
-            recurring_issues=recurring,
-            pattern_types=pattern_types,
-            suggested_solutions=solutions,
-            issue_frequency={**dict(sorted(freq.items())), **dict(sorted(fb_freq.items()))},
-            severity_levels={c: severity(c) for c in recurring},
-        ),
+        problem_patterns=patterns,
         optimization_strategy=OptimizationStrategy(strategies=ordered, priority_strategy=strategies[chosen],
                                                    iteration_focus=focus),
         iteration_effectiveness=IterationEffectiveness(
@@ -314,5 +319,5 @@ def query_iterative_feedback(params: IterativeFeedbackInput, *, context: ToolCon
         should_continue_iteration=cont,
         current_iteration=n,
         max_iterations=params.max_iterations,
-        next_steps=next_steps,
+        next_steps=_next_steps(cont, reason, strategies[chosen], focus),
     )

@@ -5,14 +5,14 @@ Each aspect scores 0-1; ``overall_score`` is their weighted mean with the append
 renormalised over the aspects evaluated. ``quality_level`` (:func:`quality_level`): ≥ 0.9
 excellent, ≥ 0.8 good, ≥ 0.7 fair, ≥ 0.6 poor, below very_poor.
 
-"Distinct" entities and relations are by type and canonical name (:mod:`kgr.tools._kg`); a relation
-endpoint refers to the extracted entities with its canonical name or, failing that, its
-:func:`~kgr.tools._text.norm_key` (:class:`~kgr.tools._kg.EntityIndex`).
+"Distinct" entities and relations are by type and :func:`~kgr.model.canonical.name_key`
+(:mod:`kgr.tools._kg`); a relation endpoint refers to the extracted entities with its name key or,
+failing that, its :func:`~kgr.model.canonical.variant_key` (:class:`~kgr.tools._kg.EntityIndex`).
 
 **Consistency** = mean of
 
 * ``entity_naming_consistency`` = 1 − (duplicates + cross-type names) / entity entries, where
-  ``duplicate_entities`` counts entries whose ``norm_key`` repeats an earlier entry of the same type
+  ``duplicate_entities`` counts entries whose ``variant_key`` repeats an earlier entry of the same type
   (``"I.B.M."`` after ``"IBM"``, ``"Microsoft Corp."`` after ``"Microsoft"``) and a cross-type name
   counts once per extra type it is listed under;
 * ``relation_consistency`` = share of relation entries with no problem: not a repeat, both
@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from kgr.model.canonical import name_key, variant_key
 from kgr.model.kg import ExtractedKG
 from kgr.model.tools import (
     AccuracyDetails,
@@ -67,13 +68,12 @@ from kgr.model.tools import (
 from kgr.tools._cues import category_of, name_category
 from kgr.tools._kg import (
     EntityIndex,
-    ckey,
     covered_entity_types,
     covered_relation_types,
     distinct_entities,
     distinct_relations,
 )
-from kgr.tools._text import TextProfile, analyze_text, norm_key
+from kgr.tools._text import TextProfile, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.density import _min_count, expected_density, text_complexity
 from kgr.tools.registry import tool
@@ -139,15 +139,16 @@ class QualityReport:
 
 # -- consistency ---------------------------------------------------------------------------------
 
-def _consistency(kg: ExtractedKG) -> _Aspect:
-    issues: list[str] = []
+def _naming(kg: ExtractedKG) -> tuple[float, list[str], dict[str, list[str]]]:
+    """``entity_naming_consistency``, the duplicate entries (described) and the names listed under
+    several types (variant key → types)."""
     entries = sum(len(v) for v in kg.entities.values())
     dup_names: list[str] = []
     type_of_key: dict[str, list[str]] = {}
     for etype, names in kg.entities.items():
         first: dict[str, str] = {}
         for n in names:
-            k = norm_key(n) or ckey(n)
+            k = variant_key(n)
             if k in first:
                 dup_names.append(f"{n}' ({etype}) repeats '{first[k]}")
             else:
@@ -156,42 +157,61 @@ def _consistency(kg: ExtractedKG) -> _Aspect:
     cross = {k: ts for k, ts in type_of_key.items() if len(ts) > 1}
     n_cross = sum(len(ts) - 1 for ts in cross.values())
     naming = 1.0 - (len(dup_names) + n_cross) / entries if entries else 1.0
-    naming = max(0.0, naming)
+    return max(0.0, naming), dup_names, cross
+
+
+@dataclass
+class _RelationProblems:
+    """The relation entries of an extraction with a problem, by kind (definitions in the module docstring)."""
+
+    total: int = 0
+    bad: int = 0
+    repeats: int = 0
+    dangling: list[str] = field(default_factory=list)
+    self_loops: list[str] = field(default_factory=list)
+    reverse: list[str] = field(default_factory=list)
+
+
+def _relation_problems(kg: ExtractedKG) -> _RelationProblems:
+    out = _RelationProblems()
+    index = EntityIndex(kg)
+    seen: set[tuple[str, str, str]] = set()
+    pairs_flagged: set[tuple[str, frozenset[str]]] = set()
+    for rtype, rels in kg.relations.items():
+        for p in rels:
+            out.total += 1
+            s, o = variant_key(p.subject), variant_key(p.object)
+            problem = False
+            if (rtype, s, o) in seen:
+                out.repeats += 1
+                problem = True
+            if not index.lookup(p.subject) or not index.lookup(p.object):
+                out.dangling.append(f"{rtype}({p.subject}, {p.object})")
+                problem = True
+            if s == o:
+                out.self_loops.append(f"{rtype}({p.subject}, {p.object})")
+                problem = True
+            elif (rtype, o, s) in seen and (rtype, frozenset((s, o))) not in pairs_flagged:
+                pairs_flagged.add((rtype, frozenset((s, o))))
+                out.reverse.append(f"{rtype} between '{p.subject}' and '{p.object}'")
+                problem = True
+            seen.add((rtype, s, o))
+            out.bad += problem
+    return out
+
+
+def _consistency(kg: ExtractedKG) -> _Aspect:
+    issues: list[str] = []
+    naming, dup_names, cross = _naming(kg)
     if dup_names:
         issues.append(f"{len(dup_names)} duplicate entities: " + "; ".join(f"'{d}'" for d in dup_names[:5]))
     if cross:
         issues.append("Names listed under several types: " + "; ".join(
             f"'{k}' ({', '.join(ts)})" for k, ts in list(cross.items())[:5]))
 
-    index = EntityIndex(kg)
-    total = 0
-    bad = 0
-    seen: set[tuple[str, str, str]] = set()
-    pairs_flagged: set[tuple[str, frozenset[str]]] = set()
-    dangling: list[str] = []
-    self_loops: list[str] = []
-    reverse: list[str] = []
-    repeats = 0
-    for rtype, rels in kg.relations.items():
-        for p in rels:
-            total += 1
-            s, o = norm_key(p.subject) or ckey(p.subject), norm_key(p.object) or ckey(p.object)
-            problem = False
-            if (rtype, s, o) in seen:
-                repeats += 1
-                problem = True
-            if not index.lookup(p.subject) or not index.lookup(p.object):
-                dangling.append(f"{rtype}({p.subject}, {p.object})")
-                problem = True
-            if s == o:
-                self_loops.append(f"{rtype}({p.subject}, {p.object})")
-                problem = True
-            elif (rtype, o, s) in seen and (rtype, frozenset((s, o))) not in pairs_flagged:
-                pairs_flagged.add((rtype, frozenset((s, o))))
-                reverse.append(f"{rtype} between '{p.subject}' and '{p.object}'")
-                problem = True
-            seen.add((rtype, s, o))
-            bad += problem
+    rp = _relation_problems(kg)
+    total, bad, repeats = rp.total, rp.bad, rp.repeats
+    dangling, self_loops, reverse = rp.dangling, rp.self_loops, rp.reverse
     rel_cons = 1.0 - bad / total if total else 1.0
     conflicting = len(self_loops) + len(reverse)
     if repeats:
@@ -269,7 +289,7 @@ def _completeness(kg: ExtractedKG, schema: ToolSchema, profile: TextProfile) -> 
 # -- accuracy ------------------------------------------------------------------------------------
 
 def _partial_span_found(name: str, profile: TextProfile) -> bool:
-    toks = ckey(name).split(" ")
+    toks = name_key(name).split(" ")
     n = len(toks)
     if n < 2 or n > _MAX_SPAN_TOKENS:
         return False
@@ -290,7 +310,7 @@ def _strip_title(k: str) -> str:
 
 def _mention_index(profile: TextProfile) -> tuple[set[str], dict[str, list[str]]]:
     """Canonical mention keys (titles stripped) and an index of them by token."""
-    keys = {_strip_title(ckey(m)) for m in profile.mentions}
+    keys = {_strip_title(name_key(m)) for m in profile.mentions}
     by_token: dict[str, list[str]] = {}
     for k in keys:
         for tok in set(k.split(" ")):
@@ -299,13 +319,13 @@ def _mention_index(profile: TextProfile) -> tuple[set[str], dict[str, list[str]]
 
 
 def _too_short(name: str, mention_keys: set[str], by_token: dict[str, list[str]]) -> bool:
-    k = ckey(name)
+    k = name_key(name)
     if not k or k in mention_keys:
         return False
     padded = f" {k} "
-    nk = norm_key(name)
+    nk = variant_key(name)
     for m in by_token.get(k.split(" ")[0], []):
-        if len(m) > len(k) and padded in f" {m} " and norm_key(m) != nk:
+        if len(m) > len(k) and padded in f" {m} " and variant_key(m) != nk:
             return True
     return False
 

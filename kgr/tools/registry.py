@@ -9,10 +9,19 @@ annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``):
 >>> function_definition("query_coverage_feedback")["function"]["name"]
 'query_coverage_feedback'
 
-:func:`call_tool` is the one entry point for JSON callers (the CLI, the MCP and HTTP servers): it
-validates the payload strictly, raising :class:`~kgr.errors.KgrValidationError` that names the
-failing field, runs the tool and returns the output as JSON-able data. Function definitions for
-OpenAI-style function calling are generated from the same input models, never written by hand.
+:func:`call_tool` is the one entry point for JSON callers (``kgr tool``, the MCP and HTTP servers,
+the agent and the ingestion loop), for the six tools and the server's helpers alike: it validates
+the payload with :func:`validate_input`, the one payload validator, runs the tool and returns the
+output as JSON-able data. Function definitions for OpenAI-style function calling are generated from
+the same input models, never written by hand.
+
+**Validation** is strict (``"1"`` is no number, ``true`` no integer) and names the failing field
+(:class:`~kgr.errors.KgrValidationError`). **JSON numbers**: JSON has one number type, and JSON
+Schema counts ``100.0`` as an integer; the tools validate strictly in Python terms, where ``100.0``
+is a float and no integer. :func:`validate_input` therefore turns every float with no fractional
+part into an int first (:func:`json_numbers`; float fields accept ints), so a payload is accepted
+exactly when it matches the published schema. A payload nesting arrays or objects deeper than
+:data:`MAX_JSON_DEPTH` is refused with a validation error (HTTP 422), not a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -39,8 +48,10 @@ __all__ = [
     "function_definitions",
     "mcp_annotations",
     "validate_input",
+    "json_numbers",
     "call_tool",
     "TOOL_MODULES",
+    "MAX_JSON_DEPTH",
 ]
 
 #: Modules whose import registers the six tools, in the appendix's order.
@@ -184,9 +195,14 @@ def function_definitions() -> list[dict[str, Any]]:
     return [function_definition(s.name) for s in list_tools()]
 
 
-def mcp_annotations(name: str) -> dict[str, bool]:
-    """The MCP tool annotations of a tool (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``)."""
-    spec = get_tool(name)
+def _spec(which: str | ToolSpec) -> ToolSpec:
+    return which if isinstance(which, ToolSpec) else get_tool(which)
+
+
+def mcp_annotations(which: str | ToolSpec) -> dict[str, bool]:
+    """The MCP tool annotations of a tool, by name or spec (``readOnlyHint``, ``destructiveHint``,
+    ``idempotentHint``, ``openWorldHint``)."""
+    spec = _spec(which)
     return {
         "readOnlyHint": spec.read_only,
         "destructiveHint": spec.destructive,
@@ -195,20 +211,52 @@ def mcp_annotations(name: str) -> dict[str, bool]:
     }
 
 
-def validate_input(name: str, payload: object) -> BaseModel:
-    """Validate a JSON payload against a tool's input model (strictly).
+#: Deepest nesting of arrays and objects a payload may have (no tool input needs more than a few).
+MAX_JSON_DEPTH = 64
+
+
+def json_numbers(value: Any, _depth: int = 0) -> Any:
+    """``value`` with integral floats as ints (JSON number semantics; see the module docstring).
+
+    >>> json_numbers({"a": [100.0, 0.5, True], "b": -2.0})
+    {'a': [100, 0.5, True], 'b': -2}
+
+    Raises
+    ------
+    KgrValidationError
+        The value nests arrays or objects deeper than :data:`MAX_JSON_DEPTH` (a clear 422, not a
+        ``RecursionError``).
+    """
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, (dict, list)) and _depth >= MAX_JSON_DEPTH:
+        raise KgrValidationError(f"the input nests arrays or objects deeper than {MAX_JSON_DEPTH} levels",
+                                 field="input")
+    if isinstance(value, dict):
+        return {k: json_numbers(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_numbers(v, _depth + 1) for v in value]
+    return value
+
+
+def validate_input(which: str | ToolSpec, payload: object) -> BaseModel:
+    """Validate a JSON payload against a tool's input model (by name or spec): the one validator.
+
+    JSON numbers first (:func:`json_numbers`), then strict pydantic validation.
 
     Raises
     ------
     KgrValidationError
         Naming the first failing field (``extracted_kg.entities.Person.0``), with the pydantic error
-        list in ``details``.
+        list in ``details``; or the payload is not an object, or nests deeper than
+        :data:`MAX_JSON_DEPTH`.
     KgrNotFound
         For an unknown tool name.
     """
-    spec = get_tool(name)
+    spec = _spec(which)
+    payload = json_numbers(payload)
     if not isinstance(payload, dict):
-        raise KgrValidationError(f"{name} input must be a JSON object, got {type(payload).__name__}", field="$")
+        raise KgrValidationError(f"{spec.name} input must be a JSON object, got {type(payload).__name__}", field="$")
     try:
         return spec.input_model.model_validate(payload, strict=True)
     except ValidationError as exc:
@@ -219,8 +267,10 @@ def validate_input(name: str, payload: object) -> BaseModel:
         raise KgrValidationError(str(exc)) from None
 
 
-def call_tool(name: str, payload: object, *, context: ToolContext | None = None) -> dict[str, Any]:
-    """Validate ``payload``, run the tool ``name`` and return its output as JSON-able data.
+def call_tool(which: str | ToolSpec, payload: object, *, context: ToolContext | None = None) -> dict[str, Any]:
+    """Validate ``payload``, run the tool (by name or spec) and return its output as JSON-able data.
+
+    Blocking (the store tools talk to Neo4j): async callers run it in a worker thread.
 
     Raises
     ------
@@ -231,7 +281,7 @@ def call_tool(name: str, payload: object, *, context: ToolContext | None = None)
     KgrNeo4jUnavailable
         A store tool was called without a reachable database.
     """
-    spec = get_tool(name)
-    params = validate_input(name, payload)
+    spec = _spec(which)
+    params = validate_input(spec, payload)
     result = spec.func(params, context=context or ToolContext())
     return result.model_dump(mode="json", by_alias=True)

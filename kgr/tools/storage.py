@@ -7,8 +7,8 @@ KG again from the same source changes nothing, and from another source adds one 
 Promotion (``kgr promote``) decides later what becomes a fact.
 
 Relation endpoints are resolved against ``entities`` (:class:`~kgr.tools._kg.EntityIndex`: same
-canonical name, else same :func:`~kgr.tools._text.norm_key`); the endpoint's type is the type it is
-listed under. A relation whose endpoint is missing or listed under several types fails with that
+:func:`~kgr.model.canonical.name_key`, else same :func:`~kgr.model.canonical.variant_key`); the
+endpoint's type is the type it is listed under. A relation whose endpoint is missing or listed under several types fails with that
 reason.
 
 Counts (each item lands in exactly one of stored / skipped / failed):
@@ -279,6 +279,107 @@ def _listed(what: str, items: list[str]) -> str:
     return f"{len(items)} {what} not stored: " + "; ".join(items[:_MAX_LISTED]) + more
 
 
+def _source(params: KGStorageInput, context: ToolContext, warnings: list[str]) -> str:
+    """The source the votes are cast as: the session's, else the input's, else a hash of the content."""
+    if context.source:
+        if params.source and params.source != context.source:
+            warnings.append(f"Input source '{params.source}' ignored: this session stores as '{context.source}'.")
+        return context.source
+    if params.source:
+        return params.source
+    source = default_source(params.extracted_kg)
+    warnings.append(f"No source given: votes are cast as '{source}' (a hash of the content), so storing "
+                    "the same KG again adds no votes.")
+    return source
+
+
+def _stage(graph: Any, context: ToolContext, rows: list[tuple[str, str, str]],
+           assertions: list[TripleAssertion]) -> tuple[_Phase, _Phase]:
+    """The entity phase and the relation phase: through the group-commit writer when the context
+    has one, else in batches (the relations only when the entities went through)."""
+    schema, batch = context.schema, max(1, context.batch_size)
+    if context.stager is not None:
+        return _stage_grouped(context.stager, rows, assertions, schema)
+    ents = _stage_entities(graph, rows, schema, batch, nothing_written_yet=True)
+    if ents.error is not None:
+        return ents, _Phase(error="not attempted: the entity phase failed")
+    return ents, _stage_relations(graph, assertions, schema, batch, nothing_written_yet=ents.committed == 0)
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Every input item is exactly one of stored / skipped / failed (definitions in the module docstring)."""
+
+    e_stored: int
+    e_skipped: int
+    e_failed: int
+    r_stored: int
+    r_skipped: int
+    r_failed: int
+    existing: int  # entities that were in the database already
+    rel_failed: list[str]  # why each failed relation failed
+
+    @classmethod
+    def of(cls, plan: _Plan, ents: _Phase, rels: _Phase) -> "_Counts":
+        existing = ents.committed - min(ents.new + rels.new_entities, ents.committed)
+        e_failed = len(plan.entity_failed) + len(plan.entity_rows) - ents.committed
+        e_skipped = plan.entity_repeats + existing
+        rel_failed = [*plan.relation_failed, *rels.rejected]
+        r_failed = len(rel_failed) + len(plan.assertions) - rels.committed
+        return cls(e_stored=plan.total_entities - e_failed - e_skipped, e_skipped=e_skipped, e_failed=e_failed,
+                   r_stored=rels.new, r_skipped=plan.total_relations - r_failed - rels.new, r_failed=r_failed,
+                   existing=existing, rel_failed=rel_failed)
+
+
+def _warnings(plan: _Plan, ents: _Phase, rels: _Phase, n: _Counts, source: str) -> list[str]:
+    out: list[str] = []
+    if ents.error:
+        out.append(f"Entity storage stopped after {ents.committed} of {len(plan.entity_rows)} entities: {ents.error}.")
+    elif rels.error:
+        out.append(f"Relation storage stopped after {rels.committed} of {len(plan.assertions)} relations: "
+                   f"{rels.error}.")
+    if plan.entity_failed:
+        out.append(_listed("entities", plan.entity_failed))
+    if n.rel_failed:
+        out.append(_listed("relations", n.rel_failed))
+    if n.existing:
+        out.append(f"{n.existing} entities already existed in the database (aliases updated).")
+    if rels.repeated:
+        out.append(f"{rels.repeated} relations were already voted for by source '{source}': no new votes.")
+    return out
+
+
+def _recommendations(plan: _Plan, ents: _Phase, rels: _Phase, n: _Counts) -> list[str]:
+    out: list[str] = []
+    if n.r_stored:
+        out.append(f"{n.r_stored} relation votes are staged as PENDING_REL: run `kgr promote` to decide which become "
+                   "facts once they have enough votes.")
+    if any("is not among the entities" in f for f in n.rel_failed):
+        out.append("Add the missing relation endpoints to entities and store again.")
+    if any("not in the KG schema" in f for f in [*plan.entity_failed, *n.rel_failed]):
+        out.append("Map the rejected types to KG schema types, or add them to the schema.")
+    if ents.error or rels.error:
+        out.append("Store again once the database is reachable: staging is idempotent, votes already cast are not "
+                   "counted twice.")
+    if plan.total_entities + plan.total_relations and not (n.e_stored or n.r_stored or n.e_failed or n.r_failed):
+        out.append("Nothing new was stored: this source had already stored all of it.")
+    return out
+
+
+def _final_kg(stored_rows: list[tuple[str, str, str]], kept: list[TripleAssertion],
+              schema: KGSchema | None) -> ExtractedKG:
+    """Exactly what was stored, under the names it was stored as."""
+    entities: dict[str, list[str]] = {}
+    for etype, _, stored_name in stored_rows:
+        entities.setdefault(etype, []).append(stored_name)
+    relations: dict[str, list[RelationPair]] = {}
+    for a in kept:
+        s_name = schema.resolve_name(a.subject_type, a.subject) if schema is not None else a.subject
+        o_name = schema.resolve_name(a.object_type, a.object) if schema is not None else a.object
+        relations.setdefault(a.relation, []).append(RelationPair(subject=s_name, object=o_name))
+    return ExtractedKG(entities=entities, relations=relations)
+
+
 @tool(read_only=False, destructive=False, idempotent=True, needs_graph=True)
 def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStorageOutput:
     """Call after query_entity_disambiguation, with its final_kg: stores the entities and relations in Neo4j through the staging area (entities as nodes, each relation as one vote of the source on a pending edge; nothing is promoted directly) and reports per-kind status codes (0 success, -1 failure), stored/skipped/failed counts, duplicates, timings, throughput, warnings, and final_kg: exactly what was stored. Storing the same KG again from the same source adds nothing.
@@ -289,96 +390,35 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
     if graph is None:
         raise KgrNeo4jUnavailable("query_kg_storage needs a Neo4j connection (ToolContext.graph)")
     kg, schema = params.extracted_kg, context.schema
-    batch = max(1, context.batch_size)
     warnings: list[str] = []
-    recs: list[str] = []
-
-    if context.source:
-        source = context.source
-        if params.source and params.source != context.source:
-            warnings.append(f"Input source '{params.source}' ignored: this session stores as '{context.source}'.")
-    elif params.source:
-        source = params.source
-    else:
-        source = default_source(kg)
-        warnings.append(f"No source given: votes are cast as '{source}' (a hash of the content), so storing "
-                        "the same KG again adds no votes.")
+    source = _source(params, context, warnings)
 
     started = time.perf_counter()
     plan = _plan(kg, schema, source)
     rows = list(plan.entity_rows.values())
-    if context.stager is not None:
-        ents, rels = _stage_grouped(context.stager, rows, plan.assertions, schema)
-    else:
-        ents = _stage_entities(graph, rows, schema, batch, nothing_written_yet=True)
-        if ents.error is None:
-            rels = _stage_relations(graph, plan.assertions, schema, batch, nothing_written_yet=ents.committed == 0)
-        else:
-            rels = _Phase(error="not attempted: the entity phase failed")
+    ents, rels = _stage(graph, context, rows, plan.assertions)
     total_time = time.perf_counter() - started
-
-    # every input item is exactly one of stored / skipped / failed
-    existing = ents.committed - min(ents.new + rels.new_entities, ents.committed)
-    e_failed = len(plan.entity_failed) + len(rows) - ents.committed
-    e_skipped = plan.entity_repeats + existing
-    e_stored = plan.total_entities - e_failed - e_skipped
-    rel_failed = [*plan.relation_failed, *rels.rejected]
-    r_failed = len(rel_failed) + len(plan.assertions) - rels.committed
-    r_stored = rels.new
-    r_skipped = plan.total_relations - r_failed - r_stored
-
-    if ents.error:
-        warnings.append(f"Entity storage stopped after {ents.committed} of {len(rows)} entities: {ents.error}.")
-    elif rels.error:
-        warnings.append(f"Relation storage stopped after {rels.committed} of {len(plan.assertions)} relations: "
-                        f"{rels.error}.")
-    if plan.entity_failed:
-        warnings.append(_listed("entities", plan.entity_failed))
-    if rel_failed:
-        warnings.append(_listed("relations", rel_failed))
-    if existing:
-        warnings.append(f"{existing} entities already existed in the database (aliases updated).")
-    if rels.repeated:
-        warnings.append(f"{rels.repeated} relations were already voted for by source '{source}': no new votes.")
-
-    final_entities: dict[str, list[str]] = {}
-    for etype, _, stored_name in rows[: ents.committed]:
-        final_entities.setdefault(etype, []).append(stored_name)
-    final_relations: dict[str, list[RelationPair]] = {}
-    for a in rels.kept:
-        s_name = schema.resolve_name(a.subject_type, a.subject) if schema is not None else a.subject
-        o_name = schema.resolve_name(a.object_type, a.object) if schema is not None else a.object
-        final_relations.setdefault(a.relation, []).append(RelationPair(subject=s_name, object=o_name))
-
-    if r_stored:
-        recs.append(f"{r_stored} relation votes are staged as PENDING_REL: run `kgr promote` to decide which become "
-                    "facts once they have enough votes.")
-    if any("is not among the entities" in f for f in rel_failed):
-        recs.append("Add the missing relation endpoints to entities and store again.")
-    if any("not in the KG schema" in f for f in [*plan.entity_failed, *rel_failed]):
-        recs.append("Map the rejected types to KG schema types, or add them to the schema.")
-    if ents.error or rels.error:
-        recs.append("Store again once the database is reachable: staging is idempotent, votes already cast are not "
-                    "counted twice.")
-    if plan.total_entities + plan.total_relations and not (e_stored or r_stored or e_failed or r_failed):
-        recs.append("Nothing new was stored: this source had already stored all of it.")
+    n = _Counts.of(plan, ents, rels)
+    warnings += _warnings(plan, ents, rels, n, source)
+    recs = _recommendations(plan, ents, rels, n)
+    final_kg = _final_kg(rows[: ents.committed], rels.kept, schema)
 
     return KGStorageOutput(
         storage_status=StorageStatus(
-            overall_success=e_failed == 0 and r_failed == 0,
-            entities_storage=_status("entities", e_stored, e_skipped, e_failed, ents.error),
-            relations_storage=_status("relations", r_stored, r_skipped, r_failed, rels.error),
+            overall_success=n.e_failed == 0 and n.r_failed == 0,
+            entities_storage=_status("entities", n.e_stored, n.e_skipped, n.e_failed, ents.error),
+            relations_storage=_status("relations", n.r_stored, n.r_skipped, n.r_failed, rels.error),
         ),
         storage_details=StorageDetails(
             total_entities=plan.total_entities,
             total_relations=plan.total_relations,
-            entity_types_processed=list(final_entities),
-            relation_types_processed=list(final_relations),
-            duplicates_detected=DuplicatesDetected(entity_duplicates=e_skipped, relation_duplicates=r_skipped),
+            entity_types_processed=list(final_kg.entities),
+            relation_types_processed=list(final_kg.relations),
+            duplicates_detected=DuplicatesDetected(entity_duplicates=n.e_skipped, relation_duplicates=n.r_skipped),
             processing_time=ProcessingTime(entities_time=round(ents.seconds, 4), relations_time=round(rels.seconds, 4),
                                            total_time=round(total_time, 4)),
         ),
-        final_kg=ExtractedKG(entities=final_entities, relations=final_relations),
+        final_kg=final_kg,
         storage_summary=StorageSummary(
             operation_timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             database_config=DatabaseConfig(host=_host(getattr(graph, "uri", "")),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -152,6 +153,7 @@ def test_status_init_and_age(kgr, tmp_path):
     assert (st["entities"], st["votes"], st["pending_by_status"]) == (2, 1, {"pending": 1})
     # a fresh vote is not expired by a 30-day TTL; a tiny TTL expires it, with a recorded reason
     assert json.loads(kgr("age", "--json").stdout)["expired"] == 0
+    time.sleep(0.2)  # older than the tiny TTL below (0.000001 days = 86 ms) whatever the machine's speed
     assert json.loads(kgr("age", "--ttl-days", "0.000001", "--json").stdout)["expired"] == 1
     st = json.loads(kgr("status", "--json").stdout)
     assert st["pending_by_status"] == {"expired": 1} and st["decisions"] == 1

@@ -83,7 +83,7 @@ def test_openapi_document_is_valid_and_generated():
     assert "security" not in openapi_document(token_required=False)
 
 
-@pytest.mark.parametrize("name", ["kgr.server.security", "kgr.server.metrics", "kgr.server.catalog", "kgr.server.locks"])
+@pytest.mark.parametrize("name", ["kgr.server.security", "kgr.server.metrics", "kgr.server.locks"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0

@@ -16,7 +16,7 @@ from kgr.store.admin import fingerprint, status
 from kgr.store.group_commit import GroupWriter
 from kgr.store.merge import merge_entities
 from kgr.store.promotion import promote_by_quorum
-from kgr.store.provenance import finish_chunk
+from kgr.store.provenance import ChunkMark, commit_chunks
 from kgr.store.staging import MAX_INLINE_VOTES, stage, write_batch
 from kgr.store.versions import create_snapshot, current_state, diff, full_hash, list_versions, promoted_edges, rollback
 
@@ -197,7 +197,7 @@ def test_errors_leave_the_store_unchanged(graph):
 def test_staging_the_dropped_name_lands_on_keep(graph):
     stage(graph, [T("Ada", "Bob", "s1"), T("Ada Lovelace", "Bob", "s2")])
     graph.driver.execute_query("UNWIND ['c1', 'c2'] AS id CREATE (:Chunk {id: id, text: 't'})")
-    graph.write_unit(lambda tx: finish_chunk(tx, "c1", [DROP], extractor="test", rounds=1))
+    commit_chunks(graph, [ChunkMark(chunk_id="c1", entity_keys=[DROP], extractor="test")])
     res = merge_entities(graph, KEEP, DROP)
     assert res.mentions_moved == 1
     new = edge_key(KEEP, "KNOWS", "Person:bob")
@@ -223,7 +223,7 @@ def test_staging_the_dropped_name_lands_on_keep(graph):
     assert entity(graph, DROP)["aliases"] == drop_aliases  # untouched; KEEP gets the surface forms
     assert "ADA LOVELACE" in entity(graph, KEEP)["aliases"]
     # a chunk naming DROP mentions KEEP
-    graph.write_unit(lambda tx: finish_chunk(tx, "c2", [DROP], extractor="test", rounds=1))
+    commit_chunks(graph, [ChunkMark(chunk_id="c2", entity_keys=[DROP], extractor="test")])
     rec = graph.driver.execute_query("MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN c.id AS c, e.key AS e ORDER BY c")
     assert [(r["c"], r["e"]) for r in rec.records] == [("c1", KEEP), ("c2", KEEP)]
 

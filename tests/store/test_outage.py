@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kgr.engine import Engine
-from kgr.store.admin import fingerprint
 from kgr.connect import connect
-from kgr.store.connection import Neo4jSettings
+from kgr.engine import Engine
 from kgr.runtime import ManagedNeo4j, RuntimeConfig
+from kgr.store.admin import fingerprint
+from kgr.store.connection import Neo4jSettings
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -68,10 +68,11 @@ def test_stage_survives_database_outage(graph, tmp_path, monkeypatch):
         os.kill(server.status().pid, signal.SIGKILL)  # the database goes away mid-run
         # issue 13, item 8: with the database down, 6 concurrent storage calls must all fail within the
         # retry bound (plus one back-off), not one retry period after another as they queue up
+        import threading
+
+        from kgr.errors import KgrNeo4jUnavailable
         from kgr.model.triples import TripleAssertion
         from kgr.store.group_commit import GroupWriter
-        from kgr.errors import KgrNeo4jUnavailable
-        import threading
 
         writer = GroupWriter(served)
         took: dict[int, tuple[str, float]] = {}

@@ -226,7 +226,8 @@ def test_schema_aliases_resolve_to_one_entity(graph):
 
 
 def test_identifier_validation_errors_name_the_kind():
-    from kgr.store.cypher import render, validate_identifier
+    from kgr.model.canonical import validate_identifier
+    from kgr.store.cypher import render
 
     with pytest.raises(KgrIdentifierError, match="label"):
         validate_identifier("A`B", kind="label")

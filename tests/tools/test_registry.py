@@ -80,6 +80,16 @@ def test_tool_decorator_requires_models() -> None:
             raise AssertionError
 
 
+def test_doctests() -> None:
+    """The registry's examples, among them JSON number semantics (``json_numbers``)."""
+    import doctest
+
+    from kgr.tools import registry
+
+    result = doctest.testmod(registry, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 1
+
+
 def test_valid_payloads_validate() -> None:
     from kgr.tools.registry import validate_input
 

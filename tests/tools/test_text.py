@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from kgr.model.canonical import canonical_name
-from kgr.tools._text import analyze_text, norm_key, safe_canonical, split_type_words
+from kgr.tools._text import analyze_text, split_type_words
 
 
 def test_counts_of_a_small_text() -> None:
@@ -56,18 +53,6 @@ def test_name_lookup_is_canonical_and_whole_token() -> None:
     assert p.sentences_with("IBM") == frozenset({0})
 
 
-@pytest.mark.parametrize("s", ["  I.B.M. ", "Straße", "O'Neil", "ＡＢＣ", "New-York   City", "Zoë Ünal"])
-def test_safe_canonical_agrees_with_canonical_name(s: str) -> None:
-    assert safe_canonical(s) == canonical_name(s)
-
-
-def test_safe_canonical_handles_long_and_empty() -> None:
-    assert safe_canonical("x " * 5000) == " ".join(["x"] * 5000)
-    assert safe_canonical("!!!") == ""
-
-
-def test_norm_key_and_type_words() -> None:
-    assert norm_key("Microsoft Corp.") == norm_key("Microsoft") == "microsoft"
-    assert norm_key("The Beatles") == "beatles"
+def test_type_words() -> None:
     assert split_type_words("WORKS_AT") == ["works", "at"]
     assert split_type_words("MedicalCondition") == ["medical", "condition"]

@@ -1,0 +1,64 @@
+"""The template layer (kgr.store.cypher): every template renders, shared fragments are written once,
+benchmark templates stay out of the package. No database needed."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from importlib.resources import files
+
+import jinja2.meta
+import pytest
+
+from kgr.store import cypher
+from kgr.store.cypher import add_template_dir, render, template_names
+
+PACKAGE = files("kgr.cypher")
+
+
+def _flags(name: str) -> list[str]:
+    """The context variables a template reads (all of them flags steering its structure)."""
+    env = cypher._env()
+    source = env.loader.get_source(env, f"{name}.cypher.j2")[0]
+    return sorted(jinja2.meta.find_undeclared_variables(env.parse(source)))
+
+
+@pytest.mark.parametrize("name", template_names())
+def test_every_template_renders_under_every_flag(name: str) -> None:
+    flags = _flags(name)
+    for combo in itertools.product([False, True], repeat=len(flags)):
+        text = render(name, **dict(zip(flags, combo)))
+        code = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("//")]
+        assert code, name
+        assert "{{" not in text and "{%" not in text, name
+
+
+def test_the_current_promoted_edge_is_written_once() -> None:
+    """`valid_to IS NULL` (the current promoted edge, and its variants) lives in macros.j2 only."""
+    spelled = [p.name for p in PACKAGE.iterdir()
+               if p.name.endswith(".cypher.j2") and re.search(r"valid_to IS NULL", p.read_text())]
+    assert spelled == []
+    assert "valid_to IS NULL" in (PACKAGE / "macros.j2").read_text()
+
+
+def test_benchmark_templates_are_not_in_the_package() -> None:
+    assert not [n for n in template_names() if "bench" in n]
+
+
+def test_an_extra_template_dir_is_searched_after_the_package(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(cypher, "_EXTRA_DIRS", [])
+    cypher._env.cache_clear()
+    try:
+        (tmp_path / "mine.cypher.j2").write_text(
+            "{% import 'macros.j2' as m %}\nMATCH ()-[r]->() WHERE {{ m.current('r') }} RETURN count(r)\n")
+        (tmp_path / "state_read.cypher.j2").write_text("RETURN 'not the package'\n")
+        with pytest.raises(jinja2.TemplateNotFound):
+            render("mine")
+        add_template_dir(tmp_path)
+        add_template_dir(tmp_path)  # idempotent
+        assert cypher._EXTRA_DIRS == [os.path.abspath(tmp_path)]
+        assert "r.valid_from IS NOT NULL AND r.valid_to IS NULL" in render("mine")
+        assert "KgrState" in render("state_read")  # the package's own template wins its name
+    finally:
+        cypher._env.cache_clear()
