@@ -27,7 +27,7 @@ from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
-from kgr.store import admin, aging, forget, inspect, merge, review, rounds, staging, versions
+from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, staging, versions
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
@@ -204,6 +204,10 @@ class Engine:
                dry_run: bool = False) -> forget.ForgetReport:
         """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`)."""
         return forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
+
+    def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
+        """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""
+        return [d.id for d in provenance.documents_under(self.graph, [Path(p).resolve().as_posix() for p in paths])]
 
     # -- versions --------------------------------------------------------------------------------
     def snapshot(self, name: str, note: str = "") -> versions.Snapshot:

@@ -31,7 +31,7 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
     app.add_typer(_sub.app, name=_noun)
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
-for _module in ("kgr.cli.serve", "kgr.cli.metrics"):
+for _module in ("kgr.cli.ingest", "kgr.cli.serve", "kgr.cli.metrics"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
@@ -189,17 +189,26 @@ def _print_explanation(why: EdgeExplanation) -> None:
 
 @app.command()
 @errors_to_exit
-def forget(ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Document ids (as ingested: the path or the "
-                                                                         "given id) or, with --sources, vote sources.")],
+def forget(ids: Annotated[list[str], typer.Argument(metavar="ID...", help=(
+               "Document ids (a file's absolute path, a JSONL line's id), files or directories (every document read "
+               "from them), or, with --sources, vote sources."))],
            sources: Annotated[bool, typer.Option("--sources", help="The ids are vote sources (e.g. chunk ids, the "
                                                                     "source field of staged JSONL), not documents.")] = False,
            quorum: Annotated[int, typer.Option(min=1, help="A promoted edge left with fewer votes is retired.")] = 2,
            dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; change nothing.")] = False,
            json_: JsonOpt = False) -> None:
-    """Forget documents or sources: their votes, chunks and what only they supported, as one version."""
+    """Forget documents or sources: their votes, chunks and what only they supported, as one version.
+
+    An existing file or directory stands for the documents ingested from it (a long file's parts, a
+    JSONL file's lines); the rest are document ids as stored.
+    """
     with open_engine() as kg:
-        rep = kg.forget(documents=[] if sources else ids, sources=ids if sources else [], quorum=quorum,
-                        dry_run=dry_run)
+        documents: list[str] = []
+        if not sources:
+            for i in ids:
+                under = kg.documents_under([i]) if Path(i).exists() else []
+                documents.extend(under or [i])
+        rep = kg.forget(documents=documents, sources=ids if sources else [], quorum=quorum, dry_run=dry_run)
 
     def human(r) -> None:  # noqa: ANN001 - a ForgetReport
         head = "would forget" if r.dry_run else f"version {r.version}: forgot"
@@ -289,103 +298,3 @@ def demo(json_: JsonOpt = False) -> None:
 
 def main() -> None:  # pragma: no cover
     app()
-
-
-@app.command()
-@errors_to_exit
-def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .jsonl .pdf).")],
-           schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
-           extractor: Annotated[str | None, typer.Option(
-               help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,
-           model: Annotated[str | None, typer.Option(
-               help="litellm model name (e.g. openai/gpt-4o-mini); implies --extractor llm.")] = None,
-           api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (the key comes from the provider's environment variable).")] = None,
-           input_cost_per_token: Annotated[float | None, typer.Option(
-               min=0, help="USD per prompt token, for a model litellm cannot price (with --output-cost-per-token).")] = None,
-           output_cost_per_token: Annotated[float | None, typer.Option(
-               min=0, help="USD per completion token (with --input-cost-per-token).")] = None,
-           timeout: Annotated[float, typer.Option(min=0.1, max=3600, help="Seconds per LLM request.")] = 60.0,
-           max_attempts: Annotated[int, typer.Option(min=1, max=20, help="LLM requests per call, retries included.")] = 4,
-           concurrency: Annotated[int, typer.Option(min=1, max=256, help="Chunks (LLM requests) in flight.")] = 4,
-           chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
-           chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
-           max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Extraction rounds per chunk.")] = 3,
-           promote_every: Annotated[int, typer.Option(min=0, help="Promotion round every N chunks (0: at the end).")] = 0,
-           no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
-           policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
-           verify: Annotated[Literal["auto", "none", "rules", "llm"], typer.Option(
-               help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
-                    "that matches the extractor (rules, or llm with --model).")] = "auto",
-           json_: JsonOpt = False) -> None:
-    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
-
-    Resumable: chunks already processed are skipped, so re-run an interrupted job as it was.
-    Exit code 0 when every chunk was processed, 2 when some failed (they are listed; a re-run retries
-    them) or when the paths hold no document kgr can read.
-    """
-    import os
-    import sys
-
-    from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
-    from kgr.ingest.chunking import ChunkingConfig
-    from kgr.ingest.config import IngestConfig
-    from kgr.ingest.pipeline import ingest as run_ingest
-
-    llm_only = [flag for flag, value in (("--model", model), ("--api-base", api_base),
-                                         ("--input-cost-per-token", input_cost_per_token),
-                                         ("--output-cost-per-token", output_cost_per_token)) if value is not None]
-    if extractor is None:  # --model (or another LLM option) means the llm extractor
-        extractor = "llm" if llm_only else "rules"
-    if extractor not in ("rules", "llm"):
-        raise KgrValidationError(f"expected --extractor rules or llm, got {extractor!r}", field="extractor")
-    if extractor == "rules" and llm_only:
-        raise KgrValidationError(f"{' and '.join(llm_only)} {'apply' if len(llm_only) > 1 else 'applies'} to the "
-                                 "llm extractor only; drop --extractor rules", field="extractor")
-    if (input_cost_per_token is None) != (output_cost_per_token is None):
-        raise KgrValidationError("give both --input-cost-per-token and --output-cost-per-token, or neither",
-                                 field="input_cost_per_token")
-    cfg = IngestConfig(extractor=extractor, model=model, api_base=api_base, timeout=timeout,  # type: ignore[arg-type]
-                       input_cost_per_token=input_cost_per_token, output_cost_per_token=output_cost_per_token,
-                       max_attempts=max_attempts, concurrency=concurrency,
-                       chunking=ChunkingConfig(size=chunk_size, overlap=min(chunk_overlap, chunk_size - 1)),
-                       max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, policy=policy)
-    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
-                                             TimeElapsedColumn(), console=err, transient=True) as bar:
-        kg.init()
-        tasks: dict[str, object] = {}
-
-        def progress(event: str, n: int) -> None:
-            if event not in tasks:
-                tasks[event] = bar.add_task(event.replace("_", " "))
-            bar.advance(tasks[event], n)  # type: ignore[arg-type]
-
-        kind = extractor if verify == "auto" else verify
-        if verify == "auto" and kind == "llm" and not model:
-            kind = "none"  # the ingestion itself reports the missing --model
-        verifier = None
-        if kind != "none":
-            from kgr.extract.verify import make_verifier
-
-            verifier = make_verifier(kind, model=model, api_base=api_base) if kind == "llm" \
-                else make_verifier(kind)  # type: ignore[arg-type]
-        try:
-            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
-                                promote=lambda: kg.promote(policy=policy, verifier=verifier))
-        except KgrNeo4jUnavailable as exc:
-            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
-            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
-            bar.stop()
-            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
-            sys.stderr.flush()
-            sys.stdout.flush()
-            os._exit(1)
-    emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
-    if report.documents == 0:
-        err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
-                  "and .pdf files" + (f"; {len(report.load_issues)} could not be read" if report.load_issues else "")
-                  + ")", markup=False, soft_wrap=True)
-        raise typer.Exit(2)
-    if report.chunks_failed:
-        err.print(f"Error: {len(report.chunks_failed)} chunk(s) failed (listed in the report); "
-                  "re-run the same command to retry them", markup=False, soft_wrap=True)
-        raise typer.Exit(2)

@@ -279,6 +279,10 @@ class ChunkPipeline:
         except KgrError:  # no letters or digits: the tool keeps such a name as it is
             return name
 
+    def forget_names(self) -> None:
+        """Drop the disambiguation cache (a forget deleted entities); call with no chunk in flight."""
+        self._matches.clear()
+
     async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str], out: ChunkOutcome) -> ExtractedKG:
         """Step 4: ``final_kg`` of ``query_entity_disambiguation`` for ``kg``, asking the tool only about
         the names this run has not yet resolved to a unique exact match.
@@ -286,7 +290,8 @@ class ChunkPipeline:
         A name whose best match is an exact match (confidence 1.0) on the entity keyed by the name
         itself (after the schema's aliases), with no other candidate at 1.0, is remembered for the
         rest of the run (``IngestConfig.disambiguation_cache`` names at most, least recently used
-        first out). Entities are never deleted, a new entity never has that key, and only
+        first out). Entities are not deleted during a run except by a forget, which clears the
+        cache (:meth:`forget_names`); a new entity never has that key, and only
         names resolving to its key add aliases to it, so a later lookup of the name would decide
         the same: the graph is the same with and without the cache (tested), and an interrupted run
         resumed ends as an uninterrupted one. Names left unmatched or matched otherwise are looked

@@ -16,8 +16,11 @@ Conventions
   code points, end exclusive). Chunk texts start and end on non-whitespace. Every non-whitespace
   character of the document lies in at least one chunk.
 - **Ids.** ``chunk.sha256`` is the SHA-256 of the chunk text (UTF-8); ``chunk.id`` is the SHA-256 of
-  ``document_id``, the chunk index and the chunk text joined by ``\\x1f``. Both are stable across runs
-  and machines, so re-ingesting the same document with the same settings is idempotent.
+  ``document_id``, the chunk text and its occurrence (how many earlier chunks of the document have
+  the same text) joined by ``\\x1f``. Both are stable across runs and machines, so re-ingesting the
+  same document with the same settings is idempotent; and since the position is not in the id, a
+  chunk whose text an edit elsewhere in the document did not change keeps its id (re-ingestion does
+  not extract it again).
 
 >>> doc_text = "Ada wrote notes. Babbage built engines. Turing broke codes."
 >>> [c.text for c in chunk_text(doc_text, "d1", size=40, overlap=0, unit="chars")]
@@ -107,7 +110,7 @@ class Chunk(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(description="sha256 of document_id, index and text joined by \\x1f (hex)")
+    id: str = Field(description="sha256 of document_id, text and occurrence joined by \\x1f (hex)")
     document_id: str
     index: int = Field(ge=0)
     text: str
@@ -120,10 +123,13 @@ class Chunk(BaseModel):
         return estimate_tokens(self.text)
 
 
-def _make_chunk(document_id: str, index: int, text: str, start: int, end: int) -> Chunk:
+def _make_chunk(document_id: str, index: int, text: str, start: int, end: int, seen: dict[str, int]) -> Chunk:
+    """The chunk ``text[start:end]``; ``seen`` counts the chunk texts (by sha256) met so far in the document."""
     body = text[start:end]
-    cid = hashlib.sha256(f"{document_id}\x1f{index}\x1f{body}".encode("utf-8", "surrogatepass")).hexdigest()
     sha = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+    occurrence = seen.get(sha, 0)
+    seen[sha] = occurrence + 1
+    cid = hashlib.sha256(f"{document_id}\x1f{body}\x1f{occurrence}".encode("utf-8", "surrogatepass")).hexdigest()
     return Chunk(id=cid, document_id=document_id, index=index, text=body, sha256=sha, start=start, end=end)
 
 
@@ -164,12 +170,13 @@ def chunk_text(
     n = len(pieces)
     i = 0
     index = 0
+    seen: dict[str, int] = {}
     while i < n:
         start = pieces[i][0]
         j = i
         while j + 1 < n and pieces[j + 1][1] - start <= max_chars:
             j += 1
-        yield _make_chunk(document_id, index, text, start, pieces[j][1])
+        yield _make_chunk(document_id, index, text, start, pieces[j][1], seen)
         index += 1
         if j == n - 1:
             return

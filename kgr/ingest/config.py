@@ -48,6 +48,11 @@ class IngestConfig(BaseModel):
     final_promotion_rounds: int = Field(1000, ge=1, description=(
         "at the end, promotion rounds until the backlog is worked through (a round decides at most "
         "5,000 candidates and promotes at most 1,000), at most this many"))
+    prune: bool = Field(False, description=(
+        "after the run, forget the documents read earlier from files at or under the given paths that this run "
+        "did not read (deleted files); a file that failed to load is never pruned"))
+    forget_quorum: int = Field(2, ge=1, le=1000, description=(
+        "when an edited or pruned document's votes are forgotten, a promoted edge left with fewer votes is retired"))
     policy: PolicyName = Field(
         DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
@@ -66,10 +71,10 @@ class IngestConfig(BaseModel):
         if self.extractor == "rules":
             given = [n for n in _LLM_ONLY if getattr(self, n) is not None]
             if given:
-                raise ValueError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the llm "
-                                 "extractor only (extractor is 'rules')")
+                raise ValueError(f"{' and '.join(repr(n) for n in given)} {'apply' if len(given) > 1 else 'applies'} "
+                                 "to the llm extractor only, not to 'extractor'='rules'")
         if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
-            raise ValueError("give both input_cost_per_token and output_cost_per_token, or neither")
+            raise ValueError("give both 'input_cost_per_token' and 'output_cost_per_token', or neither")
         return self
 
 

@@ -10,8 +10,11 @@ Conventions
   skipping hidden entries (names starting with ``.``) and files whose extension no loader handles.
   A file named explicitly must have a supported extension.
 - **Encoding.** Text is UTF-8 (a byte-order mark is removed); ``\\r\\n`` and ``\\r`` become ``\\n``.
-- **Ids.** ``Document.id`` is the SHA-256 (hex) of the document text, unless a JSONL line gives an
-  ``id``. Identical files therefore share one id, and re-loading is idempotent.
+- **Ids are stable, not content hashes.** A text, Markdown or PDF file's document id is its absolute
+  path (symlinks resolved; ``#<part>`` appended for the parts of a long file): an edited file keeps
+  its id, so re-ingestion replaces what it said (see :mod:`kgr.ingest.pipeline`). A JSONL line's id
+  is the ``id`` it gives, else the SHA-256 (hex) of its text. Two identical files are two documents.
+  ``Document.path`` is the file as named; re-loading is idempotent.
 - **JSONL** documents are objects ``{"id"?: str, "text": str, "metadata"?: object}``; any other keys
   are folded into ``metadata``. A bad line (malformed JSON, no ``text``, wrong types) is skipped and
   reported with its 1-based line number.
@@ -46,6 +49,7 @@ __all__ = [
     "load_file",
     "iter_files",
     "text_document",
+    "file_document_id",
 ]
 
 log = logging.getLogger("kgr.ingest")
@@ -64,7 +68,8 @@ class Document(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1, max_length=512, description="sha256 of the text (hex) unless the source gives an id")
+    id: str = Field(min_length=1, max_length=512,
+                    description="stable id: a file's absolute path, a JSONL line's id, else the sha256 of the text (hex)")
     path: str | None = Field(None, description="the file it was read from")
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -91,6 +96,26 @@ def _sha256(text: str) -> str:
 def text_document(text: str, *, path: str | None = None, metadata: dict[str, Any] | None = None) -> Document:
     """A :class:`Document` for ``text`` with its content-hash id."""
     return Document(id=_sha256(text), path=path, text=text, metadata=metadata or {})
+
+
+#: Longest document id; a file path longer than this is identified by ``path-sha256:<hash of the path>``.
+MAX_DOCUMENT_ID = 512
+
+
+def file_document_id(path: Path, part: int | None = None) -> str:
+    """The stable id of (a part of) a file: its absolute path, symlinks resolved, ``#part`` appended.
+
+    >>> file_document_id(Path("/data/a.txt"), 2)
+    '/data/a.txt#2'
+    """
+    doc_id = Path(path).resolve().as_posix() + ("" if part is None else f"#{part}")
+    return doc_id if len(doc_id) <= MAX_DOCUMENT_ID else "path-sha256:" + _sha256(doc_id)
+
+
+def file_document(text: str, path: Path, metadata: dict[str, Any], part: int | None = None) -> Document:
+    """A :class:`Document` read from ``path`` (its stable id from :func:`file_document_id`)."""
+    meta = metadata if part is None else {**metadata, "part": part}
+    return Document(id=file_document_id(path, part), path=str(path), text=text, metadata=meta)
 
 
 def _normalise_newlines(text: str) -> str:
@@ -150,12 +175,12 @@ def _load_text(path: Path, fmt: str, max_chars: int) -> Iterator[Document]:
         return
     second = next(parts, None)
     if second is None:
-        yield text_document(first, path=str(path), metadata={"format": fmt})
+        yield file_document(first, path, {"format": fmt})
         return
-    yield text_document(first, path=str(path), metadata={"format": fmt, "part": 0})
-    yield text_document(second, path=str(path), metadata={"format": fmt, "part": 1})
+    yield file_document(first, path, {"format": fmt}, 0)
+    yield file_document(second, path, {"format": fmt}, 1)
     for i, part in enumerate(parts, start=2):
-        yield text_document(part, path=str(path), metadata={"format": fmt, "part": i})
+        yield file_document(part, path, {"format": fmt}, i)
 
 
 class _JsonlDoc(BaseModel):
@@ -281,7 +306,7 @@ def _load_pdf(path: Path) -> Iterator[Document]:
     meta: dict[str, Any] = {"format": "pdf", "pages": len(pages)}
     if title:
         meta["title"] = title
-    yield text_document(text, path=str(path), metadata=meta)
+    yield file_document(text, path, meta)
 
 
 def load_file(

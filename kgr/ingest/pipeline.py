@@ -52,6 +52,22 @@ each chunk's votes and mark always in the same transaction; the group's marks an
 statement): no deadlocks between the job's own writes, and far fewer commits at high concurrency. A group that Neo4j refuses for a data
 error is retried chunk by chunk, so one bad chunk cannot fail its neighbours.
 
+Documents that change and disappear
+-----------------------------------
+A file's document id is its path (:mod:`kgr.ingest.loaders`), so an edited file is the same
+document with new text. Before a document's chunks go to the pipeline, the chunk ids the store holds
+for it are compared with those of its current text: the chunks the edit removed are **forgotten**
+(:func:`kgr.store.forget.forget`, one version per batch of documents: their votes leave every edge,
+promoted edges left below ``forget_quorum`` votes are retired with a recorded ``retract`` decision,
+orphaned entities go), chunks whose text is unchanged keep their id and are skipped as processed
+(no extraction, no LLM call), new chunks are processed. With ``prune``, after the last chunk, the
+documents read earlier from files at or under the given paths that this run did not read (deleted
+files, vanished JSONL ids) are forgotten too; documents of a file that failed to load are kept.
+Each step is one transaction, so a job killed anywhere and re-run ends in the same graph; and
+re-ingesting a changed corpus ends with the staged graph (votes, sources, entities) of a fresh
+ingest of the final corpus (promotion under the ``quorum`` policy then decides the same promoted
+set; a stateful policy decides on the history it saw).
+
 Resumability and memory
 -----------------------
 Chunk ids are content hashes recorded in Neo4j; chunks already processed are skipped (and a chunk
@@ -75,12 +91,13 @@ from pathlib import Path
 
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
-from kgr.ingest.chunking import Chunk, iter_chunks
-from kgr.ingest.loaders import LoadIssue, iter_documents
+from kgr.ingest.chunking import Chunk, chunk_document
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
 from kgr.store.connection import Graph
+from kgr.store.forget import forget
 
 from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
@@ -134,6 +151,8 @@ def ingest(
     cfg = config or IngestConfig()
     job = _Job(graph, schema, extractor or make_extractor(cfg), cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
+    if cfg.prune:
+        job.prune(paths)
     job.promote_backlog()
     return job.finish()
 
@@ -152,16 +171,66 @@ class _Job:
         self.issues: list[LoadIssue] = []
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
+        self.documents_seen: set[str] = set()
         self.pipe = ChunkPipeline(graph, schema, extractor, cfg, self.paths_by_doc)
         self.inflight: set[cf.Future] = set()
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
-    def documents(self, paths: Sequence[str | Path]) -> Iterator:
+    def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
         for doc in iter_documents([str(p) for p in paths], on_error=self.issues.append):
             self.report.documents += 1
-            self.paths_by_doc[doc.id] = doc.path
+            self.paths_by_doc[doc.id] = Path(doc.path).resolve().as_posix() if doc.path else None
             self.tick("documents", 1)
             yield doc
+
+    def chunks(self, paths: Sequence[str | Path]) -> Iterator[Chunk]:
+        """The chunks of every document, a batch of documents at a time, after :meth:`reconcile`."""
+        group: list[tuple[Document, list[Chunk]]] = []
+        size = 0
+        for doc in self.documents(paths):
+            group.append((doc, list(chunk_document(doc, config=self.cfg.chunking))))
+            size += len(group[-1][1])
+            if size >= _READ_BATCH:
+                yield from self.reconcile(group)
+                group, size = [], 0
+        yield from self.reconcile(group)
+
+    def reconcile(self, group: list[tuple[Document, list[Chunk]]]) -> Iterator[Chunk]:
+        """The group's chunks, after forgetting the chunks the store holds for its documents that
+        their current text no longer has (a document met earlier in this run is only added to)."""
+        current: dict[str, set[str]] = {}
+        for doc, chunks in group:
+            if doc.id not in self.documents_seen:
+                current.setdefault(doc.id, set()).update(c.id for c in chunks)
+        self.documents_seen.update(current)
+        stored = provenance.document_chunks(self.graph, current)
+        vanished = sorted(c for doc_id, ids in stored.items() for c in ids - current[doc_id])
+        if vanished:
+            self.forget(chunks=vanished)
+            self.report.chunks_forgotten += len(vanished)
+        for _, chunks in group:
+            yield from chunks
+
+    def forget(self, **what: list[str]) -> None:
+        """Forget (:func:`kgr.store.forget.forget`) once the chunks in flight are written, so that
+        the forget and the run's staging never touch the same entities at once."""
+        self.drain(0)
+        rep = forget(self.graph, quorum=self.cfg.forget_quorum, **what)
+        if rep.version is not None:
+            self.report.forget_versions.append(rep.version)
+        self.report.promoted_retracted += rep.promoted_retired
+        if rep.entities_removed:
+            self.pipe.forget_names()
+
+    def prune(self, paths: Sequence[str | Path]) -> None:
+        """Forget the documents read earlier from files at or under ``paths`` that this run did not
+        read; a file that failed to load (its documents unknown) keeps its documents."""
+        failed = {Path(i.path).resolve().as_posix() for i in self.issues}
+        stored = provenance.documents_under(self.graph, [Path(p).resolve().as_posix() for p in paths])
+        gone = [d.id for d in stored if d.id not in self.documents_seen and d.path not in failed]
+        if gone:
+            self.forget(documents=gone)
+            self.report.documents_pruned += len(gone)
 
     def absorb(self, fut: cf.Future) -> None:
         out: ChunkOutcome = fut.result()  # KgrNeo4jUnavailable and bugs propagate
@@ -187,7 +256,7 @@ class _Job:
         """Every chunk of ``paths`` not processed yet, through the pipeline (a kill, then a re-run, resumes)."""
         self.pipe.start()
         try:
-            for batch in _batches(iter_chunks(self.documents(paths), config=self.cfg.chunking), _READ_BATCH):
+            for batch in _batches(self.chunks(paths), _READ_BATCH):
                 self.report.chunks += len(batch)
                 provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc)
                 done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])

@@ -83,6 +83,11 @@ class IngestReport(BaseModel):
     rejected_items: int = 0
     rejections: list[Rejection] = Field(default_factory=list, description=f"the first {MAX_LISTED}")
     promotion: list[RoundSummary] = Field(default_factory=list)
+    chunks_forgotten: int = Field(0, description=(
+        "chunks of edited documents that their new text no longer has: their votes forgotten (kgr.store.forget)"))
+    documents_pruned: int = Field(0, description="documents no longer under the given paths, forgotten (--prune)")
+    forget_versions: list[int] = Field(default_factory=list, description="the versions those forgets opened")
+    promoted_retracted: int = Field(0, description="promoted edges those forgets retired")
     seconds: float = 0.0
     chunks_per_second: float = 0.0
 
@@ -132,6 +137,10 @@ class IngestReport(BaseModel):
             "(kgr.store.staging, each chunk with its processed mark)",
             "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
+        if self.forget_versions:
+            lines.append(f"changed documents: {self.chunks_forgotten} vanished chunks forgotten, {self.documents_pruned} "
+                         f"documents pruned, {self.promoted_retracted} promoted edges retired (versions "
+                         + ", ".join(map(str, self.forget_versions)) + ")")
         if not self.promotion:
             lines.append("promotion: not run")
         for p in self.promotion:

@@ -1,8 +1,10 @@
 """Forgetting documents and sources: their votes, chunks and what only they supported, as one version.
 
-``forget(graph, documents=..., sources=...)`` runs in one write transaction under the version lock
-and opens one ``(:Version {kind: 'forget'})``. The sources forgotten are the given ones plus the
-chunk ids of the given documents (a chunk is the source of the votes the ingestion loop stages).
+``forget(graph, documents=..., chunks=..., sources=...)`` runs in one write transaction under the
+version lock and opens one ``(:Version {kind: 'forget'})``. The sources forgotten are the given
+ones plus the given chunks plus the chunks of the given documents (a chunk is the source of the
+votes the ingestion loop stages). Forgetting chunks without their document is what re-ingesting an
+edited document does with the chunks the edit removed.
 
 - **Votes.** Every vote of a forgotten source leaves every staged edge, inline and overflow alike.
   An edge's remaining votes keep their order; overflow votes move inline while there is room
@@ -17,7 +19,8 @@ chunk ids of the given documents (a chunk is the source of the votes the ingesti
   ``held``, or deleted with its last vote); one that keeps enough votes stays promoted, and the
   next promotion round re-scores it on what is left. Each affected edge gets a
   ``(:Decision {action: 'retract'})`` naming the forgotten sources and the votes before and after.
-- **Provenance.** The documents' chunks (with their ``MENTIONS``) and document nodes are deleted.
+- **Provenance.** The given chunks and the documents' chunks (with their ``MENTIONS``) and the
+  document nodes are deleted.
 - **Entities** that nothing needs any more (no staged or promoted edge, present or past, no chunk
   mentioning them, no entity merged into them) among the endpoints of changed edges and the
   entities the forgotten chunks mentioned are deleted.
@@ -103,9 +106,10 @@ def _remaining(edge: dict, forgotten: set[str]) -> dict:
             "delete_edge": votes == 0, "forgotten": removed, "_before": len(inline) + len(overflow)}
 
 
-def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), quorum: int = 2,
-           dry_run: bool = False, now: float | None = None) -> ForgetReport:
-    """Forget ``documents`` (by id) and ``sources`` as one version (semantics in the module docstring).
+def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), chunks: Sequence[str] = (),
+           quorum: int = 2, dry_run: bool = False, now: float | None = None) -> ForgetReport:
+    """Forget ``documents`` (by id), ``chunks`` (by id; chunk ids that do not exist are ignored) and
+    ``sources`` as one version (semantics in the module docstring).
 
     Raises
     ------
@@ -115,32 +119,36 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
         A given document does not exist (nothing is changed).
     """
     documents, sources = list(dict.fromkeys(documents)), list(dict.fromkeys(sources))
-    if not documents and not sources:
-        raise KgrValidationError("give at least one document id or source to forget", field="documents")
+    chunks = sorted(set(chunks))
+    if not documents and not sources and not chunks:
+        raise KgrValidationError("give at least one document id, chunk or source to forget", field="documents")
     if quorum < 1:
         raise KgrValidationError("quorum must be >= 1", field="quorum")
     ts = time.time() if now is None else now
     try:
-        return graph.write_unit(lambda tx: _forget_unit(tx, documents, sources, quorum, dry_run, ts))
+        return graph.write_unit(lambda tx: _forget_unit(tx, documents, chunks, sources, quorum, dry_run, ts))
     except _DryRun as done:
         return done.report
 
 
-def _forget_unit(tx: Tx, documents: list[str], sources: list[str], quorum: int, dry_run: bool,
-                 ts: float) -> ForgetReport:
+def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources: list[str], quorum: int,
+                 dry_run: bool, ts: float) -> ForgetReport:
     version, old_hash = open_version(tx)
-    docs = tx.run("forget_chunks_of", {"documents": documents})
+    docs = tx.run("forget_chunks_of", {"documents": documents}) if documents else []
     missing = sorted(set(documents) - {d["document"] for d in docs})
     if missing:
         raise KgrNotFound(f"no document with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1
                                                                    else ""))
+    if given_chunks:
+        docs = [*docs, *tx.run("forget_chunks_read", {"chunks": given_chunks})]
     chunks = sorted({c for d in docs for c in d["chunks"]})
-    forgotten = set(sources) | set(chunks)
+    forgotten = set(sources) | set(chunks) | set(given_chunks)
     overflow_keys = [r["key"] for r in tx.run("forget_overflow_keys", {"sources": sorted(forgotten)})]
     edges = tx.run("forget_read_edges", {"sources": sorted(forgotten), "overflow_keys": overflow_keys})
     rows = [_remaining(e, forgotten) for e in edges]
     retire = [r for r, e in zip(rows, edges) if e["promoted"] and r["votes"] < quorum]
-    reason = f"forgot {len(forgotten)} source(s)" + (f" of {len(documents)} document(s)" if documents else "")
+    reason = f"forgot {len(forgotten)} source(s)" + (f" of {len(documents)} document(s)" if documents else "") \
+        + (f" ({len(given_chunks)} chunk(s) an edit removed)" if given_chunks else "")
     gone = tx.run("retire_edges", {"rows": [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
                                              "reason": f"{reason}: {r['votes']} vote(s) left, quorum {quorum}"}
                                             for r in retire],

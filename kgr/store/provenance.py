@@ -19,7 +19,7 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.staging import StageReport, write_batch
 
 __all__ = ["ChunkMark", "commit_chunks", "upsert_chunks", "processed_chunk_ids", "write_marks",
-           "stage_schema_proposals", "schema_proposals"]
+           "stage_schema_proposals", "schema_proposals", "document_chunks", "documents_under", "StoredDocument"]
 
 
 class ChunkMark(BaseModel):
@@ -43,6 +43,30 @@ def upsert_chunks(graph: Graph, chunks: Sequence[Any], *, paths: dict[str, str |
              "start": c.start, "end": c.end, "path": (paths or {}).get(c.document_id)} for c in chunks]
     if rows:
         graph.write("upsert_chunks", {"rows": rows, "now": time.time() if now is None else now})
+
+
+class StoredDocument(BaseModel):
+    """A document node: its id and the absolute path of the file it was read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    path: str | None = None
+
+
+def document_chunks(graph: Graph, documents: Iterable[str]) -> dict[str, set[str]]:
+    """The chunk ids the store holds for each of ``documents`` (documents without chunks are absent)."""
+    ids = sorted(set(documents))
+    if not ids:
+        return {}
+    return {r["document"]: set(r["chunks"]) for r in graph.read("document_chunks", {"documents": ids})}
+
+
+def documents_under(graph: Graph, roots: Iterable[str]) -> list[StoredDocument]:
+    """The documents read from a file at or under one of ``roots`` (absolute POSIX paths), by id."""
+    roots = sorted({r.rstrip("/") or "/" for r in roots})
+    return [StoredDocument(id=r["id"], path=r["path"]) for r in graph.read("documents_under", {"roots": roots})] \
+        if roots else []
 
 
 def processed_chunk_ids(graph: Graph, ids: Iterable[str]) -> set[str]:

@@ -82,9 +82,21 @@ def test_example_packing_and_overlap():
 def test_ids_are_content_hashes():
     (c,) = chunk_text("Ada wrote notes.", "doc-1", size=100, overlap=0)
     assert c.sha256 == hashlib.sha256(b"Ada wrote notes.").hexdigest()
-    assert c.id == hashlib.sha256("doc-1\x1f0\x1fAda wrote notes.".encode()).hexdigest()
+    assert c.id == hashlib.sha256("doc-1\x1fAda wrote notes.\x1f0".encode()).hexdigest()
     (other,) = chunk_text("Ada wrote notes.", "doc-2", size=100, overlap=0)
     assert other.sha256 == c.sha256 and other.id != c.id
+
+
+def test_ids_survive_edits_elsewhere_and_repeats_are_told_apart():
+    base = ["Ada wrote notes.", "Babbage built engines.", "Turing broke codes.", "Ada wrote notes."]
+    before = list(chunk_text(" ".join(base), "d", size=25, overlap=0, unit="chars"))
+    assert [c.text for c in before] == base
+    # the same text twice in one document: two chunks, two ids (occurrence 0 and 1)
+    assert before[0].sha256 == before[3].sha256 and before[0].id != before[3].id
+    # a sentence inserted at the start shifts every index, but unchanged chunks keep their ids
+    after = list(chunk_text(" ".join(["Zuse built the Z3.", *base]), "d", size=25, overlap=0, unit="chars"))
+    assert [c.index for c in after[1:]] == [1, 2, 3, 4]
+    assert [c.id for c in after[1:]] == [c.id for c in before]
 
 
 def test_token_unit_is_four_characters():

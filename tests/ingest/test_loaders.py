@@ -62,7 +62,7 @@ def test_txt_and_md(tmp_path):
     (tmp_path / "b.md").write_text("# Title\n\nBody text.\n", encoding="utf-8")
     a, b = iter_documents(tmp_path)
     assert a.text == "First line.\nSecond line.\n"  # BOM removed, newlines normalised
-    assert a.id == sha(a.text) and a.path == str(tmp_path / "a.txt")
+    assert a.id == (tmp_path / "a.txt").resolve().as_posix() and a.path == str(tmp_path / "a.txt")
     assert a.metadata == {"format": "txt"}
     assert b.metadata == {"format": "md"} and b.text.startswith("# Title")
 
@@ -114,7 +114,7 @@ def test_pdf_text_pages_and_title(tmp_path):
     assert "Charles Babbage designed the" in doc.text and "Difference Engine." in doc.text
     assert doc.text.index("Difference Engine.") < doc.text.index("Page two text.")
     assert doc.metadata == {"format": "pdf", "pages": 2, "title": "Engines"}
-    assert doc.id == sha(doc.text)
+    assert doc.id == path.resolve().as_posix()
 
 
 def test_pdf_without_pypdf_names_the_extra(tmp_path, monkeypatch):
@@ -177,11 +177,17 @@ def test_directories_are_walked_recursively_in_sorted_order(tmp_path):
     assert texts == ["text of b.txt", "a/b.jsonl", "text of a/c/d.txt", "text of a/z.md"]
 
 
-def test_identical_files_share_an_id(tmp_path):
+def test_file_ids_are_paths_that_survive_edits(tmp_path):
     (tmp_path / "one.txt").write_text("Same text.", encoding="utf-8")
     (tmp_path / "two.md").write_text("Same text.", encoding="utf-8")
     a, b = iter_documents(tmp_path)
-    assert a.id == b.id == sha("Same text.") and a.path != b.path
+    assert a.id != b.id and a.text == b.text  # two files, two documents
+    (tmp_path / "one.txt").write_text("Edited text.", encoding="utf-8")
+    (edited,) = iter_documents(tmp_path / "one.txt")
+    assert edited.id == a.id == (tmp_path / "one.txt").resolve().as_posix()
+    # through a symlink, the same document
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert [d.id for d in iter_documents(tmp_path / "link" / "one.txt")] == [a.id]
 
 
 def test_undecodable_file_raises_naming_file_and_byte(tmp_path):

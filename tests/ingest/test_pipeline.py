@@ -235,9 +235,8 @@ def test_symmetric_votes_are_shared_in_the_graph(graph, tmp_path):
 @pytest.mark.neo4j
 def test_a_chunk_repeated_in_one_run_is_processed_once(graph, tmp_path):
     text = "Konrad Zuse built the Z3 in Berlin. Konrad Zuse was born in Berlin."
-    _write(tmp_path, "a.txt", text)
-    _write(tmp_path, "copy.txt", text)  # same content: same document and chunk ids
-    rep = ingest(graph, [tmp_path], SCHEMA)
+    a = _write(tmp_path, "a.txt", text)
+    rep = ingest(graph, [tmp_path, a], SCHEMA)  # the file twice (in its directory, and by name): one document
     assert (rep.chunks, rep.chunks_processed, rep.chunks_skipped) == (2, 1, 1)
     counts = [r["n"] for r in graph.driver.execute_query("MATCH (c:Chunk) RETURN c.process_count AS n").records]
     assert counts == [1]

@@ -195,7 +195,7 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
 
     bad = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", str(Path(_ROOT) / "examples" / "schema.json"),
                                    "--extractor", "magic"])
-    assert bad.exit_code == 1 and bad.stderr.strip() == "Error: extractor: expected --extractor rules or llm, got 'magic'"
+    assert bad.exit_code == 1 and bad.stderr.strip() == "Error: --extractor: Input should be 'rules' or 'llm'"
     no_model = CliRunner().invoke(app, ["ingest", str(corpus), "--schema",
                                         str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm"])
     assert no_model.exit_code == 1 and "needs --model" in no_model.stderr
@@ -230,10 +230,11 @@ def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, ll
     bad = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", schema, "--extractor", "rules",
                                    "--model", "openai/stub-model"])
     assert bad.exit_code == 1
-    assert bad.stderr.strip() == "Error: extractor: --model applies to the llm extractor only; drop --extractor rules"
+    assert bad.stderr.strip() == "Error: --model applies to the llm extractor only, not to --extractor rules"
     half = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", schema, "--model", "openai/stub-model",
                                     "--input-cost-per-token", "0.000001"])
-    assert half.exit_code == 1 and half.stderr.strip().startswith("Error: input_cost_per_token: give both")
+    assert half.exit_code == 1 and half.stderr.strip() == (
+        "Error: give both --input-cost-per-token and --output-cost-per-token, or neither")
     assert len(stub.requests) == 2
 
 
@@ -242,7 +243,7 @@ def test_config_model_implies_the_llm_extractor():
 
     assert IngestConfig(model="openai/stub-model").extractor == "llm"
     assert IngestConfig().extractor == "rules"
-    with pytest.raises(ValidationError, match="model applies to the llm extractor only"):
+    with pytest.raises(ValidationError, match="'model' applies to the llm extractor only"):
         IngestConfig(extractor="rules", model="openai/stub-model")
-    with pytest.raises(ValidationError, match="give both input_cost_per_token and output_cost_per_token"):
+    with pytest.raises(ValidationError, match="give both 'input_cost_per_token' and 'output_cost_per_token'"):
         IngestConfig(model="openai/stub-model", input_cost_per_token=1e-6)

@@ -1,0 +1,157 @@
+"""``kgr ingest``: the options become one :class:`~kgr.ingest.config.IngestConfig` (its validators
+are the only ones; their messages are shown with option names), then the job runs with a progress
+display and a report."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.model.promotion import DEFAULT_POLICY, PolicyName
+
+app = typer.Typer(rich_markup_mode=None)
+
+VerifyChoice = Literal["auto", "none", "rules", "llm"]
+
+
+def as_flags(message: str, options: frozenset[str] | set[str]) -> str:
+    """A config message in the CLI's words: a quoted option name ``'input_cost_per_token'`` becomes
+    ``--input-cost-per-token``, ``'extractor'='rules'`` becomes ``--extractor rules``; other quoted
+    words (values) stay.
+
+    >>> as_flags("'model' applies to the llm extractor only, not to 'extractor'='rules'", {"model", "extractor"})
+    '--model applies to the llm extractor only, not to --extractor rules'
+    """
+    def flag(m: re.Match[str]) -> str:
+        if m.group(1) not in options:
+            return m.group(0)
+        name = "--" + m.group(1).replace("_", "-")
+        return name if m.group(2) is None else f"{name} {m.group(2)}"
+
+    return re.sub(r"'([a-z_]+)'(?:='([^']*)')?", flag, message.removeprefix("Value error, "))
+
+
+def ingest_config(options: dict[str, Any]):  # noqa: ANN201 - IngestConfig (import kept lazy for fast --help)
+    """``IngestConfig`` from the options given (None: not given, the config's default applies).
+
+    Raises
+    ------
+    KgrValidationError
+        The config's validators refused the options (message and field in option names).
+    """
+    from pydantic import ValidationError
+
+    from kgr.errors import KgrValidationError
+    from kgr.ingest.config import IngestConfig
+
+    try:
+        return IngestConfig.model_validate({k: v for k, v in options.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        names = set(IngestConfig.model_fields)
+        field = as_flags(f"'{first['loc'][0]}'", names) if first.get("loc") else None
+        raise KgrValidationError(as_flags(str(first["msg"]), names), field=field) from exc
+
+
+def _verifier(verify: VerifyChoice, cfg):  # noqa: ANN001, ANN202 - IngestConfig -> Verifier | None
+    """The re-reader for the candidates the calibrated policy escalates (``auto``: the extractor's kind)."""
+    kind = cfg.extractor if verify == "auto" else verify
+    if kind == "none" or (verify == "auto" and kind == "llm" and not cfg.model):
+        return None  # (an llm extractor without --model is reported by the ingestion itself)
+    from kgr.extract.verify import make_verifier
+
+    return make_verifier(kind, model=cfg.model, api_base=cfg.api_base) if kind == "llm" else make_verifier(kind)
+
+
+def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an IngestReport
+    if report.documents == 0:
+        err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
+                  "and .pdf files" + (f"; {len(report.load_issues)} could not be read" if report.load_issues else "")
+                  + ")", markup=False, soft_wrap=True)
+        raise typer.Exit(2)
+    if report.chunks_failed:
+        err.print(f"Error: {len(report.chunks_failed)} chunk(s) failed (listed in the report); "
+                  "re-run the same command to retry them", markup=False, soft_wrap=True)
+        raise typer.Exit(2)
+
+
+@app.command()
+@errors_to_exit
+def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .jsonl .pdf).")],
+           schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
+           extractor: Annotated[str | None, typer.Option(
+               help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,
+           model: Annotated[str | None, typer.Option(
+               help="litellm model name (e.g. openai/gpt-4o-mini); implies --extractor llm.")] = None,
+           api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (the key comes from the provider's environment variable).")] = None,
+           input_cost_per_token: Annotated[float | None, typer.Option(
+               help="USD per prompt token, for a model litellm cannot price (with --output-cost-per-token).")] = None,
+           output_cost_per_token: Annotated[float | None, typer.Option(
+               help="USD per completion token (with --input-cost-per-token).")] = None,
+           timeout: Annotated[float | None, typer.Option(help="Seconds per LLM request (default 60).")] = None,
+           max_attempts: Annotated[int | None, typer.Option(help="LLM requests per call, retries included (default 4).")] = None,
+           concurrency: Annotated[int | None, typer.Option(help="Chunks (LLM requests) in flight (default 4).")] = None,
+           chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
+           chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
+           max_rounds: Annotated[int | None, typer.Option(help="Extraction rounds per chunk (default 3).")] = None,
+           promote_every: Annotated[int | None, typer.Option(help="Promotion round every N chunks (default 0: at the end).")] = None,
+           no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
+           policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
+           prune: Annotated[bool, typer.Option("--prune", help=(
+               "Also forget the documents ingested earlier from files under PATH... that are gone (deleted files, "
+               "vanished JSONL ids); a file that fails to load keeps its documents."))] = False,
+           forget_quorum: Annotated[int | None, typer.Option(help=(
+               "When an edited or pruned document's votes are forgotten, a promoted edge left with fewer votes is "
+               "retired (default 2)."))] = None,
+           verify: Annotated[VerifyChoice, typer.Option(
+               help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
+                    "that matches the extractor (rules, or llm with --model).")] = "auto",
+           json_: JsonOpt = False) -> None:
+    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
+
+    Resumable: chunks already processed are skipped, so re-run an interrupted job as it was. A file
+    is a document with a stable id (its path): when it changed since the last run, the chunks its new
+    text no longer has are forgotten and only the new chunks are extracted. Exit code 0 when every
+    chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
+    hold no document kgr can read.
+    """
+    from kgr.errors import KgrNeo4jUnavailable
+    from kgr.ingest.pipeline import ingest as run_ingest
+
+    cfg = ingest_config(dict(
+        extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
+        output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
+        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote,
+        policy=policy, prune=prune, forget_quorum=forget_quorum,
+        chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
+    verifier = _verifier(verify, cfg)
+    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
+                                             TimeElapsedColumn(), console=err, transient=True) as bar:
+        kg.init()
+        tasks: dict[str, Any] = {}
+
+        def progress(event: str, n: int) -> None:
+            if event not in tasks:
+                tasks[event] = bar.add_task(event.replace("_", " "))
+            bar.advance(tasks[event], n)
+
+        try:
+            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
+                                promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier))
+        except KgrNeo4jUnavailable as exc:
+            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
+            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
+            bar.stop()
+            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(1)
+    emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
+    _exit_status(report, paths)

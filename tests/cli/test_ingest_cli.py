@@ -1,0 +1,71 @@
+"""``kgr ingest`` through the real CLI against the real Neo4j: options validated by IngestConfig and
+reported in option names, an edited corpus re-ingested with --prune, ``kgr forget DIR``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kgr.cli.ingest import as_flags
+from kgr.cli.main import app
+
+pytestmark = pytest.mark.neo4j
+
+SCHEMA = str(Path(__file__).resolve().parents[2] / "examples" / "schema.json")
+
+
+@pytest.fixture
+def kgr(graph, neo4j_settings, monkeypatch):
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    runner = CliRunner()
+
+    def run(*args: str, code: int = 0):
+        res = runner.invoke(app, list(args))
+        assert res.exit_code == code, (res.stdout, res.stderr)
+        return res
+
+    return run
+
+
+def test_config_messages_in_option_names():
+    names = {"input_cost_per_token", "output_cost_per_token", "extractor"}
+    assert as_flags("Value error, give both 'input_cost_per_token' and 'output_cost_per_token', or neither", names) \
+        == "give both --input-cost-per-token and --output-cost-per-token, or neither"
+    assert as_flags("Input should be 'rules' or 'llm'", names) == "Input should be 'rules' or 'llm'"
+
+
+def test_bad_options_are_the_configs_errors(kgr, tmp_path):
+    (tmp_path / "a.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
+    res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--concurrency", "0", code=1)
+    assert res.stderr.strip() == "Error: --concurrency: Input should be greater than or equal to 1"
+    res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--forget-quorum", "0", code=1)
+    assert res.stderr.strip().startswith("Error: --forget-quorum: Input should be greater than or equal to 1")
+
+
+def test_reingest_with_prune_then_forget_a_directory(kgr, tmp_path):
+    root = tmp_path / "corpus"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("Konrad Zuse built the Z3. Konrad Zuse was born in Berlin.", encoding="utf-8")
+    (root / "b.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
+    (root / "sub" / "c.txt").write_text("Alan Turing was born in London.", encoding="utf-8")
+    first = json.loads(kgr("ingest", str(root), "--schema", SCHEMA, "--policy", "quorum", "--json").stdout)
+    assert first["chunks_processed"] == 3
+    promoted = json.loads(kgr("status", "--json").stdout)["promoted"]
+    assert promoted == 1  # BUILT(Zuse, Z3) has two votes (a and b)
+
+    (root / "b.txt").unlink()
+    (root / "a.txt").write_text("Konrad Zuse was born in Berlin.", encoding="utf-8")
+    second = json.loads(kgr("ingest", str(root), "--schema", SCHEMA, "--policy", "quorum", "--prune",
+                            "--json").stdout)
+    assert (second["chunks_forgotten"], second["documents_pruned"], second["promoted_retracted"]) == (1, 1, 1)
+    assert second["chunks_processed"] == 1 and second["chunks_skipped"] == 1  # the new a; c unchanged
+    assert json.loads(kgr("status", "--json").stdout)["promoted"] == 0
+    text = kgr("ingest", str(root), "--schema", SCHEMA, "--policy", "quorum", "--prune").stdout
+    assert "0 processed, 2 already done" in text
+
+    # kgr forget DIR: every document read from under it
+    res = json.loads(kgr("forget", str(root / "sub"), "--json").stdout)
+    assert res["documents"] == [(root / "sub" / "c.txt").resolve().as_posix()] and res["chunks_removed"] == 1

@@ -1,0 +1,181 @@
+"""Re-ingestion of a corpus that changed: documents keep their path ids, an edited document's
+vanished chunks are forgotten and its unchanged chunks are not extracted again, ``prune`` forgets
+documents that left the corpus; and the result equals a fresh ingest of the final corpus.
+Real Neo4j, the rules extractor (and the stub LLM for the no-call check)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgr.extract import RulesExtractor
+from kgr.ingest.chunking import ChunkingConfig
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
+from kgr.model.schema import load_schema
+from kgr.store.admin import reset
+from kgr.store.promotion import promote_by_quorum
+from kgr.store.versions import current_state
+from tests.ingest.test_pipeline_resume import _distinct_names
+from tests.support.llm_stub import llm_stub_factory  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.neo4j
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCHEMA = load_schema(EXAMPLES / "schema.json")
+NAMES = _distinct_names(SCHEMA)
+RELS = [(r, s) for r, s in sorted(SCHEMA.relation_types.items()) if s.domain and s.range and s.triggers]
+
+
+def _sentence_pool(n: int = 40, seed: int = 3) -> list[str]:
+    """``n`` distinct "<subject> <trigger> <object>." sentences from the example schema."""
+    rng, out = random.Random(seed), []
+    while len(out) < n:
+        rel, spec = rng.choice(RELS)
+        s, o = rng.choice(NAMES[rng.choice(spec.domain)]), rng.choice(NAMES[rng.choice(spec.range)])
+        trigger = next(t for t in spec.triggers if not t.endswith(" by"))
+        sent = f"{s} {trigger} {o}."
+        if s != o and sent not in out:
+            out.append(sent)
+    return out
+
+
+POOL = _sentence_pool()
+# small chunks with overlap, so that a document has several chunks and edits shift them
+CONFIG = IngestConfig(chunking=ChunkingConfig(size=90, overlap=30, unit="chars"), policy="quorum")
+
+
+def _ingest(graph, root: Path, *, prune: bool = False, extractor=None):
+    return ingest(graph, [root], SCHEMA, config=CONFIG.model_copy(update={"prune": prune}),
+                  extractor=extractor or RulesExtractor(), promote=lambda: promote_by_quorum(graph, quorum=2))
+
+
+def _write_corpus(root: Path, docs: dict[str, list[int]]) -> None:
+    for f in root.glob("*.txt"):
+        if f.stem not in docs:
+            f.unlink()
+    for name, sentences in docs.items():
+        (root / f"{name}.txt").write_text(" ".join(POOL[i] for i in sentences), encoding="utf-8")
+
+
+def _state(graph) -> dict:
+    """What must be equal: entities with their aliases, staged edges with votes, status and
+    confidence, every vote (edge key and source), chunks, the current promoted keys and the promoted
+    graph's hash (the versions at which edges were promoted differ between the two histories)."""
+    out: dict[str, set] = {}
+    for r in graph.read("graph_fingerprint"):
+        detail = r["detail"] or []
+        if r["kind"] == "promoted":
+            if detail[1] is None or detail[1] == "null":
+                out.setdefault("promoted", set()).add(r["key"])
+            continue
+        if r["kind"] == "pending":
+            detail = [detail[0], detail[1], f"{float(detail[2]):.9f}"]
+        out.setdefault(r["kind"], set()).add((r["key"], tuple(sorted(str(x) for x in detail))))
+    # entities that something current needs (a staged edge, a current promoted edge, a mention); an
+    # entity only a retired promoted edge names stays, for rollback, and is not part of the graph now
+    live = {r["key"] for r in graph.driver.execute_query(
+        "MATCH (e:Entity) WHERE EXISTS { (e)-[:PENDING_REL]-() } OR EXISTS { (:Chunk)-[:MENTIONS]->(e) } "
+        "OR EXISTS { MATCH (e)-[r]-() WHERE r.valid_from IS NOT NULL AND r.valid_to IS NULL } "
+        "RETURN e.key AS key").records}
+    out["entity"] = {e for e in out.get("entity", set()) if e[0] in live}
+    return {**out, "hash": current_state(graph)[1]}
+
+
+docs_strategy = st.dictionaries(st.sampled_from(list("abcdef")), st.lists(st.integers(0, len(POOL) - 1), min_size=1,
+                                                                          max_size=7, unique=True), min_size=1, max_size=4)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=docs_strategy, final=docs_strategy)
+def test_incremental_equals_from_scratch(graph, tmp_path_factory, first, final):
+    """Ingest ``first``, edit it into ``final`` (sentences removed, added, changed; documents deleted
+    and added), re-ingest with prune: the store equals a fresh ingest of ``final``."""
+    root = tmp_path_factory.mktemp("corpus")
+    reset(graph)
+    _write_corpus(root, first)
+    _ingest(graph, root)
+    _write_corpus(root, final)
+    report = _ingest(graph, root, prune=True)
+    incremental = _state(graph)
+    reset(graph)
+    _ingest(graph, root)
+    scratch = _state(graph)
+    for k in sorted(set(incremental) | set(scratch)):
+        assert incremental.get(k) == scratch.get(k), (k, incremental.get(k, set()) ^ scratch.get(k, set())
+                                                       if k != "hash" else None)
+    gone = set(first) - set(final)
+    assert report.documents_pruned == len(gone)
+
+
+def test_unchanged_chunks_are_not_extracted_again(graph, tmp_path):
+    reset(graph)
+    root = tmp_path / "c"
+    root.mkdir()
+    _write_corpus(root, {"a": list(range(0, 8)), "b": list(range(8, 14))})
+    calls: list[str] = []
+
+    class Counting(RulesExtractor):
+        def extract(self, chunk_text, schema, *, guidance=None):
+            if guidance is None:
+                calls.append(chunk_text)
+            return super().extract(chunk_text, schema, guidance=guidance)
+
+    first = _ingest(graph, root, extractor=Counting())
+    n_first = len(calls)
+    assert n_first == first.chunks_processed > 2
+    # the last sentence of a changes: only the chunks that hold it are extracted again; b is untouched
+    _write_corpus(root, {"a": [*range(0, 7), 20], "b": list(range(8, 14))})
+    calls.clear()
+    second = _ingest(graph, root, extractor=Counting())
+    assert 1 <= len(calls) <= 2 and all(POOL[20] in c for c in calls)
+    assert second.chunks_forgotten >= 1 and second.chunks_skipped == first.chunks_processed - second.chunks_forgotten
+
+
+def test_prune_keeps_documents_whose_file_failed_to_load(graph, tmp_path):
+    reset(graph)
+    root = tmp_path / "c"
+    root.mkdir()
+    _write_corpus(root, {"a": [0, 1], "b": [2, 3]})
+    _ingest(graph, root)
+    (root / "b.txt").write_bytes(b"\xff\xfe broken \xc3")  # no longer UTF-8: a load issue, not a deletion
+    report = _ingest(graph, root, prune=True)
+    assert report.documents_pruned == 0 and report.load_issues
+    shutil.rmtree(root)
+    root.mkdir()
+    _write_corpus(root, {"a": [0, 1]})
+    report = _ingest(graph, root, prune=True)
+    assert report.documents_pruned == 1
+
+
+def test_reingest_over_the_stub_llm_calls_only_for_new_chunks(graph, tmp_path, llm_stub_factory):
+    """Over real HTTP: the second ingest of an edited corpus sends one request per new chunk and
+    none for the unchanged ones, and the forgotten chunk's vote leaves the graph."""
+    from kgr.store.admin import status
+    from tests.support.llm_stub import StubReply
+
+    reply = {"entities": {"Person": ["Charles Babbage"], "Place": ["London"]},
+             "relations": {"BORN_IN": [{"subject": "Charles Babbage", "object": "London"}]}}
+    stub = llm_stub_factory(default=StubReply.json(reply, usage={"prompt_tokens": 10, "completion_tokens": 5}))
+    cfg = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
+                       timeout=5, max_attempts=2, max_rounds=1, promote=False)
+    reset(graph)
+    root = tmp_path / "c"
+    root.mkdir()
+    for tag in ("one", "two", "three"):
+        (root / f"{tag}.txt").write_text(f"{tag}: Charles Babbage was born in London.", encoding="utf-8")
+    first = ingest(graph, [root], SCHEMA, config=cfg)
+    assert first.llm_calls == 3 == len(stub.requests)
+    assert status(graph).votes == 3
+    (root / "two.txt").write_text("two, revised: Charles Babbage was born in London.", encoding="utf-8")
+    (root / "three.txt").unlink()
+    second = ingest(graph, [root], SCHEMA, config=cfg.model_copy(update={"prune": True}))
+    assert second.llm_calls == 1 == len(stub.requests) - 3  # only the revised chunk of "two"
+    assert "revised" in str(stub.requests[-1].body)
+    assert (second.chunks_skipped, second.chunks_forgotten, second.documents_pruned) == (1, 1, 1)
+    assert status(graph).votes == 2  # one (revised) and one; three's vote forgotten with its document
