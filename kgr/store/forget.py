@@ -19,6 +19,10 @@ edited document does with the chunks the edit removed.
   ``held``, or deleted with its last vote); one that keeps enough votes stays promoted, and the
   next promotion round re-scores it on what is left. Each affected edge gets a
   ``(:Decision {action: 'retract'})`` naming the forgotten sources and the votes before and after.
+- **Concurrency.** The documents and chunks to forget are write-locked before any vote is read,
+  and a group commit of chunks (:func:`kgr.store.provenance.commit_chunks`) locks its chunks
+  first: a commit racing the forget of its chunk either lands before (and the forget removes its
+  votes) or finds the chunk gone (and stages nothing from it).
 - **Provenance.** The given chunks and the documents' chunks (with their ``MENTIONS``) and the
   document nodes are deleted.
 - **Entities** that nothing needs any more (no staged or promoted edge, present or past, no chunk
@@ -134,13 +138,13 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
 def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources: list[str], quorum: int,
                  dry_run: bool, ts: float) -> ForgetReport:
     version, old_hash = open_version(tx)
-    docs = tx.run("forget_chunks_of", {"documents": documents}) if documents else []
+    docs = tx.run("forget_chunks_of", {"documents": documents, "now": ts}) if documents else []
     missing = sorted(set(documents) - {d["document"] for d in docs})
     if missing:
         raise KgrNotFound(f"no document with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1
                                                                    else ""))
     if given_chunks:
-        docs = [*docs, *tx.run("forget_chunks_read", {"chunks": given_chunks})]
+        docs = [*docs, *tx.run("forget_chunks_read", {"chunks": given_chunks, "now": ts})]
     chunks = sorted({c for d in docs for c in d["chunks"]})
     forgotten = set(sources) | set(chunks) | set(given_chunks)
     overflow_keys = [r["key"] for r in tx.run("forget_overflow_keys", {"sources": sorted(forgotten)})]

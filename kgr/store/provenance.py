@@ -87,18 +87,25 @@ def commit_chunks(graph: Graph, marks: Sequence[ChunkMark], *, assertions: Seque
     """Write chunks' extraction results in ONE transaction: the votes of ``assertions`` and the
     ``entities`` (staging's :func:`~kgr.store.staging.write_batch`), their schema proposals, and
     their processed marks with MENTIONS. A chunk is processed exactly when its votes are in.
+    The chunks are locked first; the votes of a chunk a concurrent forget deleted are not staged
+    (see :mod:`kgr.store.forget`).
 
     Raises whatever the unit raised (:class:`~kgr.errors.KgrDatabaseError` for a refused
     statement, :class:`~kgr.errors.KgrNeo4jUnavailable`); nothing of the group is written then.
     """
 
     def unit(tx: Tx) -> StageReport:
-        rep = write_batch(tx, assertions, schema=schema, entities=entities, now=now) \
-            if assertions or entities else StageReport()
-        for m in marks:
+        claimed = {r["id"] for r in tx.run("claim_chunks", {"ids": sorted({m.chunk_id for m in marks}),
+                                                            "now": time.time() if now is None else now})}
+        gone = {m.chunk_id for m in marks} - claimed  # forgotten since they were read: nothing of them is staged
+        live = [m for m in marks if m.chunk_id not in gone]
+        votes = [a for a in assertions if a.source not in gone] if gone else assertions
+        rep = write_batch(tx, votes, schema=schema, entities=entities, now=now) \
+            if votes or entities else StageReport()
+        for m in live:
             if m.proposals:
                 stage_schema_proposals(tx, m.chunk_id, m.proposals, now=now)
-        write_marks(tx, marks, now=now)
+        write_marks(tx, live, now=now)
         return rep
 
     return graph.write_unit(unit)

@@ -132,3 +132,61 @@ def test_cli_forget_dry_run_and_json(graph, neo4j_settings, monkeypatch):
     assert res.exit_code == 0 and json.loads(res.stdout)["chunks_removed"] == 2
     res = CliRunner().invoke(app, ["forget", "missing-doc"])
     assert res.exit_code != 0 and "no document with id 'missing-doc'" in res.stderr
+
+
+def test_a_forget_racing_eight_writers_keeps_every_other_vote_and_none_of_its_own(graph):
+    """Eight threads commit chunks (their votes with their marks, as the ingestion writer does) of
+    nine documents onto shared edges while a ninth forgets document "gone" mid-way: afterwards no
+    vote of "gone" is left (committed before the forget: removed; after: refused) and every vote of
+    the other documents is there."""
+    import threading
+
+    docs = [f"doc{i}" for i in range(8)] + ["gone"]
+    chunks = [_Chunk(d, i) for d in docs for i in range(24)]
+    upsert_chunks(graph, chunks)
+    pairs = [("Ada", "Bob"), ("Bob", "Cy"), ("Cy", "Dee"), ("Ada", "Dee")]
+
+    def votes_of(c):
+        return [T(s, o, c.id) for s, o in pairs[c.index % 2: c.index % 2 + 3]]
+
+    lanes = [chunks[i::8] for i in range(8)]  # every lane holds chunks of "gone" too
+    errors: list[BaseException] = []
+    started = threading.Barrier(9)
+
+    def writer(lane):
+        started.wait()
+        try:
+            for k in range(0, len(lane), 3):
+                group = lane[k:k + 3]
+                commit_chunks(graph, [ChunkMark(chunk_id=c.id, extractor="test") for c in group],
+                              assertions=[a for c in group for a in votes_of(c)])
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    def forgetter():
+        started.wait()
+        threading.Event().wait(0.05)
+        try:
+            forget(graph, documents=["gone"])
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(lane,)) for lane in lanes] + [threading.Thread(target=forgetter)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    overflow = [r["id"].split("|", 1) for r in graph.driver.execute_query(
+        "MATCH (v:Vote) RETURN v.id AS id", database_=graph.database).records]
+    votes = {(k, s) for k, e in pending(graph).items() for s in e["sources"]} | {(k, s) for k, s in overflow}
+    for key, e in pending(graph).items():  # each edge's count is its votes, inline and overflow
+        assert e["votes"] == sum(1 for k, _ in votes if k == key)
+    staged = {s for _, s in votes}
+    assert not {s for s in staged if s.startswith("gone#")}
+    expected = {c.id for c in chunks if c.document_id != "gone"}
+    assert staged == expected
+    # and every surviving chunk is marked processed exactly once; the forgotten ones are gone
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id, c.process_count AS n",
+                                     database_=graph.database).records
+    assert {r["id"]: r["n"] for r in rec} == {c: 1 for c in expected}
