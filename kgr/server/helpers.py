@@ -9,7 +9,7 @@ from the models exactly as they do for the six tools. They are deliberately **no
 tool registry: the registry holds the six Agentic-KGR tools, which the agent driver offers to an
 LLM; the helpers are for interactive clients.
 
-Every helper but ``label_edges`` is read-only, and all are bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
+Every helper but ``label_edges``, ``forget_document`` and ``age_edges`` is read-only, and all are bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
 store's own), values as parameters, result sizes capped by validated ``limit`` arguments. None
 executes caller-supplied Cypher.
 
@@ -21,7 +21,11 @@ executes caller-supplied Cypher.
 ``explain_edge``         an edge's pending state and every decision recorded about it, with inputs
 ``list_snapshots``       named versions of the promoted graph, oldest first
 ``review_queue``         the edges whose label would teach the promotion scorer most, with evidence
-``label_edges``          record people's labels (the one helper that writes: one version)
+``label_edges``          record people's labels (writes: one version)
+``forget_document``      forget documents or sources: their votes, chunks and what only they
+                         supported (writes: one version; ``dry_run`` says what would change)
+``age_edges``            one aging run: decay, expire stale pending edges, retire stale promoted
+                         ones below a floor (writes: a version when it retires)
 =======================  =======================================================================
 """
 
@@ -34,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.model.canonical import IDENTIFIER_RE
 from kgr.model.review import EdgeLabel, LabelReport, ReviewQueue
-from kgr.store import admin, review, versions
+from kgr.store import admin, aging, forget, review, versions
 from kgr.store.connection import Graph
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
 from kgr.store import inspect
@@ -223,14 +227,43 @@ def label_edges(params: LabelEdgesInput, *, context: ToolContext) -> LabelReport
     return review.record_labels(_graph(context, "label_edges"), params.labels)
 
 
+# -- forget_document and age_edges ---------------------------------------------------------------------
+
+_Id = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class ForgetDocumentInput(_In):
+    documents: Annotated[list[_Id], Field(max_length=1000, description=(
+        "document ids: a file's absolute path as ingested, a JSONL line's id"))] = []
+    sources: Annotated[list[_Id], Field(max_length=1000, description="vote sources (chunk ids, a triple file's "
+                                                                      "source field)")] = []
+    quorum: Annotated[int, Field(ge=1, le=1000, description="a promoted edge left with fewer votes is retired")] = 2
+    dry_run: Annotated[bool, Field(description="say what would change and change nothing")] = False
+
+
+def forget_document(params: ForgetDocumentInput, *, context: ToolContext) -> forget.ForgetReport:
+    """Forget documents (by id) or vote sources as one version: their votes leave every staged edge, edges left without votes are removed, promoted edges left below the quorum are retired with a recorded retract decision, and their chunks and the entities nothing else needs are deleted. dry_run reports the same without changing anything. Unknown document ids fail the whole call. Writes."""
+    return forget.forget(_graph(context, "forget_document"), documents=params.documents, sources=params.sources,
+                         quorum=params.quorum, dry_run=params.dry_run)
+
+
+class AgeEdgesInput(aging.AgingConfig):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def age_edges(params: AgeEdgesInput, *, context: ToolContext) -> aging.AgingReport:
+    """One aging run: decay the weight of pending edges (xi per day) and of promoted edges past the soft window (xi_promoted), expire pending edges without a new vote for ttl_days, and retire, as one version with recorded decisions, promoted edges past the hard window whose weight fell below floor (default 0: retires nothing). Running it twice at one time changes nothing. Writes."""
+    return aging.age(_graph(context, "age_edges"), aging.AgingConfig.model_validate(params.model_dump()))
+
+
 # -- the specs ----------------------------------------------------------------------------------------
 
 
 def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel], *, read_only: bool = True,
-          idempotent: bool = True) -> ToolSpec:
+          idempotent: bool = True, destructive: bool = False) -> ToolSpec:
     doc = " ".join((func.__doc__ or "").split("\n\n", 1)[0].split())
     return ToolSpec(name=func.__name__, description=doc, input_model=input_model, output_model=output_model,
-                    func=func, read_only=read_only, destructive=False, idempotent=idempotent, needs_graph=True)
+                    func=func, read_only=read_only, destructive=destructive, idempotent=idempotent, needs_graph=True)
 
 
 #: The helper tools, in the order they are listed.
@@ -242,6 +275,9 @@ HELPERS: tuple[ToolSpec, ...] = (
     _spec(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
     _spec(review_queue, ReviewQueueInput, ReviewQueue),
     _spec(label_edges, LabelEdgesInput, LabelReport, read_only=False, idempotent=False),
+    _spec(forget_document, ForgetDocumentInput, forget.ForgetReport, read_only=False, idempotent=False,
+          destructive=True),
+    _spec(age_edges, AgeEdgesInput, aging.AgingReport, read_only=False),
 )
 
 

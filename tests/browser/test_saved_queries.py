@@ -18,7 +18,7 @@ from kgr.errors import KgrNotFound, KgrValidationError
 pytestmark = pytest.mark.neo4j
 
 TESTED = {"entity_types", "pending_vs_promoted", "graph", "edge_provenance", "edge_decisions", "snapshot_diff",
-          "expired_edges", "review_queue"}
+          "expired_edges", "review_queue", "document_contribution", "forget_retractions"}
 
 
 def at(dt) -> float:  # noqa: ANN001 - neo4j.time.DateTime
@@ -133,6 +133,33 @@ def test_review_queue(graph, history):
     rows = run_query(graph, "review_queue", {"tau": 0.9})
     assert [(r["key"], r["p_hat"]) for r in rows] == [(history.grace_navy, 0.88), (history.ada_ibm, 0.95)]
     assert rows[1]["subject"] == "Ada" and rows[1]["supports"] == 0  # nearest the cut first; the labelled one left out
+
+
+def test_document_contribution(graph, history):
+    rows = run_query(graph, "document_contribution", {"document": "d1"})
+    got = [(r["subject"], r["relation"], r["object"], r["status"], r["votes"], r["from_document"], r["without_it"],
+            r["promotion_depends_on_it"]) for r in rows]
+    assert got == [  # WORKS_AT(Ada, IBM) is promoted on d1's two chunks alone
+        ("Ada", "WORKS_AT", "IBM", "promoted", 2, 2, 0, True),
+        ("Ada", "BORN_IN", "London", "held", 1, 1, 0, False),
+    ]
+    rows = run_query(graph, "document_contribution", {"document": "d2"})
+    assert sorted((r["relation"], r["status"], r["from_document"], r["without_it"]) for r in rows) == [
+        ("DESIGNED", "expired", 1, 0), ("WORKS_AT", "held", 1, 1)]  # Grace's edge keeps the bare source
+    assert run_query(graph, "document_contribution", {"document": "no-such-document"}) == []
+
+
+def test_forget_retractions(graph, history):
+    from kgr.store.forget import forget
+
+    assert run_query(graph, "forget_retractions") == []
+    rep = forget(graph, documents=["d1"])
+    rows = run_query(graph, "forget_retractions")
+    assert {r["version"] for r in rows} == {rep.version} and rows[0]["retired_in_version"] == 1
+    assert sorted(r["edge"] for r in rows) == sorted([history.ada_ibm, history.ada_london])
+    ibm = next(r for r in rows if r["edge"] == history.ada_ibm)
+    assert "2 → 0 vote(s); retired; edge removed" in ibm["reason"]
+    assert json.loads(ibm["inputs"])["forgotten_sources"] == ["c1", "c2"]
 
 
 def test_saved_query_lookup_and_missing_params(graph):

@@ -21,12 +21,15 @@ from .conftest import KG, SCHEMA, TEXT
 
 def test_catalog_is_the_six_then_the_helpers():
     names = [s.name for s in served_tools()]
-    assert names[:6] == [s.name for s in list_tools()] and len(names) == 13
+    assert names[:6] == [s.name for s in list_tools()] and len(names) == 15
     assert names[6:] == ["graph_status", "search_entities", "entity_neighbourhood", "explain_edge", "list_snapshots",
-                         "review_queue", "label_edges"]
-    assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS if h.name != "label_edges")
-    label = next(h for h in HELPERS if h.name == "label_edges")
-    assert not label.read_only and not label.idempotent and not label.destructive  # it writes one version
+                         "review_queue", "label_edges", "forget_document", "age_edges"]
+    writers = {"label_edges", "forget_document", "age_edges"}
+    assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS if h.name not in writers)
+    flags = {h.name: (h.read_only, h.idempotent, h.destructive) for h in HELPERS if h.name in writers}
+    assert flags == {"label_edges": (False, False, False),  # one version of labels
+                     "forget_document": (False, False, True),  # deletes votes and chunks (versioned)
+                     "age_edges": (False, True, False)}  # twice at one time changes nothing
     with pytest.raises(KgrNotFound, match="known tools: query_extraction_density"):
         get_served("drop_database")
 

@@ -80,6 +80,30 @@ def test_helpers_show_the_graph(http_server, graph):
         assert c.post("/tools/explain_edge", json={"key": "0" * 24}).status_code == 404
 
 
+def test_forget_and_aging_over_http(http_server, graph):
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        for src in ("a", "b"):
+            assert c.post("/tools/query_kg_storage", json={"extracted_kg": KG, "source": src}).status_code == 200
+        promote_by_quorum(graph, quorum=2)
+        before = c.post("/tools/graph_status").json()
+        dry = c.post("/tools/forget_document", json={"sources": ["b"], "dry_run": True}).json()
+        assert dry["dry_run"] and dry["promoted_retired"] == 3 and dry["version"] is None
+        assert c.post("/tools/graph_status").json() == before  # a dry run changes nothing
+        done = c.post("/tools/forget_document", json={"sources": ["b"]}).json()
+        assert (done["votes_removed"], done["promoted_retired"], done["version"]) == (3, 3, 2)
+        after = c.post("/tools/graph_status").json()
+        assert (after["promoted"], after["votes"], after["version"]) == (0, 3, 2)
+        missing = c.post("/tools/forget_document", json={"documents": ["no-such-doc"]})
+        assert missing.status_code == 404 and "no-such-doc" in missing.json()["error"]["message"]
+        empty = c.post("/tools/forget_document", json={})
+        assert empty.status_code == 422 and "at least one" in empty.json()["error"]["message"]
+
+        aged = c.post("/tools/age_edges", json={"ttl_days": 30}).json()
+        assert (aged["expired"], aged["retired"], aged["version"]) == (0, 0, None)  # fresh votes
+        bad = c.post("/tools/age_edges", json={"soft_window_days": 10, "hard_window_days": 5})
+        assert bad.status_code == 422 and "hard_window_days" in bad.json()["error"]["message"]
+
+
 def test_error_paths(http_server):
     url = http_server.url
     with httpx.Client(base_url=url, timeout=30) as c:
