@@ -22,12 +22,15 @@ from pydantic import BaseModel, Field
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.inspect import EdgeExplanation
+from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, staging, versions
+from kgr import slices
+from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
@@ -204,6 +207,26 @@ class Engine:
                dry_run: bool = False) -> forget.ForgetReport:
         """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`)."""
         return forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
+
+    # -- context slices for agents ------------------------------------------------------------------
+    def schema_version(self) -> str:
+        """A short hash of the engine's schema (goes into every slice's provenance), or ``none``."""
+        return slices.build.schema_version(self.schema)
+
+    def slice(self, anchors: Sequence[str] = (), *, query: str | None = None, policy: str = "default",
+              budget_tokens: int | None = None, model: str | None = None) -> ContextSlice:
+        """A context slice around ``anchors`` / the entities ``query`` finds (:mod:`kgr.slices`)."""
+        return slices.build_slice(self.graph, anchors=anchors, query=query, policy=policy, budget_tokens=budget_tokens,
+                                  model=model, schema_version=self.schema_version())
+
+    def verify_slice(self, s: ContextSlice) -> SliceVerification:
+        return slices.verify_slice(self.graph, s)
+
+    def report_outcome(self, slice_id: str, outcome: int, edges: Sequence[str] = ()) -> OutcomeReport:
+        return slices.report_outcome(self.graph, slice_id, outcome, edges=edges)
+
+    def doctor(self) -> DoctorReport:
+        return slices.doctor(self.graph)
 
     def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
         """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""

@@ -28,7 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"kgr.model"}),
     frozenset({"kgr.gauge"}),
     frozenset({"kgr.store", "kgr.runtime"}),
-    frozenset({"kgr.tools"}),
+    frozenset({"kgr.tools", "kgr.slices"}),
     frozenset({"kgr.extract"}),
     frozenset({"kgr.ingest"}),
     frozenset({"kgr.agent"}),
@@ -39,7 +39,8 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 
 #: Packages of one layer that must not import each other.
-APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), frozenset({"kgr.errors", "kgr.text"}))
+APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), frozenset({"kgr.errors", "kgr.text"}),
+                                   frozenset({"kgr.tools", "kgr.slices"}))
 
 #: Where Neo4j may be imported (the store queries it; the runtime only runs the server process).
 NEO4J_ALLOWED = ("kgr.store", "kgr.runtime")

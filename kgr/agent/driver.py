@@ -229,6 +229,67 @@ def _assistant_message(msg: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return out, calls
 
 
+def _call_tool(call: dict[str, Any], *, step: int, known: set[str], chunk: Chunk, tool_schema: dict[str, Any],
+               guard: ProtocolGuard, context: ToolContext, max_chars: int
+               ) -> tuple[TranscriptEntry, str, dict[str, Any] | None]:
+    """One tool call the LLM asked for: its transcript entry, the tool message's content, and the
+    tool's result (None when the call was refused or failed; the content then says why)."""
+    name = call["name"]
+    started = time.perf_counter()
+    filled: list[str] = []
+    args: Any = None
+    problem: str | None = None
+    result: dict[str, Any] | None = None
+    if name not in known:
+        problem = f"unknown tool {name[:80]!r}; the tools are: {', '.join(sorted(known))}"
+    else:
+        try:
+            args = json.loads(call["arguments"] or "{}")
+        except json.JSONDecodeError as exc:
+            problem = f"arguments are not valid JSON ({exc.msg} at column {exc.colno})"
+        if problem is None and not isinstance(args, dict):
+            problem = "arguments must be a JSON object"
+        if problem is None:
+            if name in _TAKES_TEXT_AND_SCHEMA:
+                for key, value in (("text", chunk.text), ("schema", tool_schema)):
+                    if key not in args:
+                        args[key] = value
+                        filled.append(key)
+            problem = guard.check(name)
+        if problem is None:
+            try:
+                result = call_tool(name, args, context=context)
+            except KgrValidationError as exc:
+                problem = f"invalid arguments: {exc}"
+            except KgrError as exc:
+                problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    ms = round((time.perf_counter() - started) * 1000, 2)
+    shown = None
+    if isinstance(args, dict):
+        shown = {k: (f"<chunk text, {len(v)} characters>" if k == "text" and isinstance(v, str) else v)
+                 for k, v in args.items()}
+    if result is not None:
+        phase = guard.record(name, result)
+        entry = TranscriptEntry(kind="tool", step=step, tool=name, phase=phase, ok=True, arguments=shown,
+                                filled=filled, summary=_summary(name, result), ms=ms)
+        return entry, _result_text(result, max_chars), result
+    entry = TranscriptEntry(kind="tool", step=step, tool=name, phase=guard.phase(name) if name in known else "unknown",
+                            ok=False, arguments=shown, filled=filled, error=problem, ms=ms)
+    return entry, json.dumps({"error": problem}), None
+
+
+def _mark_processed(graph: Graph, chunk: Chunk, stored_kg: dict[str, Any], *, extractor: str, rounds: int) -> None:
+    """The chunk's processed mark with MENTIONS of the entities its storage call stored."""
+    keys = []
+    for etype, names in (stored_kg.get("entities") or {}).items():
+        for n in names:
+            try:
+                keys.append(entity_key(etype, n))
+            except KgrValidationError:
+                continue
+    commit_chunks(graph, [ChunkMark(chunk_id=chunk.id, entity_keys=keys, extractor=extractor, rounds=rounds)])
+
+
 def run_chunk(chunk: Chunk, document: Document, *, graph: Graph, schema: KGSchema | None, config: AgentConfig,
               usage: _Usage | None = None, tools: list[dict[str, Any]] | None = None,
               on_entry: Callable[[TranscriptEntry], None] | None = None) -> ChunkRun:
@@ -274,69 +335,21 @@ def run_chunk(chunk: Chunk, document: Document, *, graph: Graph, schema: KGSchem
             break
         for call in calls:
             calls_made += 1
-            name = call["name"]
-            started = time.perf_counter()
-            filled: list[str] = []
-            args: Any = None
-            problem: str | None = None
-            result: dict[str, Any] | None = None
-            if name not in known:
-                problem = f"unknown tool {name[:80]!r}; the tools are: {', '.join(sorted(known))}"
-            else:
-                try:
-                    args = json.loads(call["arguments"] or "{}")
-                except json.JSONDecodeError as exc:
-                    problem = f"arguments are not valid JSON ({exc.msg} at column {exc.colno})"
-                if problem is None and not isinstance(args, dict):
-                    problem = "arguments must be a JSON object"
-                if problem is None:
-                    if name in _TAKES_TEXT_AND_SCHEMA:
-                        for key, value in (("text", chunk.text), ("schema", tool_schema)):
-                            if key not in args:
-                                args[key] = value
-                                filled.append(key)
-                    problem = guard.check(name)
-                if problem is None:
-                    try:
-                        result = call_tool(name, args, context=context)
-                    except KgrValidationError as exc:
-                        problem = f"invalid arguments: {exc}"
-                    except KgrError as exc:
-                        problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            ms = round((time.perf_counter() - started) * 1000, 2)
-            shown = None
-            if isinstance(args, dict):
-                shown = {k: (f"<chunk text, {len(v)} characters>" if k == "text" and isinstance(v, str) else v)
-                         for k, v in args.items()}
-            if result is not None:
-                phase = guard.record(name, result)
-                add(TranscriptEntry(kind="tool", step=step, tool=name, phase=phase, ok=True, arguments=shown,
-                                    filled=filled, summary=_summary(name, result), ms=ms))
-                content = _result_text(result, config.max_result_chars)
-                if name == STORAGE:
-                    st = result["storage_status"]
-                    entities_stored += int(st["entities_storage"]["stored_count"])
-                    relations_stored += int(st["relations_storage"]["stored_count"])
-                    stored_kg = result.get("final_kg")
-            else:
-                add(TranscriptEntry(kind="tool", step=step, tool=name, phase=guard.phase(name) if name in known
-                                    else "unknown", ok=False, arguments=shown, filled=filled, error=problem, ms=ms))
-                content = json.dumps({"error": problem})
+            entry, content, result = _call_tool(call, step=step, known=known, chunk=chunk, tool_schema=tool_schema,
+                                                guard=guard, context=context, max_chars=config.max_result_chars)
+            add(entry)
+            if result is not None and entry.tool == STORAGE:
+                st = result["storage_status"]
+                entities_stored += int(st["entities_storage"]["stored_count"])
+                relations_stored += int(st["relations_storage"]["stored_count"])
+                stored_kg = result.get("final_kg")
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         if guard.stored:
             stop = "stored"
             break
 
     if guard.stored and stored_kg is not None:
-        keys = []
-        for etype, names in (stored_kg.get("entities") or {}).items():
-            for n in names:
-                try:
-                    keys.append(entity_key(etype, n))
-                except KgrValidationError:
-                    continue
-        commit_chunks(graph, [ChunkMark(chunk_id=chunk.id, entity_keys=keys, extractor=f"agent:{config.model}",
-                                        rounds=max(1, guard.density_calls))])
+        _mark_processed(graph, chunk, stored_kg, extractor=f"agent:{config.model}", rounds=max(1, guard.density_calls))
     return ChunkRun(
         document_id=document.id, path=document.path, chunk_id=chunk.id, chunk_index=chunk.index,
         characters=len(chunk.text), stop_reason=stop, steps=step, tool_calls=calls_made,  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ Conventions
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import logging
@@ -50,6 +51,7 @@ __all__ = [
     "iter_files",
     "text_document",
     "file_document_id",
+    "resolved_path",
 ]
 
 log = logging.getLogger("kgr.ingest")
@@ -102,13 +104,20 @@ def text_document(text: str, *, path: str | None = None, metadata: dict[str, Any
 MAX_DOCUMENT_ID = 512
 
 
+@functools.lru_cache(maxsize=4096)
+def resolved_path(path: str) -> str:
+    """``path`` absolute, symlinks resolved, in POSIX form (cached: a JSONL file's lines, a long
+    file's parts and the pipeline ask for the same file's path many times)."""
+    return Path(path).resolve().as_posix()
+
+
 def file_document_id(path: Path, part: int | None = None) -> str:
     """The stable id of (a part of) a file: its absolute path, symlinks resolved, ``#part`` appended.
 
     >>> file_document_id(Path("/data/a.txt"), 2)
     '/data/a.txt#2'
     """
-    doc_id = Path(path).resolve().as_posix() + ("" if part is None else f"#{part}")
+    doc_id = resolved_path(str(path)) + ("" if part is None else f"#{part}")
     return doc_id if len(doc_id) <= MAX_DOCUMENT_ID else "path-sha256:" + _sha256(doc_id)
 
 

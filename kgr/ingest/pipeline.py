@@ -81,6 +81,7 @@ disambiguation cache holds at most ``disambiguation_cache`` names).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
 import statistics
 import sys
 import time
@@ -92,7 +93,7 @@ from pathlib import Path
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
-from kgr.ingest.loaders import Document, LoadIssue, iter_documents
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
@@ -107,6 +108,10 @@ __all__ = ["ingest"]
 
 #: Chunks read (and their documents and chunks upserted) per batch.
 _READ_BATCH = 64
+#: Documents compared with what the store records of them per query (or fewer, see _GROUP_CHARS).
+_GROUP_DOCUMENTS = 512
+#: Characters of document text held for one such comparison at most (a longer document goes alone).
+_GROUP_CHARS = 4_000_000
 
 # -- the driver -------------------------------------------------------------------------------------
 
@@ -172,6 +177,7 @@ class _Job:
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
+        self.states: dict[str, provenance.DocumentState] = {}
         self.pipe = ChunkPipeline(graph, schema, extractor, cfg, self.paths_by_doc)
         self.inflight: set[cf.Future] = set()
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
@@ -179,37 +185,74 @@ class _Job:
     def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
         for doc in iter_documents([str(p) for p in paths], on_error=self.issues.append):
             self.report.documents += 1
-            self.paths_by_doc[doc.id] = Path(doc.path).resolve().as_posix() if doc.path else None
+            self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
             self.tick("documents", 1)
             yield doc
 
     def chunks(self, paths: Sequence[str | Path]) -> Iterator[Chunk]:
-        """The chunks of every document, a batch of documents at a time, after :meth:`reconcile`."""
-        group: list[tuple[Document, list[Chunk]]] = []
+        """The chunks that need work, a group of documents at a time (see :meth:`reconcile`)."""
+        group: list[Document] = []
         size = 0
         for doc in self.documents(paths):
-            group.append((doc, list(chunk_document(doc, config=self.cfg.chunking))))
-            size += len(group[-1][1])
-            if size >= _READ_BATCH:
+            group.append(doc)
+            size += len(doc.text)
+            if len(group) >= _GROUP_DOCUMENTS or size >= _GROUP_CHARS:
                 yield from self.reconcile(group)
                 group, size = [], 0
         yield from self.reconcile(group)
 
-    def reconcile(self, group: list[tuple[Document, list[Chunk]]]) -> Iterator[Chunk]:
-        """The group's chunks, after forgetting the chunks the store holds for its documents that
-        their current text no longer has (a document met earlier in this run is only added to)."""
+    def reconcile(self, docs: list[Document]) -> Iterator[Chunk]:
+        """The chunks of ``docs`` that need work. A document whose text (sha256) and chunking are
+        those the store recorded and whose chunks are all processed is skipped whole, not cut
+        again; the others are cut, the chunks the store holds for them that their current text no
+        longer has are forgotten, and their chunks already stored at the same position and
+        processed are skipped. A document met earlier in this run is only added to."""
+        fingerprint = self.cfg.chunking.model_dump_json()
+        states = provenance.document_states(self.graph, {d.id for d in docs if d.id not in self.documents_seen})
+        cut: list[tuple[Document, list[Chunk]]] = []
+        again: set[str] = set()
+        for doc in docs:
+            sha = hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
+            if doc.id in self.documents_seen:
+                again.add(doc.id)
+            st = None if doc.id in again else states.get(doc.id)
+            self.documents_seen.add(doc.id)
+            if st is not None and (st.sha256, st.chunking) == (sha, fingerprint) and st.done == st.chunk_count:
+                self.skip(st.chunk_count or 0)
+                continue
+            chunks = list(chunk_document(doc, config=self.cfg.chunking))
+            self.states[doc.id] = provenance.DocumentState(sha256=sha, chunking=fingerprint, chunk_count=len(chunks))
+            cut.append((doc, chunks))
+        yield from self.changed(cut, again)
+
+    def changed(self, cut: list[tuple[Document, list[Chunk]]], again: set[str]) -> Iterator[Chunk]:
+        """The chunks of documents that were cut, after forgetting their vanished stored chunks
+        (none for the documents in ``again``, met earlier in this run: those are only added to)."""
         current: dict[str, set[str]] = {}
-        for doc, chunks in group:
-            if doc.id not in self.documents_seen:
+        for doc, chunks in cut:
+            if doc.id not in again:
                 current.setdefault(doc.id, set()).update(c.id for c in chunks)
-        self.documents_seen.update(current)
         stored = provenance.document_chunks(self.graph, current)
-        vanished = sorted(c for doc_id, ids in stored.items() for c in ids - current[doc_id])
+        vanished = sorted(c for doc_id, have in stored.items() for c in have.keys() - current[doc_id])
         if vanished:
             self.forget(chunks=vanished)
             self.report.chunks_forgotten += len(vanished)
-        for _, chunks in group:
-            yield from chunks
+        for doc, chunks in cut:
+            have = stored.get(doc.id, {})
+            for c in chunks:
+                old = have.get(c.id)
+                if old is not None and old.done and (old.index, old.start, old.end) == (c.index, c.start, c.end) \
+                        and c.id not in self.seen:
+                    self.seen.add(c.id)
+                    self.skip(1)
+                else:
+                    yield c
+
+    def skip(self, n: int) -> None:
+        """Count ``n`` chunks found processed in an earlier run."""
+        self.report.chunks += n
+        self.report.chunks_skipped += n
+        self.tick("chunks", n)
 
     def forget(self, **what: list[str]) -> None:
         """Forget (:func:`kgr.store.forget.forget`) once the chunks in flight are written, so that
@@ -258,7 +301,7 @@ class _Job:
         try:
             for batch in _batches(self.chunks(paths), _READ_BATCH):
                 self.report.chunks += len(batch)
-                provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc)
+                provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc, states=self.states)
                 done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])
                 for chunk in batch:
                     self.submit(chunk, done_ids)

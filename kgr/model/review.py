@@ -68,8 +68,9 @@ class ReviewItem(BaseModel):
     status: str = Field(description="held (escalated or below the cut) or promoted")
     p_hat: float
     priority: float = Field(description="uncertainty x impact: the order of the queue (0 for an audit item)")
-    why: Literal["priority", "audit"] = Field("priority", description=(
-        "priority: ranked by uncertainty x impact; audit: a uniform random pick that keeps the calibration honest"))
+    why: Literal["priority", "audit", "outcome"] = Field("priority", description=(
+        "priority: ranked by uncertainty x impact; audit: a uniform random pick that keeps the calibration honest; "
+        "outcome: a promoted edge agents reported bad outcomes for repeatedly (listed first)"))
     votes: int
     documents: int
     verdicts: list[str] = Field(default_factory=list, description="verifier answers so far, e.g. 'supports: c12'")

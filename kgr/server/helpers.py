@@ -233,6 +233,11 @@ _Id = Annotated[str, Field(min_length=1, max_length=512)]
 
 
 class ForgetDocumentInput(_In):
+    # "give documents or sources" in the JSON Schema too, so that clients (and fuzzers) see it
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["documents"], "properties": {"documents": {"minItems": 1}}},
+        {"required": ["sources"], "properties": {"sources": {"minItems": 1}}}]})
+
     documents: Annotated[list[_Id], Field(max_length=1000, description=(
         "document ids: a file's absolute path as ingested, a JSONL line's id"))] = []
     sources: Annotated[list[_Id], Field(max_length=1000, description="vote sources (chunk ids, a triple file's "
@@ -247,13 +252,27 @@ def forget_document(params: ForgetDocumentInput, *, context: ToolContext) -> for
                          quorum=params.quorum, dry_run=params.dry_run)
 
 
-class AgeEdgesInput(aging.AgingConfig):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class AgeEdgesInput(_In):
+    xi: Annotated[float, Field(ge=0, le=100, description="decay rate of pending edges, 1/day")] = 0.1
+    xi_promoted: Annotated[float, Field(ge=0, le=100, description="decay rate of promoted edges past the soft "
+                                                                   "window, 1/day")] = 0.01
+    ttl_days: Annotated[float, Field(gt=0, le=36_500, description="days without a new vote before a pending edge "
+                                                                  "expires")] = 30.0
+    soft_window_days: Annotated[float, Field(ge=0, le=36_500, description="days a promoted edge keeps its full "
+                                                                           "weight")] = 7.0
+    retire_after_days: Annotated[float, Field(gt=0, le=36_500, description=(
+        "days past the soft window before a promoted edge may be retired: the hard window is "
+        "soft_window_days + retire_after_days"))] = 38.0
+    floor: Annotated[float, Field(ge=0, le=1, description="promoted edges past the hard window with a weight below "
+                                                          "this are retired; 0 (default) retires nothing")] = 0.0
 
 
 def age_edges(params: AgeEdgesInput, *, context: ToolContext) -> aging.AgingReport:
-    """One aging run: decay the weight of pending edges (xi per day) and of promoted edges past the soft window (xi_promoted), expire pending edges without a new vote for ttl_days, and retire, as one version with recorded decisions, promoted edges past the hard window whose weight fell below floor (default 0: retires nothing). Running it twice at one time changes nothing. Writes."""
-    return aging.age(_graph(context, "age_edges"), aging.AgingConfig.model_validate(params.model_dump()))
+    """One aging run: decay the weight of pending edges (xi per day) and of promoted edges past the soft window (xi_promoted), expire pending edges without a new vote for ttl_days, and retire, as one version with recorded decisions, promoted edges past the hard window (soft_window_days + retire_after_days) whose weight fell below floor (default 0: retires nothing). Running it twice at one time changes nothing. Writes."""
+    cfg = aging.AgingConfig(xi=params.xi, xi_promoted=params.xi_promoted, ttl_days=params.ttl_days,
+                            soft_window_days=params.soft_window_days,
+                            hard_window_days=params.soft_window_days + params.retire_after_days, floor=params.floor)
+    return aging.age(_graph(context, "age_edges"), cfg)
 
 
 # -- the specs ----------------------------------------------------------------------------------------

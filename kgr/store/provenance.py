@@ -19,7 +19,8 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.staging import StageReport, write_batch
 
 __all__ = ["ChunkMark", "commit_chunks", "upsert_chunks", "processed_chunk_ids", "write_marks",
-           "stage_schema_proposals", "schema_proposals", "document_chunks", "documents_under", "StoredDocument"]
+           "stage_schema_proposals", "schema_proposals", "document_chunks", "documents_under", "StoredDocument", "StoredChunk",
+           "DocumentState", "document_states"]
 
 
 class ChunkMark(BaseModel):
@@ -36,11 +37,29 @@ class ChunkMark(BaseModel):
         default_factory=list, description="schema proposals (kind, name, example) the chunk's extraction made")
 
 
+class DocumentState(BaseModel):
+    """What the store records of a document's text: the sha256 of the text, the chunking it was cut
+    with (a fingerprint), how many chunks that gave, and (read back) how many are processed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sha256: str | None = None
+    chunking: str | None = None
+    chunk_count: int | None = None
+    done: int = 0
+
+
 def upsert_chunks(graph: Graph, chunks: Sequence[Any], *, paths: dict[str, str | None] | None = None,
-                  now: float | None = None) -> None:
-    """MERGE documents and chunks (objects with id, document_id, index, text, sha256, start, end)."""
-    rows = [{"id": c.id, "document_id": c.document_id, "index": c.index, "text": c.text, "sha256": c.sha256,
-             "start": c.start, "end": c.end, "path": (paths or {}).get(c.document_id)} for c in chunks]
+                  states: dict[str, DocumentState] | None = None, now: float | None = None) -> None:
+    """MERGE documents and chunks (objects with id, document_id, index, text, sha256, start, end);
+    ``states`` records each document's text hash, chunking and chunk count with them."""
+    none = DocumentState()
+    rows = []
+    for c in chunks:
+        st = (states or {}).get(c.document_id, none)
+        rows.append({"id": c.id, "document_id": c.document_id, "index": c.index, "text": c.text, "sha256": c.sha256,
+                     "start": c.start, "end": c.end, "path": (paths or {}).get(c.document_id),
+                     "doc_sha256": st.sha256, "chunking": st.chunking, "chunk_count": st.chunk_count})
     if rows:
         graph.write("upsert_chunks", {"rows": rows, "now": time.time() if now is None else now})
 
@@ -54,12 +73,35 @@ class StoredDocument(BaseModel):
     path: str | None = None
 
 
-def document_chunks(graph: Graph, documents: Iterable[str]) -> dict[str, set[str]]:
-    """The chunk ids the store holds for each of ``documents`` (documents without chunks are absent)."""
+def document_states(graph: Graph, documents: Iterable[str]) -> dict[str, DocumentState]:
+    """The recorded state of each of ``documents`` that exists in the store."""
     ids = sorted(set(documents))
     if not ids:
         return {}
-    return {r["document"]: set(r["chunks"]) for r in graph.read("document_chunks", {"documents": ids})}
+    return {r["document"]: DocumentState(sha256=r["sha256"], chunking=r["chunking"], chunk_count=r["chunk_count"],
+                                         done=r["done"]) for r in graph.read("document_state", {"documents": ids})}
+
+
+class StoredChunk(BaseModel):
+    """A chunk node as re-ingestion compares it: id, position, processed or not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    index: int | None = None
+    start: int | None = None
+    end: int | None = None
+    done: bool = False
+
+
+def document_chunks(graph: Graph, documents: Iterable[str]) -> dict[str, dict[str, StoredChunk]]:
+    """The chunks the store holds for each of ``documents``, by chunk id (documents without chunks
+    are absent)."""
+    ids = sorted(set(documents))
+    if not ids:
+        return {}
+    return {r["document"]: {c["id"]: StoredChunk(**c) for c in r["chunks"]}
+            for r in graph.read("document_chunks", {"documents": ids})}
 
 
 def documents_under(graph: Graph, roots: Iterable[str]) -> list[StoredDocument]:

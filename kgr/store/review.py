@@ -76,8 +76,10 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
     relations = [r[2] for r in rows]
     prio = review_priority(p_hat, relations, tau=0.5 if tau is None else tau)
     n_audit = int(limit * audit_share)
-    top = sorted(range(len(rows)), key=lambda i: (-prio[i], keys[i]))[:limit - n_audit]
-    kinds = {keys[i]: "priority" for i in top}
+    requested = [i for i in range(len(rows)) if rows[i][12]]  # after repeated negative outcomes: first
+    ranked = sorted((i for i in range(len(rows)) if not rows[i][12]), key=lambda i: (-prio[i], keys[i]))
+    top = (sorted(requested, key=lambda i: keys[i]) + ranked)[:limit - n_audit]
+    kinds = {keys[i]: "outcome" if rows[i][12] else "priority" for i in top}
     if n_audit:
         chosen = set(kinds)
         # a uniform sample: the keys after a pseudo-random start (salted by the labels so far), wrapping
@@ -96,12 +98,12 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
                 keys.append(r[0])
                 prio = np.append(prio, 0.0)
                 top.append(len(rows) - 1)
-        top = _interleave([i for i in top if kinds[keys[i]] == "priority"], [i for i in top if kinds[keys[i]] == "audit"])
+        top = _interleave([i for i in top if kinds[keys[i]] != "audit"], [i for i in top if kinds[keys[i]] == "audit"])
     ev = {r["key"]: r for r in graph.read("review_evidence", {"rows": [
         {"key": rows[i][0], "s_key": rows[i][4], "o_key": rows[i][5]} for i in top]})}
     items = []
     for i in top:
-        key, s, rel, o, s_key, o_key, status, p, votes, _sup, _con, _sil = rows[i]
+        key, s, rel, o, s_key, o_key, status, p, votes, _sup, _con, _sil = rows[i][:12]
         e = ev.get(key, {"links": [], "verdicts": []})
         links = [EvidenceLink(source=src, chunk_id=cid, document=doc, quote=quote) for src, cid, doc, quote in e["links"]]
         items.append(ReviewItem(key=key, subject=s, relation=rel, object=o, subject_key=s_key, object_key=o_key,

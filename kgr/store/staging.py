@@ -180,97 +180,130 @@ def stage(
         raise KgrValidationError("batch_size must be >= 1", field="batch_size")
     if workers < 1:
         raise KgrValidationError("workers must be >= 1", field="workers")
-    report = StageReport()
     started = time.perf_counter()
-    lanes: list[list[TripleAssertion]] = [[] for _ in range(workers)]
-    pending: list[Future | None] = [None] * workers
-    lock = threading.Lock()
-    cache = EntityCache()
-    redirects: dict[str, str] = {}  # merged entity key -> kept key, learnt from stage_entities
     ts = time.time() if now is None else now
-    index = 0
-
-    def add(part: StageReport) -> None:
-        nonlocal report
-        with lock:
-            report = report.merge(part)
-            if on_batch is not None:
-                on_batch(report)
-
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kgr-stage") as pool:
-
-        def submit(lane: int, items: list[TripleAssertion]) -> None:
-            ents, edges, dups, created = _prepare_entities(
-                lambda rows: _run_entities(graph, cache.unseen(rows), ts, uuid.uuid4().hex),
-                items, schema, (), redirects)
-            cache.add(ents)  # committed: later batches of this call skip these rows
-
-            def write() -> None:
-                part = _stage_votes_unit(graph, edges, ents, ts)
-                add(part.model_copy(update={"rows": len(items), "new_entities": part.new_entities + created,
-                                            "repeated_votes": part.repeated_votes + dups}))
-
-            previous = pending[lane]
-            if previous is not None:
-                previous.result()  # one batch in flight per lane, in order; raises a lane's failure
-            pending[lane] = pool.submit(write)
-
+        lanes = _Lanes(graph, schema, pool, workers, ts, on_batch)
         stream = iter(assertions)
         head = list(itertools.islice(stream, batch_size + 1))
         nlanes = workers if len(head) > batch_size else 1
         try:
-            if nlanes == 1 and (head or entities):
-                _check_entities(entities, schema)
-                valid = []
-                for i, a in enumerate(head):
-                    try:
-                        check_assertion(a, schema)
-                    except KgrValidationError as exc:
-                        report.rejected.append(RejectedRow(index=i, reason=str(exc)))
-                        report.rows += 1
-                        continue
-                    valid.append(a)
-                add(_stage_batch(graph, valid, schema, entities, ts))
-                entities = ()
-                head = []
-            verdicts: dict[tuple[str, str, str], str | None] = {}  # the check depends on the types only
-            for a in itertools.chain(head, stream):
-                index += 1
-                types = (a.subject_type, a.relation, a.object_type)
-                if types not in verdicts:
-                    try:
-                        check_assertion(a, schema)
-                        verdicts[types] = None
-                    except KgrValidationError as exc:
-                        verdicts[types] = str(exc)
-                if verdicts[types] is not None:
-                    with lock:
-                        report.rejected.append(RejectedRow(index=index - 1, reason=verdicts[types]))
-                        report.rows += 1
-                    continue
-                # Python's str hash is stable within a process, which is all the lane choice needs
-                s_key = entity_key(a.subject_type, _resolve(schema, a.subject_type, a.subject))
-                lane = hash(redirects.get(s_key, s_key) if redirects else s_key) % nlanes
-                lanes[lane].append(a)
-                if len(lanes[lane]) >= batch_size:
-                    submit(lane, lanes[lane])
-                    lanes[lane] = []
-            for lane, items in enumerate(lanes):
-                if items:
-                    submit(lane, items)
-            for f in pending:
-                if f is not None:
-                    f.result()
+            if nlanes == 1 and (head or entities):  # it all fits in one batch: one transaction
+                lanes.one_batch(head, entities)
+                entities, head = (), []
+            check = _TypeCheck(schema)
+            for index, a in enumerate(itertools.chain(head, stream)):
+                reason = check(a)
+                if reason is None:
+                    lanes.route(a, nlanes, batch_size)
+                else:
+                    lanes.reject(index, reason)
+            lanes.finish()
         except BaseException:
-            for f in pending:
-                if f is not None:
-                    f.cancel()
+            lanes.cancel()
             raise
     if entities:
         _check_entities(entities, schema)
-        add(_stage_batch(graph, [], schema, entities, ts))
+        lanes.add(_stage_batch(graph, [], schema, entities, ts))
+    report = lanes.report
     report.seconds = time.perf_counter() - started
     return report
+
+
+class _TypeCheck:
+    """:func:`~kgr.model.schema.check_assertion`'s verdict (None: fine, else the reason), cached
+    by (subject type, relation, object type): the check depends on the types only."""
+
+    def __init__(self, schema: KGSchema | None):
+        self.schema = schema
+        self.verdicts: dict[tuple[str, str, str], str | None] = {}
+
+    def __call__(self, a: TripleAssertion) -> str | None:
+        types = (a.subject_type, a.relation, a.object_type)
+        if types not in self.verdicts:
+            try:
+                check_assertion(a, self.schema)
+                self.verdicts[types] = None
+            except KgrValidationError as exc:
+                self.verdicts[types] = str(exc)
+        return self.verdicts[types]
+
+
+class _Lanes:
+    """The lanes of one :func:`stage` call (see its docstring): rows routed by subject key, one
+    batch in flight per lane, the report merged under a lock as lanes commit."""
+
+    def __init__(self, graph: Graph, schema: KGSchema | None, pool: ThreadPoolExecutor, workers: int, ts: float,
+                 on_batch: Callable[[StageReport], None] | None):
+        self.graph, self.schema, self.pool, self.ts, self.on_batch = graph, schema, pool, ts, on_batch
+        self.report = StageReport()
+        self.lock = threading.Lock()
+        self.cache = EntityCache()
+        self.redirects: dict[str, str] = {}  # merged entity key -> kept key, learnt from stage_entities
+        self.rows: list[list[TripleAssertion]] = [[] for _ in range(workers)]
+        self.pending: list[Future | None] = [None] * workers
+
+    def add(self, part: StageReport) -> None:
+        with self.lock:
+            self.report = self.report.merge(part)
+            if self.on_batch is not None:
+                self.on_batch(self.report)
+
+    def reject(self, index: int, reason: str) -> None:
+        with self.lock:
+            self.report.rejected.append(RejectedRow(index=index, reason=reason))
+            self.report.rows += 1
+
+    def one_batch(self, items: list[TripleAssertion], entities: Sequence[tuple[str, str]]) -> None:
+        """A whole input that fits in one batch: checked, then written in one transaction."""
+        _check_entities(entities, self.schema)
+        check = _TypeCheck(self.schema)
+        valid = []
+        for i, a in enumerate(items):
+            reason = check(a)
+            if reason is None:
+                valid.append(a)
+            else:
+                self.reject(i, reason)
+        self.add(_stage_batch(self.graph, valid, self.schema, entities, self.ts))
+
+    def route(self, a: TripleAssertion, nlanes: int, batch_size: int) -> None:
+        # Python's str hash is stable within a process, which is all the lane choice needs
+        s_key = entity_key(a.subject_type, _resolve(self.schema, a.subject_type, a.subject))
+        lane = hash(self.redirects.get(s_key, s_key) if self.redirects else s_key) % nlanes
+        self.rows[lane].append(a)
+        if len(self.rows[lane]) >= batch_size:
+            self.submit(lane, self.rows[lane])
+            self.rows[lane] = []
+
+    def submit(self, lane: int, items: list[TripleAssertion]) -> None:
+        ents, edges, dups, created = _prepare_entities(
+            lambda rows: _run_entities(self.graph, self.cache.unseen(rows), self.ts, uuid.uuid4().hex),
+            items, self.schema, (), self.redirects)
+        self.cache.add(ents)  # committed: later batches of this call skip these rows
+
+        def write() -> None:
+            part = _stage_votes_unit(self.graph, edges, ents, self.ts)
+            self.add(part.model_copy(update={"rows": len(items), "new_entities": part.new_entities + created,
+                                             "repeated_votes": part.repeated_votes + dups}))
+
+        previous = self.pending[lane]
+        if previous is not None:
+            previous.result()  # one batch in flight per lane, in order; raises a lane's failure
+        self.pending[lane] = self.pool.submit(write)
+
+    def finish(self) -> None:
+        for lane, items in enumerate(self.rows):
+            if items:
+                self.submit(lane, items)
+        for f in self.pending:
+            if f is not None:
+                f.result()
+
+    def cancel(self) -> None:
+        for f in self.pending:
+            if f is not None:
+                f.cancel()
 
 
 def _check_entities(entities: Sequence[tuple[str, str]], schema: KGSchema | None) -> None:

@@ -100,8 +100,33 @@ def test_forget_and_aging_over_http(http_server, graph):
 
         aged = c.post("/tools/age_edges", json={"ttl_days": 30}).json()
         assert (aged["expired"], aged["retired"], aged["version"]) == (0, 0, None)  # fresh votes
-        bad = c.post("/tools/age_edges", json={"soft_window_days": 10, "hard_window_days": 5})
-        assert bad.status_code == 422 and "hard_window_days" in bad.json()["error"]["message"]
+        bad = c.post("/tools/age_edges", json={"soft_window_days": 10, "retire_after_days": -5})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "retire_after_days"
+
+
+def test_slices_over_http(http_server, graph, monkeypatch):
+    key = "http-slice-key-0123456789"
+    monkeypatch.setenv("KGR_SLICE_KEY", key)  # the server runs in this process (a background thread)
+    with httpx.Client(base_url=http_server.url, timeout=30) as c:
+        for src in ("a", "b"):
+            assert c.post("/tools/query_kg_storage", json={"extracted_kg": KG, "source": src}).status_code == 200
+        promote_by_quorum(graph, quorum=2)
+        res = c.post("/tools/get_context_slice", json={"anchors": ["Organization:bletchley park"],
+                                                       "budget_tokens": 400})
+        assert res.status_code == 200, res.text
+        s = res.json()
+        assert s["edges"] and s["anchors"] == ["Organization:bletchley park"]
+        assert s["tokens"] <= 400 and key not in res.text
+        ok = c.post("/tools/verify_slice", json={"slice": s}).json()
+        assert (ok["valid"], ok["current"]) == (True, True)
+        s["edges"][0]["votes"] = 99
+        bad = c.post("/tools/verify_slice", json={"slice": s}).json()
+        assert bad["valid"] is False
+        edge = s["edges"][0]["key"]
+        out = c.post("/tools/report_outcome", json={"slice_id": s["slice_id"], "outcome": 1, "edges": [edge]}).json()
+        assert out["weights"] == {edge: pytest.approx(0.4)} and out["tiers"] == {edge: "habitual"}
+        assert c.post("/tools/report_outcome", json={"slice_id": s["slice_id"], "outcome": 2}).status_code == 422
+        assert c.post("/tools/get_context_slice", json={"anchors": ["Person:nobody"]}).status_code == 404
 
 
 def test_error_paths(http_server):

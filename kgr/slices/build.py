@@ -1,0 +1,139 @@
+"""Cutting a slice from the store, and checking one (see :mod:`kgr.slices`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.slices import NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, SliceVerification, tier_of
+from kgr.slices.expand import expand
+from kgr.slices.policies import DEFAULT_POLICY, get_policy
+from kgr.slices.render import TokenCounter, pack
+from kgr.slices.tokens import canonical_string, sign, verify
+from kgr.store import inspect
+from kgr.store.connection import Graph
+from kgr.store.slices import EdgeRow, edge_quotes, entities, promoted_edges_around, record_slice
+from kgr.store.versions import current_state
+
+__all__ = ["build_slice", "verify_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
+
+#: Most anchors one slice starts from.
+MAX_ANCHORS = 64
+#: Attempts at reading a consistent graph (a promotion round between the reads forces another).
+_ATTEMPTS = 3
+
+
+def schema_version(schema: object | None) -> str:
+    """A short hash of a :class:`~kgr.model.schema.KGSchema` (a slice's ``schema_version``), or ``none``."""
+    if schema is None:
+        return "none"
+    return "sha256:" + hashlib.sha256(schema.model_dump_json().encode()).hexdigest()[:16]  # type: ignore[attr-defined]
+
+
+def slice_id_of(s: ContextSlice) -> str:
+    """SHA-256 (32 hex chars) of the slice's canonical content: anchors, nodes, edges with their
+    quotes' sources, policy, budget, counter and the rendered text, floats rounded to 1e-6."""
+    content = {
+        "anchors": sorted(s.anchors), "policy": [s.policy_id, s.policy_params_hash],
+        "budget": [s.budget_tokens, s.token_counter], "tokens": s.tokens,
+        "text": hashlib.sha256(s.text.encode("utf-8", "surrogatepass")).hexdigest(),
+        "nodes": sorted([n.key, n.type, n.name, n.distance] for n in s.nodes),
+        "edges": sorted([e.key, e.subject, e.relation, e.object, round(e.confidence, 6), e.votes,
+                         round(e.outcome_weight, 6), [q.source for q in e.quotes]] for e in s.edges),
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+
+
+def _anchors(graph: Graph, keys: Sequence[str], query: str | None) -> list:
+    if len(keys) > MAX_ANCHORS:
+        raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
+    found = entities(graph, keys)
+    missing = sorted(set(keys) - {e.key for e in found})
+    if missing and not query:
+        raise KgrNotFound(f"no entity with key {missing[0]!r}" + (f" (and {len(missing) - 1} more)"
+                                                                   if len(missing) > 1 else ""))
+    if query:
+        hits = inspect.search_entities(graph, query, limit=5)
+        best = hits[0].score if hits else 0.0
+        found += entities(graph, [h.key for h in hits if h.score >= 0.5 * best])
+    if not found:
+        raise KgrNotFound(f"no entity matches {query!r}" if query else "give at least one anchor")
+    return sorted({e.key: e for e in found}.values(), key=lambda e: e.key)
+
+
+def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None = None,
+                policy: str | SlicePolicy = DEFAULT_POLICY, budget_tokens: int | None = None,
+                model: str | None = None, schema_version: str = "none", key: bytes | None = None) -> ContextSlice:
+    """The slice around ``anchors`` (entity keys) and/or the entities a fulltext ``query`` finds
+    best (those scoring at least half the best hit), under ``policy`` and ``budget_tokens``. The
+    slice's edges are recorded under its id (:func:`kgr.store.slices.record_slice`) so that outcome
+    feedback can name the slice alone.
+
+    Raises
+    ------
+    KgrNotFound
+        An anchor key does not exist (without a query), or nothing matches.
+    KgrValidationError
+        More than 64 anchors, or a budget that does not hold the header.
+    """
+    pol = policy if isinstance(policy, SlicePolicy) else get_policy(policy)
+    budget = budget_tokens if budget_tokens is not None else pol.budget_tokens
+    if budget < 32:
+        raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
+    count = TokenCounter(model)
+    for _ in range(_ATTEMPTS):
+        version, graph_hash = current_state(graph)
+        roots = _anchors(graph, anchors, query)
+        exp = expand([a.key for a in roots], pol, lambda keys: promoted_edges_around(graph, keys, fanout=pol.fanout))
+        ranked = [e for _, e in exp.edges]
+        # quotes only for the edges that could fit: those whose lines, without their quotes, fit
+        fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False)[0])
+        quotes = edge_quotes(graph, ranked[:fits], per_edge=pol.quotes_per_edge, chars=pol.quote_chars)
+        if current_state(graph) == (version, graph_hash):
+            break
+    else:  # pragma: no cover - three promotion rounds during one slice
+        raise KgrValidationError("the graph kept changing while the slice was cut; try again", field="graph")
+    kept, text, tokens = pack(pol.policy_id, version, roots, ranked, quotes, budget, count)
+    prio = {e.key: p for p, e in exp.edges}
+    nodes = {a.key: SliceNode(key=a.key, type=a.type, name=a.name, distance=0, anchor=True) for a in roots}
+    for e in kept:
+        for end in (e.subject, e.object):
+            nodes.setdefault(end.key, SliceNode(key=end.key, type=end.type, name=end.name,
+                                                distance=exp.distance.get(end.key, 0)))
+    s = ContextSlice(
+        slice_id="", anchors=[a.key for a in roots], policy_id=pol.policy_id, policy_params_hash=pol.params_hash(),
+        schema_version=schema_version, graph_hash=graph_hash, graph_version=version,
+        nodes=sorted(nodes.values(), key=lambda n: n.key), edges=[_edge(e, prio[e.key], quotes) for e in kept],
+        budget_tokens=budget, tokens=tokens, token_counter=count.name, truncated=len(kept) < len(ranked), text=text,
+        admissibility_token="")
+    sid = slice_id_of(s)
+    token = sign(canonical_string(sid, s.policy_id, s.policy_params_hash, graph_hash, schema_version), key)
+    record_slice(graph, sid, pol.policy_id, graph_hash, [(e.key, e.subject.key, e.object.key) for e in kept])
+    return s.model_copy(update={"slice_id": sid, "admissibility_token": token})
+
+
+def _edge(e: EdgeRow, priority: float, quotes: dict) -> SliceEdge:
+    w = NEUTRAL_WEIGHT if e.outcome_weight is None else e.outcome_weight
+    return SliceEdge(key=e.key, subject=e.subject.key, relation=e.relation, object=e.object.key,
+                     confidence=e.confidence, votes=e.votes, outcome_weight=w, tier=tier_of(w),
+                     priority=round(priority, 9), quotes=quotes.get(e.key, []))
+
+
+def verify_slice(graph: Graph, s: ContextSlice, *, key: bytes | None = None) -> SliceVerification:
+    """Whether ``s`` is a slice this store issued, unaltered (its id matches its content and its
+    token its provenance chain), and whether it is still current (the graph's content hash is the
+    one it was cut from)."""
+    _, now_hash = current_state(graph)
+    if slice_id_of(s) != s.slice_id:
+        return SliceVerification(valid=False, current=False, graph_hash_now=now_hash,
+                                 reason="the slice's content does not match its id (altered)")
+    message = canonical_string(s.slice_id, s.policy_id, s.policy_params_hash, s.graph_hash, s.schema_version)
+    if not verify(s.admissibility_token, message, key):
+        return SliceVerification(valid=False, current=False, graph_hash_now=now_hash,
+                                 reason="the admissibility token does not match (forged, altered, or another key)")
+    if s.graph_hash != now_hash:
+        return SliceVerification(valid=True, current=False, graph_hash_now=now_hash,
+                                 reason="issued by this store, but the promoted graph has changed since (stale)")
+    return SliceVerification(valid=True, current=True, graph_hash_now=now_hash, reason="valid and current")

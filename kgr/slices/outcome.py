@@ -1,0 +1,99 @@
+"""Outcome feedback on slices, and the health check of the outcome weights (``kgr doctor``).
+
+After OpenClawBrain (003_b4e8b77a93384d4f.txt): an agent reports +1 (the slice helped) or −1 (it
+misled) for a slice it used, optionally naming the edges that mattered. Each of those current
+promoted edges (default: all of the slice's) moves its outcome weight
+
+.. math:: w \\leftarrow \\operatorname{clip}_{[-1, 1]}\\bigl(w + \\eta\\, z\\bigr), \\qquad z \\in \\{+1, -1\\},
+
+starting from the neutral 0.3 (η = 0.1 by default): three rewards take a neutral edge to the reflex
+tier (0.6), four punishments to the inhibitory one (−0.1), where the slicer's veto drops it. This
+is the seed's "heuristic" update on the fired path (every edge of the trajectory gets the terminal
+outcome), not its softmax policy gradient: kgr's slices are chosen by priority, not sampled from a
+policy. An edge punished ``review_after`` times (default 3) is put on the promotion review queue
+(``kgr review queue``), where a person's label decides whether the fact stays.
+
+Worked example: w = 0.3; +1, +1, +1 → 0.4, 0.5, 0.6 (reflex). w = 0.3; −1 ×4 → 0.2, 0.1, 0.0, −0.1
+(inhibitory after the fourth; review requested after the third).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.slices import OutcomeReport, tier_of
+from kgr.store.connection import Graph
+from kgr.store.slices import OutcomeHealth, flag_for_review, outcome_health, slice_edges, write_outcome
+
+__all__ = ["report_outcome", "doctor", "DoctorReport", "DEFAULT_ETA", "REVIEW_AFTER"]
+
+DEFAULT_ETA = 0.1
+REVIEW_AFTER = 3
+
+
+def report_outcome(graph: Graph, slice_id: str, outcome: int, *, edges: Sequence[str] = (), eta: float = DEFAULT_ETA,
+                   review_after: int = REVIEW_AFTER) -> OutcomeReport:
+    """Apply one outcome to an issued slice's edges (all, or the given keys among them).
+
+    Raises
+    ------
+    KgrNotFound
+        No slice with that id was issued here.
+    KgrValidationError
+        ``outcome`` not ±1, ``eta`` outside (0, 1], or an edge key that is not in the slice.
+    """
+    if outcome not in (1, -1):
+        raise KgrValidationError("outcome must be 1 or -1", field="outcome")
+    if not 0 < eta <= 1:
+        raise KgrValidationError("eta must be in (0, 1]", field="eta")
+    issued = slice_edges(graph, slice_id)
+    if issued is None:
+        raise KgrNotFound(f"no slice with id {slice_id[:64]!r} was issued by this store")
+    by_key = {k: (k, s, o) for k, s, o in issued}
+    unknown = sorted(set(edges) - set(by_key))
+    if unknown:
+        raise KgrValidationError(f"edge {unknown[0]!r} is not in slice {slice_id}", field="edges")
+    chosen = [by_key[k] for k in (edges or sorted(by_key))]
+    after = write_outcome(graph, slice_id, outcome, chosen, eta=eta)
+    due = [(k, s, o, f"{after[k][1]} negative outcomes from agents (latest in slice {slice_id})")
+           for k, s, o in chosen if k in after and outcome < 0 and after[k][1] >= review_after]
+    flagged = flag_for_review(graph, due)
+    return OutcomeReport(slice_id=slice_id, outcome=outcome, edges=len(after),
+                         weights={k: round(w, 9) for k, (w, _) in sorted(after.items())},
+                         tiers={k: tier_of(w) for k, (w, _) in sorted(after.items())}, review_flagged=sorted(flagged))
+
+
+class DoctorReport(BaseModel):
+    """Health of the outcome weights, with what to do about it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    health: OutcomeHealth
+    shares: dict[str, float] = Field(description="tier -> share of the current promoted edges")
+    findings: list[str] = Field(default_factory=list, description="problems found, each with a suggested fix")
+    ok: bool
+
+
+def doctor(graph: Graph) -> DoctorReport:
+    """Tier proportions, dormant mass and other checks of the outcome weights, with suggested fixes."""
+    h = outcome_health(graph)
+    n = max(h.edges, 1)
+    shares = {t: round(getattr(h, t) / n, 4) for t in ("reflex", "habitual", "dormant", "inhibitory")}
+    findings = []
+    if h.edges == 0:
+        findings.append("no promoted edge: slices are empty; ingest and promote first (kgr ingest, kgr promote)")
+    if h.edges and shares["dormant"] > 0.9:
+        findings.append(f"{shares['dormant']:.0%} of the promoted edges are dormant: feedback has pushed most edges "
+                        "down; review the negative outcomes (kgr review queue) or reset the weights of a topic")
+    if h.edges and shares["inhibitory"] > 0.2:
+        findings.append(f"{shares['inhibitory']:.0%} of the promoted edges are inhibitory and vetoed from slices: "
+                        "check the agent's outcome reports, or label the edges (kgr review queue)")
+    if h.review:
+        findings.append(f"{h.review} promoted edge(s) await review after repeated negative outcomes: kgr review queue")
+    if h.edges and h.outcomes == 0:
+        findings.append("no outcome reported yet: agents can report with kgr feedback / the report_outcome tool")
+    serious = [f for f in findings if not f.startswith("no outcome reported")]
+    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious)

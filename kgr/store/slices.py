@@ -1,0 +1,144 @@
+"""The store's side of context slices and outcome feedback: typed reads of the promoted graph
+around anchors, edge provenance, and the outcome-weight writes (see :mod:`kgr.slices`).
+
+Only **current promoted** edges are ever read for a slice (``valid_from`` set, ``valid_to`` unset,
+not a ``PENDING_REL``): pending, held or retired edges never reach an agent's context.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from kgr.model.slices import HABITUAL, INHIBITORY, NEUTRAL_WEIGHT, REFLEX, SliceQuote
+from kgr.store.connection import Graph
+
+__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "promoted_edges_around", "entities", "edge_quotes",
+           "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health"]
+
+
+class EntityRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    type: str
+    name: str
+
+
+class EdgeRow(BaseModel):
+    """A current promoted edge with its endpoints, as the slicer reads it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    relation: str
+    subject: EntityRow
+    object: EntityRow
+    confidence: float
+    votes: int
+    outcome_weight: float | None = None
+
+
+class OutcomeHealth(BaseModel):
+    """Outcome tiers over the current promoted edges (an unrated edge has the neutral weight)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    edges: int
+    rated: int
+    reflex: int
+    habitual: int
+    inhibitory: int
+    dormant: int
+    outcomes: int
+    review: int
+
+
+def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int) -> list[EdgeRow]:
+    """The current promoted edges incident to the entities ``keys`` (at most ``fanout`` per entity,
+    highest confidence first), each once."""
+    ks = sorted(set(keys))
+    if not ks:
+        return []
+    rows = graph.read("slice_edges", {"keys": ks, "fanout": fanout})
+    # built without validation: the fields come typed from one fixed template (hundreds of rows a hop)
+    ents: dict[str, EntityRow] = {}
+
+    def ent(key: str, type_: str | None, name: str | None) -> EntityRow:
+        e = ents.get(key)
+        if e is None:
+            e = ents[key] = EntityRow.model_construct(key=key, type=type_ or "", name=name or key)
+        return e
+
+    return [EdgeRow.model_construct(
+        key=r["key"], relation=r["relation"], confidence=float(r["confidence"]), votes=int(r["votes"]),
+        outcome_weight=None if r["outcome_weight"] is None else float(r["outcome_weight"]),
+        subject=ent(r["s_key"], r["s_type"], r["s_name"]), object=ent(r["o_key"], r["o_type"], r["o_name"]))
+        for r in rows]
+
+
+def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:
+    """The entities with these keys that exist (merged-away keys answer with the surviving entity)."""
+    ks = sorted(set(keys))
+    if not ks:
+        return []
+    return [EntityRow(key=r["key"], type=r["type"] or "", name=r["name"] or r["key"])
+            for r in graph.read("slice_entities", {"keys": ks})]
+
+
+def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars: int) -> dict[str, list[SliceQuote]]:
+    """Up to ``per_edge`` vote sources of each edge (oldest first) with chunk, document and quote."""
+    if not edges or per_edge < 1:
+        return {}
+    rows = graph.read("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
+                                                for e in edges], "per_edge": per_edge, "chars": chars})
+    out: dict[str, list[SliceQuote]] = {}
+    for r in rows:
+        out.setdefault(r["key"], []).append(SliceQuote(source=r["source"], chunk_id=r["chunk_id"],
+                                                       document_id=r["document_id"], path=r["path"],
+                                                       quote=r["quote"]))
+    return out
+
+
+def record_slice(graph: Graph, slice_id: str, policy_id: str, graph_hash: str,
+                 edges: Sequence[tuple[str, str, str]], *, now: float | None = None) -> None:
+    """Record an issued slice's edges ``(key, s_key, o_key)`` under its id (idempotent)."""
+    graph.write("slice_record", {"id": slice_id, "policy_id": policy_id, "graph_hash": graph_hash,
+                                 "edges": [{"key": k, "s_key": s, "o_key": o} for k, s, o in edges],
+                                 "now": time.time() if now is None else now})
+
+
+def slice_edges(graph: Graph, slice_id: str) -> list[tuple[str, str, str]] | None:
+    """The edges ``(key, s_key, o_key)`` of an issued slice; None when no slice has that id."""
+    if not graph.read("slice_exists", {"id": slice_id})[0]["found"]:
+        return None
+    return [(r["key"], r["s_key"], r["o_key"]) for r in graph.read("slice_read_record", {"id": slice_id})]
+
+
+def write_outcome(graph: Graph, slice_id: str, outcome: int, edges: Sequence[tuple[str, str, str]], *,
+                  eta: float, now: float | None = None) -> dict[str, tuple[float, int]]:
+    """Apply one outcome to the current promoted edges ``(key, s_key, o_key)`` (rule in
+    ``cypher/outcome_write.cypher.j2``) and record it; returns key -> (weight after, negatives)."""
+    rows = [{"key": k, "s_key": s, "o_key": o} for k, s, o in sorted(set(edges))]
+    res = graph.write("outcome_write", {"id": uuid.uuid4().hex, "slice_id": slice_id, "outcome": outcome,
+                                        "rows": rows, "eta": eta, "neutral": NEUTRAL_WEIGHT,
+                                        "now": time.time() if now is None else now})
+    return {r["key"]: (float(r["weight"]), int(r["negatives"])) for r in res}
+
+
+def flag_for_review(graph: Graph, edges: Sequence[tuple[str, str, str, str]], *, now: float | None = None) -> list[str]:
+    """Put the staged edges ``(key, s_key, o_key, reason)`` on the review queue (unless labelled)."""
+    if not edges:
+        return []
+    rows = [{"key": k, "s_key": s, "o_key": o, "reason": why} for k, s, o, why in edges]
+    return [r["key"] for r in graph.write("outcome_flag_review", {"rows": rows,
+                                                                  "now": time.time() if now is None else now})]
+
+
+def outcome_health(graph: Graph) -> OutcomeHealth:
+    row = graph.read("outcome_health", {"neutral": NEUTRAL_WEIGHT, "reflex": REFLEX, "habitual": HABITUAL,
+                                        "inhibitory": INHIBITORY})[0]
+    return OutcomeHealth(**{k: int(row[k] or 0) for k in OutcomeHealth.model_fields})

@@ -1,0 +1,137 @@
+"""Context slices against the real Neo4j: only current promoted edges, determinism, the token
+budget, admissibility tokens (valid, altered, forged, stale), outcome feedback with its tiers and
+the review queue, ``kgr doctor``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgr.connect import connect
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.canonical import edge_key
+from kgr.model.triples import TripleAssertion
+from kgr.slices import build_slice, doctor, report_outcome, verify_slice
+from kgr.slices.render import TokenCounter
+from kgr.store.forget import forget
+from kgr.store.promotion import promote_by_quorum
+from kgr.store.review import review_queue
+from kgr.store.staging import stage
+
+pytestmark = pytest.mark.neo4j
+KEY = "test-slice-key-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("KGR_SLICE_KEY", KEY)
+
+
+def T(s, o, src, rel="KNOWS", conf=0.9):
+    return TripleAssertion(subject=s, subject_type="Person", relation=rel, object=o, object_type="Person",
+                           source=src, confidence=conf)
+
+
+def K(s, o, rel="KNOWS"):
+    return edge_key(f"Person:{s.lower()}", rel, f"Person:{o.lower()}")
+
+
+def build(graph):
+    """Ada–Bob, Bob–Cy, Cy–Dee, Ada–Eve promoted (two votes each); Ada–Fay staged with one vote
+    (held); Ada–Gus promoted then retired (its second source forgotten)."""
+    items = [T(s, o, src) for s, o in [("Ada", "Bob"), ("Bob", "Cy"), ("Cy", "Dee"), ("Ada", "Eve"), ("Ada", "Gus")]
+             for src in ("s1", "s2")]
+    stage(graph, items + [T("Ada", "Fay", "s1"), T("Ada", "Gus", "only-gus", rel="LIKES")])
+    stage(graph, [T("Ada", "Gus", "gus-2", rel="LIKES")])
+    promote_by_quorum(graph, quorum=2)
+    forget(graph, sources=["gus-2"])  # LIKES(Ada, Gus) falls to one vote: retired
+
+
+def test_only_current_promoted_edges_deterministically(graph, neo4j_settings):
+    build(graph)
+    s = build_slice(graph, anchors=["Person:ada"])
+    keys = {e.key for e in s.edges}
+    assert keys == {K("Ada", "Bob"), K("Bob", "Cy"), K("Ada", "Eve"), K("Ada", "Gus")}  # Dee: 3 hops > radius 2
+    assert K("Ada", "Fay") not in keys and K("Ada", "Gus", "LIKES") not in keys  # held; retired
+    assert {n.key: n.distance for n in s.nodes}["Person:cy"] == 2 and s.anchors == ["Person:ada"]
+    wide = build_slice(graph, anchors=["Person:ada"], policy="wide")
+    assert {e.key for e in wide.edges} == keys | {K("Cy", "Dee")}
+    assert s.edges[0].quotes and s.edges[0].quotes[0].source in {"s1", "s2"}
+    # another connection (a second engine), the same graph: the same slice, id and token
+    other = connect(neo4j_settings)
+    try:
+        again = build_slice(other, anchors=["Person:ada"])
+    finally:
+        other.close()
+    assert again.model_dump() == s.model_dump()
+    # radius 1 keeps Ada's own facts
+    near = build_slice(graph, anchors=["Person:ada"], policy="focused")
+    assert {e.key for e in near.edges} == {K("Ada", "Bob"), K("Ada", "Eve"), K("Ada", "Gus")}
+
+
+def test_budget_is_respected_exactly(graph):
+    build(graph)
+    full = build_slice(graph, anchors=["Person:ada"])
+    assert not full.truncated and full.tokens <= full.budget_tokens
+    for budget in range(full.tokens - 1, 31, -7):
+        try:
+            s = build_slice(graph, anchors=["Person:ada"], budget_tokens=budget)
+        except KgrValidationError:
+            break
+        assert s.tokens <= budget and s.tokens == TokenCounter()(s.text) and s.truncated
+        # one more edge (the next in rank) would not have fitted
+        n = len(s.edges)
+        assert n < len(full.edges)
+        ranked = [e.key for e in full.edges]
+        assert [e.key for e in s.edges] == ranked[:n]
+    everyone = [f"Person:{n}" for n in ("ada", "bob", "cy", "dee", "eve", "gus")]
+    with pytest.raises(KgrValidationError, match="does not hold the slice's header"):
+        build_slice(graph, anchors=everyone, budget_tokens=32)
+    with pytest.raises(KgrNotFound, match="no entity with key 'Person:nobody'"):
+        build_slice(graph, anchors=["Person:nobody"])
+
+
+def test_tokens_valid_altered_forged_stale_and_the_key_never_shows(graph, monkeypatch, caplog):
+    build(graph)
+    s = build_slice(graph, query="Ada")
+    assert s.anchors == ["Person:ada"]
+    ok = verify_slice(graph, s)
+    assert (ok.valid, ok.current) == (True, True)
+    altered = s.model_copy(update={"edges": [s.edges[0].model_copy(update={"confidence": 1.0}), *s.edges[1:]]})
+    assert verify_slice(graph, altered).valid is False and "altered" in verify_slice(graph, altered).reason
+    forged = s.model_copy(update={"admissibility_token": "0" * 64})
+    assert verify_slice(graph, forged).valid is False and "forged" in verify_slice(graph, forged).reason
+    monkeypatch.setenv("KGR_SLICE_KEY", "another-key-0123456789abcdef")
+    assert verify_slice(graph, s).valid is False  # a token from another key
+    monkeypatch.setenv("KGR_SLICE_KEY", KEY)
+    stage(graph, [T("Bob", "Zed", "s1"), T("Bob", "Zed", "s2")])
+    promote_by_quorum(graph, quorum=2)
+    stale = verify_slice(graph, s)
+    assert (stale.valid, stale.current) == (True, False) and "stale" in stale.reason
+    assert KEY not in json.dumps(s.model_dump()) + json.dumps(stale.model_dump()) + caplog.text
+
+
+def test_outcomes_make_reflex_paths_and_inhibit_bad_edges(graph):
+    build(graph)
+    s = build_slice(graph, anchors=["Person:ada"], policy="focused")
+    good, bad = K("Ada", "Bob"), K("Ada", "Eve")
+    for i in range(3):
+        rep = report_outcome(graph, s.slice_id, 1, edges=[good])
+    assert rep.tiers == {good: "reflex"} and rep.weights[good] == pytest.approx(0.6)
+    for i in range(4):
+        rep = report_outcome(graph, s.slice_id, -1, edges=[bad])
+        assert rep.review_flagged == ([bad] if i >= 2 else [])
+    assert rep.tiers == {bad: "inhibitory"} and rep.weights[bad] == pytest.approx(-0.1)
+    later = build_slice(graph, anchors=["Person:ada"], policy="focused")
+    assert bad not in {e.key for e in later.edges}  # vetoed
+    assert later.edges[0].key == good and later.edges[0].tier == "reflex"  # rewarded: ranked first
+    queue = review_queue(graph, limit=5)
+    assert [(i.key, i.why) for i in queue.items][:1] == [(bad, "outcome")]
+    d = doctor(graph)
+    assert (d.health.reflex, d.health.inhibitory, d.health.review, d.health.outcomes) == (1, 1, 1, 7)
+    assert any("await review" in f for f in d.findings) and not d.ok
+    with pytest.raises(KgrValidationError, match="is not in slice"):
+        report_outcome(graph, s.slice_id, 1, edges=[K("Cy", "Dee")])
+    with pytest.raises(KgrNotFound):
+        report_outcome(graph, "0" * 32, 1)
