@@ -4,7 +4,6 @@ endpoints, schema proposals and rejections (pure functions of the extraction and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 
 from kgr.errors import KgrError
@@ -12,6 +11,7 @@ from kgr.extract.base import ExtractionResult
 from kgr.model.canonical import canonical_name, entity_key
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.schema import KGSchema
+from kgr.model.tools.disambiguation import DisambiguationResult
 from kgr.model.triples import TripleAssertion
 from kgr.store.staging import check_assertion
 
@@ -123,14 +123,14 @@ def rejections_of(res: ExtractionResult, chunk_id: str) -> list[Rejection]:
                       reason=r.reason) for r in res.rejected]
 
 
-def unique_exact(result: dict[str, Any], key: str | None) -> bool:
+def unique_exact(result: DisambiguationResult, key: str | None) -> bool:
     """Whether a disambiguation result is a unique exact match on the entity keyed ``key``."""
-    best = result.get("best_match")
-    if key is None or best is None or best["confidence"] < 1.0:
+    best = result.best_match
+    if key is None or best is None or best.confidence < 1.0:
         return False
-    if best["candidate"]["properties"].get("key") != key:
+    if best.candidate.properties.get("key") != key:
         return False
-    return sum(1 for c in result["candidates"] if c["confidence"] >= 1.0) == 1
+    return sum(1 for c in result.candidates if c.confidence >= 1.0) == 1
 
 
 def failure_kind(exc: BaseException) -> str:

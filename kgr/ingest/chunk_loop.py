@@ -25,13 +25,18 @@ from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
 from kgr.ingest.chunking import Chunk
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema
+from kgr.model.tools.coverage import CoverageFeedbackOutput
+from kgr.model.tools.density import ExtractionDensityOutput
+from kgr.model.tools.disambiguation import EntityDisambiguationOutput
+from kgr.model.tools.feedback import IterativeFeedbackOutput
+from kgr.model.tools.quality import QualityMetricsOutput
 from kgr.model.triples import TripleAssertion
 from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.staging import StageReport
 from kgr.tools.context import ToolContext
 from kgr.tools.disambiguation import rewrite_kg
-from kgr.tools.registry import call_tool
+from kgr.tools.registry import run_tool
 
 from kgr.ingest.assertions import (
     assertions_of, failure_kind, key_or_none, merge_kg, proposals_of, rejections_of, resolver,
@@ -202,9 +207,9 @@ class ChunkPipeline:
         extractor_name = ""
         score: float | None = None
 
-        def tool(name: str, payload: dict[str, Any]) -> dict[str, Any]:
+        def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
             calls[name] += 1
-            return call_tool(name, payload, context=self.ctx)
+            return run_tool(name, payload, context=self.ctx)
 
         while True:
             out.rounds += 1
@@ -219,21 +224,21 @@ class ChunkPipeline:
             proposals.extend(proposals_of(res))
             kg = merge_kg(kg, res.kg)
             base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
-            density = tool("query_extraction_density", base)
-            if density["needs_more_extraction"] and out.rounds < cfg.max_rounds:
-                guidance = density["recommendations"] or None
+            density: ExtractionDensityOutput = tool("query_extraction_density", base)
+            if density.needs_more_extraction and out.rounds < cfg.max_rounds:
+                guidance = density.recommendations or None
                 history.append(base["extracted_kg"])
                 continue
-            coverage = tool("query_coverage_feedback", base)
-            quality = tool("query_quality_metrics", base)
-            score = quality.get("overall_score")
-            fb = tool("query_iterative_feedback", {**base, "extraction_history": [*history, base["extracted_kg"]],
-                                                   "feedback_history": feedback[-50:],
-                                                   "max_iterations": cfg.max_rounds})
-            feedback.extend(quality.get("recommendations", [])[:5])
+            coverage: CoverageFeedbackOutput = tool("query_coverage_feedback", base)
+            quality: QualityMetricsOutput = tool("query_quality_metrics", base)
+            score = quality.overall_score
+            fb: IterativeFeedbackOutput = tool("query_iterative_feedback", {
+                **base, "extraction_history": [*history, base["extracted_kg"]], "feedback_history": feedback[-50:],
+                "max_iterations": cfg.max_rounds})
+            feedback.extend(quality.improvement_suggestions[:5])
             history.append(base["extracted_kg"])
-            if fb["should_continue_iteration"] and out.rounds < cfg.max_rounds:
-                guidance = [*coverage.get("recommendations", []), *fb.get("recommendations", [])][:10] or None
+            if fb.should_continue_iteration and out.rounds < cfg.max_rounds:
+                guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
                 continue
             break
 
@@ -318,18 +323,17 @@ class ChunkPipeline:
             payload = {"extracted_kg": {"entities": ask, "relations": {}},
                        "similarity_threshold": self.config.similarity_threshold, "context": chunk.text[:20000]}
             calls["query_entity_disambiguation"] += 1
-            dis = await asyncio.get_running_loop().run_in_executor(
-                self._db_pool, functools.partial(call_tool, "query_entity_disambiguation", payload, context=self.ctx))
-            answers = {(r["original_entity"]["type"], r["original_entity"]["name"]): r
-                       for r in dis["disambiguation_results"]}
+            dis: EntityDisambiguationOutput = await asyncio.get_running_loop().run_in_executor(
+                self._db_pool, functools.partial(run_tool, "query_entity_disambiguation", payload, context=self.ctx))
+            answers = {(r.original_entity.type, r.original_entity.name): r for r in dis.disambiguation_results}
             for i in todo:
                 r = answers.get(items[i])
-                best = r["best_match"] if r is not None else None
+                best = r.best_match if r is not None else None
                 if best is None:
                     continue
-                targets[i] = best["candidate"]["name"]
+                targets[i] = best.candidate.name
                 if size and unique_exact(r, key_or_none(self.resolve, *items[i])):
-                    cache[items[i]] = best["candidate"]["name"]
+                    cache[items[i]] = best.candidate.name
                     if len(cache) > size:
                         cache.popitem(last=False)
         return rewrite_kg(kg, items, resolved, targets)[0]

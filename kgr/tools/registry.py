@@ -44,6 +44,7 @@ __all__ = [
     "get_tool",
     "list_tools",
     "tool_names",
+    "run_tool",
     "function_definition",
     "function_definitions",
     "mcp_annotations",
@@ -267,6 +268,17 @@ def validate_input(which: str | ToolSpec, payload: object) -> BaseModel:
         raise KgrValidationError(str(exc)) from None
 
 
+def run_tool(which: str | ToolSpec, payload: object, *, context: ToolContext | None = None) -> BaseModel:
+    """Validate ``payload`` (:func:`validate_input`), run the tool and return its typed output model
+    (what Python callers such as the ingestion loop use; JSON callers use :func:`call_tool`).
+
+    Raises the same errors as :func:`call_tool`.
+    """
+    spec = _spec(which)
+    params = validate_input(spec, payload)
+    return spec.func(params, context=context or ToolContext())
+
+
 def call_tool(which: str | ToolSpec, payload: object, *, context: ToolContext | None = None) -> dict[str, Any]:
     """Validate ``payload``, run the tool (by name or spec) and return its output as JSON-able data.
 
@@ -281,7 +293,4 @@ def call_tool(which: str | ToolSpec, payload: object, *, context: ToolContext | 
     KgrNeo4jUnavailable
         A store tool was called without a reachable database.
     """
-    spec = _spec(which)
-    params = validate_input(spec, payload)
-    result = spec.func(params, context=context or ToolContext())
-    return result.model_dump(mode="json", by_alias=True)
+    return run_tool(which, payload, context=context).model_dump(mode="json", by_alias=True)

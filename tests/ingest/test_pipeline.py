@@ -324,3 +324,35 @@ def test_ingest_at_concurrency_8_gives_the_graph_of_concurrency_1(graph, tmp_pat
         ingest(graph, [tmp_path], schema, config=IngestConfig(concurrency=conc, promote=False))
         prints.append(fingerprint(graph))
     assert prints[0] == prints[1] == prints[2]
+
+
+@pytest.mark.neo4j
+def test_a_feedback_round_is_guided_by_coverage_and_feedback_and_carries_quality_suggestions(graph, tmp_path,
+                                                                                             monkeypatch):
+    """The loop reads the tools' typed outputs: a round the feedback tool asks for gets the coverage
+    recommendations and the feedback's next steps as guidance, and the next feedback call receives
+    the quality tool's improvement suggestions (these keys were once read from dicts that lacked them)."""
+    from kgr.ingest import chunk_loop
+    from kgr.tools import registry
+
+    _write(tmp_path, "doc.txt", "Charles Babbage was born in London. Charles Babbage designed the Difference Engine.")
+    seen: dict[str, list] = {"coverage": [], "quality": [], "feedback_in": []}
+
+    def spy(name, payload, **kwargs):
+        out = registry.run_tool(name, payload, **kwargs)
+        if name == "query_coverage_feedback":
+            seen["coverage"].append(out.recommendations)
+        if name == "query_quality_metrics":
+            seen["quality"].append(out.improvement_suggestions)
+        if name == "query_iterative_feedback":
+            seen["feedback_in"].append(payload["feedback_history"])
+            if len(seen["feedback_in"]) == 1:  # ask for one more round, with a step of its own
+                out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
+        return out
+
+    monkeypatch.setattr(chunk_loop, "run_tool", spy)
+    rec = Recording(RulesExtractor())
+    ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=3, concurrency=1), extractor=rec)
+    assert len(rec.calls) >= 2
+    assert rec.calls[1][1] == [*seen["coverage"][0], "NEXT STEP X"][:10]
+    assert seen["feedback_in"][1] == seen["quality"][0][:5] and seen["quality"][0]
