@@ -11,6 +11,13 @@ templates (:mod:`kgr.store.cypher`) with values as parameters, maps driver failu
 "the database is not there" to :class:`~kgr.errors.KgrNeo4jUnavailable`, and runs multi-statement
 units in managed write transactions (retried by the driver on transient errors, so the unit
 functions are idempotent and return plain data).
+
+Clusters and Aura: with a ``neo4j://`` or ``neo4j+s://`` URI the driver routes, and kgr asks it to:
+:meth:`Graph.read`, :meth:`Graph.read_unit` and :meth:`Graph.stream` go to readers, everything else
+to the leader. Every path shares one bookmark manager (the driver's ``execute_query`` one), so a
+read always sees the writes this Graph committed before it, and transient errors of a leader
+switch are retried within ``KGR_NEO4J_RETRY_SECONDS``. A single server accepts ``neo4j://`` too
+(it routes to itself), which is how the tests exercise the routing path.
 """
 
 from __future__ import annotations
@@ -108,6 +115,13 @@ class Graph:
         self.database = database
         self.uri = uri
 
+    def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.Session:
+        """A session that shares the bookmarks of :meth:`read`/:meth:`write` (the driver's
+        ``execute_query`` bookmark manager): on a cluster, a read through any path sees every write
+        this Graph committed before it, whichever member serves it."""
+        return self.driver.session(database=self.database, default_access_mode=access_mode,
+                                   bookmark_manager=self.driver.execute_query_bookmark_manager)
+
     # -- single statements ---------------------------------------------------------------------
     def read(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> list[dict[str, Any]]:
         """Run a read-only template on a reader and return its rows as dicts."""
@@ -132,7 +146,7 @@ class Graph:
         """Yield a read template's rows one by one (bounded memory for large exports)."""
         query = render(template, **identifiers)
         try:
-            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            with self._session(neo4j.READ_ACCESS) as session:
                 for record in session.run(query, params or {}):
                     yield record.data()
         except DRIVER_ERRORS as exc:
@@ -146,7 +160,7 @@ class Graph:
         It must be idempotent and return plain data.
         """
         try:
-            with self.driver.session(database=self.database) as session:
+            with self._session() as session:
                 return session.execute_write(lambda tx: fn(Tx(tx)))
         except DRIVER_ERRORS as exc:
             raise translate_driver_error(exc, self.uri) from exc
@@ -154,7 +168,7 @@ class Graph:
     def read_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed read transaction."""
         try:
-            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            with self._session(neo4j.READ_ACCESS) as session:
                 return session.execute_read(lambda tx: fn(Tx(tx)))
         except DRIVER_ERRORS as exc:
             raise translate_driver_error(exc, self.uri) from exc
@@ -180,7 +194,7 @@ class Graph:
         return len(statements)
 
     def _run_auto(self, statement: str, params: dict[str, Any]) -> None:
-        with self.driver.session(database=self.database) as session:
+        with self._session() as session:
             session.run(statement, params).consume()
 
     def ping(self) -> None:
