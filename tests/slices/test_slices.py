@@ -135,3 +135,24 @@ def test_outcomes_make_reflex_paths_and_inhibit_bad_edges(graph):
         report_outcome(graph, s.slice_id, 1, edges=[K("Cy", "Dee")])
     with pytest.raises(KgrNotFound):
         report_outcome(graph, "0" * 32, 1)
+
+
+def test_the_same_slice_from_another_process(graph, neo4j_settings, monkeypatch):
+    """Another process (another engine, another hash seed) cuts the same slice: same id, text, token."""
+    import os
+    import subprocess
+    import sys
+
+    build(graph)
+    here = build_slice(graph, anchors=["Person:ada"], policy="wide")
+    env = {**os.environ, "NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database,
+           "KGR_SLICE_KEY": KEY, "PYTHONHASHSEED": "12345"}
+    if neo4j_settings.password is not None:
+        env.update(NEO4J_USERNAME=neo4j_settings.username, NEO4J_PASSWORD=neo4j_settings.password)
+    proc = subprocess.run([sys.executable, "-m", "kgr.cli", "slice", "--anchor", "Person:ada", "--policy", "wide",
+                           "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    there = json.loads(proc.stdout)
+    assert (there["slice_id"], there["text"], there["admissibility_token"]) == (
+        here.slice_id, here.text, here.admissibility_token)
+    assert there == here.model_dump(mode="json")
