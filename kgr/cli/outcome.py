@@ -27,13 +27,18 @@ def feedback(slice_id: Annotated[str, typer.Argument(help="The slice's id (kgr s
 
 @app.command()
 @errors_to_exit
-def doctor(json_: JsonOpt = False) -> None:
+def doctor(relax: Annotated[float, typer.Option(
+               help="Maintenance first: move every rated edge's outcome weight this share of the way back to "
+                    "neutral (0: none; 1: forget all feedback).")] = 0.0,
+           json_: JsonOpt = False) -> None:
     """Health of the outcome weights: tier shares, dormant mass, edges awaiting review; exit 1 on a problem."""
     with open_engine() as kg:
-        rep = kg.doctor()
+        rep = kg.doctor(relax=relax)
 
     def human(r) -> None:  # noqa: ANN001 - a DoctorReport
         h = r.health
+        if r.relaxed:
+            out.print(f"relaxed {r.relaxed} outcome weights toward neutral", markup=False)
         out.print(f"{h.edges} promoted edges ({h.rated} rated by {h.outcomes} outcomes): "
                   + ", ".join(f"{t} {v:.0%}" for t, v in r.shares.items()), markup=False)
         for f in r.findings:

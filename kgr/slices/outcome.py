@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.slices import OutcomeReport, tier_of
 from kgr.store.connection import Graph
-from kgr.store.slices import OutcomeHealth, flag_for_review, outcome_health, slice_edges, write_outcome
+from kgr.store.slices import OutcomeHealth, flag_for_review, outcome_health, relax_outcomes, slice_edges, write_outcome
 
 __all__ = ["report_outcome", "doctor", "DoctorReport", "DEFAULT_ETA", "REVIEW_AFTER"]
 
@@ -71,14 +71,29 @@ class DoctorReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    relaxed: int = Field(0, description="edges whose weight the maintenance moved back toward neutral (--relax)")
     health: OutcomeHealth
     shares: dict[str, float] = Field(description="tier -> share of the current promoted edges")
     findings: list[str] = Field(default_factory=list, description="problems found, each with a suggested fix")
     ok: bool
 
 
-def doctor(graph: Graph) -> DoctorReport:
-    """Tier proportions, dormant mass and other checks of the outcome weights, with suggested fixes."""
+def doctor(graph: Graph, *, relax: float = 0.0) -> DoctorReport:
+    """Tier proportions, dormant mass and other checks of the outcome weights, with suggested fixes.
+
+    With ``relax`` in (0, 1], maintenance runs first: every rated edge's weight moves that share of
+    the way back to the neutral 0.3, :math:`w \\leftarrow 0.3 + (w - 0.3)(1 - r)` (the seed's
+    recovery from a dormant-heavy graph: dormant and inhibitory edges become followable again,
+    reflex ones less dominant; ``relax = 1`` forgets all feedback).
+
+    Raises
+    ------
+    KgrValidationError
+        ``relax`` outside [0, 1].
+    """
+    if not 0.0 <= relax <= 1.0:
+        raise KgrValidationError("relax must be between 0 and 1", field="relax")
+    moved = relax_outcomes(graph, relax) if relax > 0 else 0
     h = outcome_health(graph)
     n = max(h.edges, 1)
     shares = {t: round(getattr(h, t) / n, 4) for t in ("reflex", "habitual", "dormant", "inhibitory")}
@@ -87,7 +102,8 @@ def doctor(graph: Graph) -> DoctorReport:
         findings.append("no promoted edge: slices are empty; ingest and promote first (kgr ingest, kgr promote)")
     if h.edges and shares["dormant"] > 0.9:
         findings.append(f"{shares['dormant']:.0%} of the promoted edges are dormant: feedback has pushed most edges "
-                        "down; review the negative outcomes (kgr review queue) or reset the weights of a topic")
+                        "down; review the negative outcomes (kgr review queue), or relax the weights toward neutral "
+                        "(kgr doctor --relax 0.5)")
     if h.edges and shares["inhibitory"] > 0.2:
         findings.append(f"{shares['inhibitory']:.0%} of the promoted edges are inhibitory and vetoed from slices: "
                         "check the agent's outcome reports, or label the edges (kgr review queue)")
@@ -96,4 +112,4 @@ def doctor(graph: Graph) -> DoctorReport:
     if h.edges and h.outcomes == 0:
         findings.append("no outcome reported yet: agents can report with kgr feedback / the report_outcome tool")
     serious = [f for f in findings if not f.startswith("no outcome reported")]
-    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious)
+    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious, relaxed=moved)

@@ -17,7 +17,7 @@ from kgr.model.slices import HABITUAL, INHIBITORY, NEUTRAL_WEIGHT, REFLEX, Slice
 from kgr.store.connection import Graph
 
 __all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "promoted_edges_around", "entities", "edge_quotes",
-           "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health"]
+           "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes"]
 
 
 class EntityRow(BaseModel):
@@ -136,6 +136,13 @@ def flag_for_review(graph: Graph, edges: Sequence[tuple[str, str, str, str]], *,
     rows = [{"key": k, "s_key": s, "o_key": o, "reason": why} for k, s, o, why in edges]
     return [r["key"] for r in graph.write("outcome_flag_review", {"rows": rows,
                                                                   "now": time.time() if now is None else now})]
+
+
+def relax_outcomes(graph: Graph, relax: float, *, now: float | None = None) -> int:
+    """Move every rated current promoted edge's outcome weight a share ``relax`` back to neutral."""
+    res = graph.write("outcome_relax", {"id": uuid.uuid4().hex, "relax": relax, "neutral": NEUTRAL_WEIGHT,
+                                        "now": time.time() if now is None else now})
+    return int(res[0]["moved"]) if res else 0
 
 
 def outcome_health(graph: Graph) -> OutcomeHealth:

@@ -131,6 +131,13 @@ def test_outcomes_make_reflex_paths_and_inhibit_bad_edges(graph):
     d = doctor(graph)
     assert (d.health.reflex, d.health.inhibitory, d.health.review, d.health.outcomes) == (1, 1, 1, 7)
     assert any("await review" in f for f in d.findings) and not d.ok
+    # maintenance: halfway back to neutral; the inhibitory edge becomes dormant and returns to slices
+    relaxed = doctor(graph, relax=0.5)
+    assert relaxed.relaxed == 2 and (relaxed.health.reflex, relaxed.health.inhibitory, relaxed.health.outcomes) == (0, 0, 7)
+    after = {e.key: (e.outcome_weight, e.tier) for e in build_slice(graph, anchors=["Person:ada"], policy="focused").edges}
+    assert after[bad] == (pytest.approx(0.1), "dormant") and after[good] == (pytest.approx(0.45), "habitual")
+    with pytest.raises(KgrValidationError, match="relax"):
+        doctor(graph, relax=1.5)
     with pytest.raises(KgrValidationError, match="is not in slice"):
         report_outcome(graph, s.slice_id, 1, edges=[K("Cy", "Dee")])
     with pytest.raises(KgrNotFound):
