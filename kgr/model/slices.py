@@ -73,7 +73,9 @@ class SlicePolicy(BaseModel):
     radius: int = Field(2, ge=0, le=6, description="hops from the anchors at most")
     max_nodes: int = Field(256, ge=1, le=100_000, description="entities selected at most (before packing)")
     budget_tokens: int = Field(2000, ge=32, le=1_000_000, description="default token budget of the rendering")
-    fanout: int = Field(64, ge=1, le=10_000, description="edges read per entity and hop, highest confidence first")
+    fanout: int = Field(64, ge=1, le=10_000, description=(
+        "edges read per anchor, best base priority first; further out, per entity, what the remaining entity "
+        "budget can use (kgr.slices.expand.hop_fanout)"))
     w_confidence: float = Field(1.0, ge=0, le=10)
     w_votes: float = Field(0.25, ge=0, le=10)
     w_outcome: float = Field(0.5, ge=0, le=10)

@@ -86,7 +86,9 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
     for _ in range(_ATTEMPTS):
         version, graph_hash = current_state(graph)
         roots = _anchors(graph, anchors, query)
-        exp = expand([a.key for a in roots], pol, lambda keys: promoted_edges_around(graph, keys, fanout=pol.fanout))
+        weights = (pol.w_confidence, pol.w_votes, pol.w_outcome)
+        exp = expand([a.key for a in roots], pol,
+                     lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, weights=weights))
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
         fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False)[0])

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kgr.model.slices import NEUTRAL_WEIGHT, SlicePolicy, tier_of
 from kgr.store.slices import EdgeRow
 
-__all__ = ["base_priority", "expand", "Expansion"]
+__all__ = ["base_priority", "expand", "hop_fanout", "Expansion"]
 
 
 def base_priority(edge: EdgeRow, policy: SlicePolicy) -> float:
@@ -57,18 +57,33 @@ class Expansion:
         self.edges = edges
 
 
+def hop_fanout(policy: SlicePolicy, room: int, waiting: int, hop: int) -> int:
+    """Edges read per entity at a hop: ``fanout`` at the anchors; further out, what the remaining
+    entity budget can use, :math:`\\min(f, \\max(4, 2\\lceil room / waiting \\rceil))` (the best
+    edges by base priority come first, and only ``room`` more entities can be selected).
+
+    >>> p = SlicePolicy(name="x", fanout=64)
+    >>> hop_fanout(p, 200, 50, 0), hop_fanout(p, 200, 50, 1), hop_fanout(p, 10, 50, 1)
+    (64, 8, 4)
+    """
+    if hop == 0:
+        return policy.fanout
+    return min(policy.fanout, max(4, 2 * -(-room // max(1, waiting))))
+
+
 def expand(anchors: Sequence[str], policy: SlicePolicy,
-           neighbours: Callable[[Iterable[str]], list[EdgeRow]]) -> Expansion:
-    """Run the expansion from ``anchors``; ``neighbours(keys)`` returns the edges incident to those
-    entities (it is called once per hop, for the entities first reached at that hop)."""
+           neighbours: Callable[[Iterable[str], int], list[EdgeRow]]) -> Expansion:
+    """Run the expansion from ``anchors``; ``neighbours(keys, fanout)`` returns the edges incident
+    to those entities, at most ``fanout`` each (it is called once per hop, for the best entities
+    waiting at that hop, with :func:`hop_fanout`)."""
     adjacency: dict[str, dict[str, EdgeRow]] = {}
     seen_edges: dict[str, EdgeRow] = {}
 
-    def load(keys: Iterable[str]) -> None:
+    def load(keys: Iterable[str], fanout: int) -> None:
         todo = sorted(k for k in set(keys) if k not in adjacency)
         for k in todo:
             adjacency[k] = {}
-        for e in neighbours(todo) if todo else []:
+        for e in neighbours(todo, fanout) if todo else []:
             if not _allowed(e, policy):
                 continue
             seen_edges.setdefault(e.key, e)
@@ -94,9 +109,9 @@ def expand(anchors: Sequence[str], policy: SlicePolicy,
             loaded_hops.add(d)
             room = policy.max_nodes - len(distance)
             waiting = heapq.nsmallest(room, ((p, k) for p, dd, k in heap if dd == d and k not in distance))
-            load([key] + [k for _, k in waiting])
+            load([key] + [k for _, k in waiting], hop_fanout(policy, room, len(waiting) + 1, d))
         elif key not in adjacency:
-            load([key])
+            load([key], hop_fanout(policy, policy.max_nodes - len(distance), 1, d))
         for ekey in sorted(adjacency.get(key, {})):
             e = adjacency[key][ekey]
             other = e.object.key if e.subject.key == key else e.subject.key

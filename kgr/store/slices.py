@@ -57,13 +57,16 @@ class OutcomeHealth(BaseModel):
     review: int
 
 
-def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int) -> list[EdgeRow]:
-    """The current promoted edges incident to the entities ``keys`` (at most ``fanout`` per entity,
-    highest confidence first), each once."""
+def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int,
+                          weights: tuple[float, float, float] = (1.0, 0.25, 0.5)) -> list[EdgeRow]:
+    """The current promoted edges incident to the entities ``keys``, each once: at most ``fanout``
+    per entity, the highest base priority first (``weights`` = the slice policy's w_c, w_v, w_o)."""
     ks = sorted(set(keys))
     if not ks:
         return []
-    rows = graph.read("slice_edges", {"keys": ks, "fanout": fanout})
+    w_c, w_v, w_o = weights
+    rows = graph.read("slice_edges", {"keys": ks, "fanout": fanout, "w_c": w_c, "w_v": w_v, "w_o": w_o,
+                                      "neutral": NEUTRAL_WEIGHT})
     # built without validation: the fields come typed from one fixed template (hundreds of rows a hop)
     ents: dict[str, EntityRow] = {}
 
