@@ -20,7 +20,7 @@ from kgr.store.staging import StageReport, write_batch
 
 __all__ = ["ChunkMark", "commit_chunks", "upsert_chunks", "processed_chunk_ids", "write_marks",
            "stage_schema_proposals", "schema_proposals", "document_chunks", "documents_under", "StoredDocument", "StoredChunk",
-           "DocumentState", "document_states"]
+           "DocumentState", "document_states", "SchemaProposalRow"]
 
 
 class ChunkMark(BaseModel):
@@ -162,5 +162,18 @@ def stage_schema_proposals(tx: Tx, chunk_id: str, proposals: Sequence[tuple[str,
     return tx.run("stage_schema_proposals", {"rows": rows, "now": time.time() if now is None else now})[0]["proposals"]
 
 
-def schema_proposals(graph: Graph) -> list[dict]:
-    return graph.read("schema_proposals")
+class SchemaProposalRow(BaseModel):
+    """A type outside the schema that extractors proposed, with one vote per chunk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    name: str
+    votes: int
+    example: str | None = None
+    status: str | None = None
+
+
+def schema_proposals(graph: Graph) -> list[SchemaProposalRow]:
+    """The staged schema proposals, most voted first."""
+    return [SchemaProposalRow(**r) for r in graph.read("schema_proposals")]

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
@@ -34,7 +34,7 @@ from kgr.store.connection import Graph, Tx
 __all__ = [
     "ZERO_HASH", "edge_term", "add_terms", "full_hash", "Snapshot", "EdgeRow", "Diff",
     "current_state", "open_version", "close_version", "promoted_edges", "create_snapshot",
-    "list_snapshots", "get_snapshot", "diff", "rollback", "list_versions",
+    "list_snapshots", "get_snapshot", "diff", "rollback", "list_versions", "VersionRecord",
 ]
 
 MOD = 1 << 256
@@ -126,8 +126,23 @@ def promoted_edges(graph: Graph, version: int | None = None) -> list[EdgeRow]:
     return [EdgeRow(**r) for r in graph.read("promoted_edges", {"version": version})]
 
 
-def list_versions(graph: Graph, limit: int = 50) -> list[dict]:
-    return graph.read("version_list", {"limit": limit})
+class VersionRecord(BaseModel):
+    """One ``(:Version)``: its number, what opened it, when, the promoted graph's hash after it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    kind: str | None = None
+    at: float | None = None
+    hash: str | None = None
+    note: str | None = None
+    promoted: int | None = None
+    retired: int | None = None
+
+
+def list_versions(graph: Graph, limit: int = 50) -> list[VersionRecord]:
+    """The most recent versions, newest first."""
+    return [VersionRecord(**r) for r in graph.read("version_list", {"limit": limit})]
 
 
 def create_snapshot(graph: Graph, name: str, *, note: str = "", now: float | None = None) -> Snapshot:

@@ -146,7 +146,7 @@ def test_schema_violations_are_proposed_or_rejected_never_promoted(graph, tmp_pa
     assert rep.chunks_processed == 2 and rep.chunks_failed == []
 
     # unknown types are staged as schema proposals, one vote per chunk
-    props = {(p["kind"], p["name"], p["votes"]) for p in schema_proposals(graph)}
+    props = {(p.kind, p.name, p.votes) for p in schema_proposals(graph)}
     assert props == {("entity", "Spaceship", 2), ("relation", "PILOTED", 2)}
     assert rep.schema_proposals == 4
     # the rest is rejected with a recorded reason

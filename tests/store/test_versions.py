@@ -11,7 +11,8 @@ from kgr.store.aging import AgingConfig, age
 from kgr.store.promotion import apply_decisions, candidates, promote_by_quorum
 from kgr.store.staging import stage
 from kgr.store.versions import (
-    add_terms, create_snapshot, current_state, diff, full_hash, list_snapshots, promoted_edges, rollback,
+    add_terms, create_snapshot, current_state, diff, full_hash, list_snapshots, list_versions, promoted_edges,
+    rollback,
 )
 
 pytestmark = pytest.mark.neo4j
@@ -50,6 +51,9 @@ def test_quorum_round_promotes_and_versions(graph):
     again = promote_by_quorum(graph, quorum=2)
     assert again.promoted == 0 and len(promoted_edges(graph)) == 1
     check_hash(graph)
+    # the version log, typed: the round that changed nothing opened no version
+    log = list_versions(graph)
+    assert [(v.version, v.promoted) for v in log] == [(1, 1)] and log[0].hash == full_hash(keys(graph))
 
 
 def test_every_decision_is_recorded_with_inputs(graph):
