@@ -84,7 +84,7 @@ def test_one_run_round_serves_every_policy(graph):
         assert summary.policy == name and summary.version == 1 and summary.promoted > 0
         assert summary.candidates == summary.promoted + summary.held + summary.rejected
         assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
-        note = list_versions(graph)[0]["note"]
+        note = list_versions(graph)[0].note
         assert name in note, (name, note)
     # only the calibrated policy scores: p_hat and the feature vector are on its promoted edges
     r = graph.driver.execute_query("MATCH ()-[r:WORKS_AT]->() WHERE r.valid_to IS NULL "
@@ -122,7 +122,7 @@ def test_a_false_label_retires_a_promoted_edge_exactly_and_rollback_restores_it(
     now = {e.key for e in promoted_edges(graph)}
     assert victim not in now and len(now) == 3
     assert current_state(graph)[1] == full_hash(now)  # the hash equals a recomputation
-    assert list_versions(graph)[0]["kind"] == "label"
+    assert list_versions(graph)[0].kind == "label"
     why = graph.read("decisions_for_edge", {"key": victim})[0]
     assert why["status"] == "rejected"
     assert [d["action"] for d in why["decisions"]][-2:] in (["label", "retire"], ["retire", "label"])
@@ -333,6 +333,6 @@ def test_four_rounds_at_once_decide_each_edge_once_per_version(graph, policy_nam
         "MATCH (d:Decision {action: 'retire'}) RETURN DISTINCT d.edge_key AS k", database_=graph.database).records}
     # a second promotion of an edge needs a retirement in between (the calibrated cut may exchange edges)
     assert all(r["n"] == 1 or r["k"] in retired for r in promotions)
-    versions = [v["version"] for v in list_versions(graph) if v["kind"] == "promotion"]
+    versions = [v.version for v in list_versions(graph) if v.kind == "promotion"]
     assert len(set(versions)) == len(versions) >= 1
     assert current_state(graph)[1] == full_hash(current)

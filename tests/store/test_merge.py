@@ -84,7 +84,7 @@ def test_votes_are_united_by_source(graph):
     assert (d["merged_into"], d["merged_at_version"]) == (KEEP, res.version)
     assert entity(graph, KEEP)["aliases"] == res.aliases == ["Ada", "Ada Lovelace"]
     # one version of kind merge, with a decision on both sides of each moved edge
-    assert list_versions(graph, 1)[0]["kind"] == "merge" and res.version == current_state(graph)[0]
+    assert list_versions(graph, 1)[0].kind == "merge" and res.version == current_state(graph)[0]
     for k in (old_works, new_works):
         dec = graph.read("decisions_for_edge", {"key": k})[0]["decisions"]
         assert [x["action"] for x in dec] == ["merge"] and json.loads(dec[0]["inputs"])["new_key"] == new_works

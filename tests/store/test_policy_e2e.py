@@ -41,7 +41,7 @@ def test_gedig_round_promotes_voted_edges_and_records_why(graph):
     assert ("Lonely", "Org0") not in edges and ("P1", "Berlin") not in edges
     assert summary.promoted == len(edges) >= 1
     assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
-    assert list_versions(graph)[0]["kind"] == "promotion"
+    assert list_versions(graph)[0].kind == "promotion"
     pend = {r["subject"] + ">" + r["object"]: r for r in graph.read("pending_edges", {"statuses": None})}
     assert pend["Lonely>Org0"]["status"] == "held"
     assert pend["P1>Berlin"]["status"] == "rejected"
@@ -85,7 +85,7 @@ def test_functional_conflict_in_one_round_keeps_the_best_supported(graph):
     again = run_round(graph, schema=SCHEMA, config=PromotionConfig(calibrate_thresholds=False, theta_dg=10.0,
                                                                    audit=False))
     assert again.promoted == 0 and not again.rolled_back
-    assert [v["kind"] for v in list_versions(graph)] == ["promotion"] * len(list_versions(graph))
+    assert [v.kind for v in list_versions(graph)] == ["promotion"] * len(list_versions(graph))
 
 
 def test_held_edges_on_unchanged_evidence_are_not_decided_again(graph):
