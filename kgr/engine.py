@@ -230,7 +230,9 @@ class Engine:
 
     def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
         """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""
-        return [d.id for d in provenance.documents_under(self.graph, [Path(p).resolve().as_posix() for p in paths])]
+        from kgr.ingest.loaders import resolved_path
+
+        return [d.id for d in provenance.documents_under(self.graph, [resolved_path(str(p)) for p in paths])]
 
     # -- versions --------------------------------------------------------------------------------
     def snapshot(self, name: str, note: str = "") -> versions.Snapshot:

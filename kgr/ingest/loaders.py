@@ -52,6 +52,7 @@ __all__ = [
     "text_document",
     "file_document_id",
     "resolved_path",
+    "text_sha256",
 ]
 
 log = logging.getLogger("kgr.ingest")
@@ -91,13 +92,14 @@ class LoadIssue(BaseModel):
         return f"{where}: {self.error}"
 
 
-def _sha256(text: str) -> str:
+def text_sha256(text: str) -> str:
+    """SHA-256 (hex) of ``text`` in UTF-8 (lone surrogates kept): content ids and change checks."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def text_document(text: str, *, path: str | None = None, metadata: dict[str, Any] | None = None) -> Document:
     """A :class:`Document` for ``text`` with its content-hash id."""
-    return Document(id=_sha256(text), path=path, text=text, metadata=metadata or {})
+    return Document(id=text_sha256(text), path=path, text=text, metadata=metadata or {})
 
 
 #: Longest document id; a file path longer than this is identified by ``path-sha256:<hash of the path>``.
@@ -118,7 +120,7 @@ def file_document_id(path: Path, part: int | None = None) -> str:
     '/data/a.txt#2'
     """
     doc_id = resolved_path(str(path)) + ("" if part is None else f"#{part}")
-    return doc_id if len(doc_id) <= MAX_DOCUMENT_ID else "path-sha256:" + _sha256(doc_id)
+    return doc_id if len(doc_id) <= MAX_DOCUMENT_ID else "path-sha256:" + text_sha256(doc_id)
 
 
 def file_document(text: str, path: Path, metadata: dict[str, Any], part: int | None = None) -> Document:
@@ -270,10 +272,10 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None],
             metadata = {**(rec.model_extra or {}), **rec.metadata, "format": "jsonl", "line": n}
             parts = _split_parts(text, max_chars)
             if len(parts) == 1:
-                yield Document(id=rec.id or _sha256(text), path=str(path), text=text, metadata=metadata)
+                yield Document(id=rec.id or text_sha256(text), path=str(path), text=text, metadata=metadata)
                 continue
             for i, part in enumerate(parts):  # a long document is chunked as a long text file is
-                yield Document(id=f"{rec.id}#{i}" if rec.id else _sha256(part), path=str(path), text=part,
+                yield Document(id=f"{rec.id}#{i}" if rec.id else text_sha256(part), path=str(path), text=part,
                                metadata={**metadata, "part": i})
 
 

@@ -81,7 +81,6 @@ disambiguation cache holds at most ``disambiguation_cache`` names).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import statistics
 import sys
 import time
@@ -93,7 +92,7 @@ from pathlib import Path
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
-from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path, text_sha256
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
@@ -212,7 +211,7 @@ class _Job:
         cut: list[tuple[Document, list[Chunk]]] = []
         again: set[str] = set()
         for doc in docs:
-            sha = hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest()
+            sha = text_sha256(doc.text)
             if doc.id in self.documents_seen:
                 again.add(doc.id)
             st = None if doc.id in again else states.get(doc.id)
@@ -268,8 +267,8 @@ class _Job:
     def prune(self, paths: Sequence[str | Path]) -> None:
         """Forget the documents read earlier from files at or under ``paths`` that this run did not
         read; a file that failed to load (its documents unknown) keeps its documents."""
-        failed = {Path(i.path).resolve().as_posix() for i in self.issues}
-        stored = provenance.documents_under(self.graph, [Path(p).resolve().as_posix() for p in paths])
+        failed = {resolved_path(i.path) for i in self.issues}
+        stored = provenance.documents_under(self.graph, [resolved_path(str(p)) for p in paths])
         gone = [d.id for d in stored if d.id not in self.documents_seen and d.path not in failed]
         if gone:
             self.forget(documents=gone)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kgr.errors import KgrValidationError
 from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.slices import EdgeRow, EntityRow
 
@@ -75,8 +76,6 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
     KgrValidationError
         Not even the header (the anchors) fits in the budget.
     """
-    from kgr.errors import KgrValidationError
-
     used = sum(count(h + "\n") for h in _header(policy_id, version, anchors))
     kept: list[EdgeRow] = []
     for e in ranked:

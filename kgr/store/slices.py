@@ -116,9 +116,10 @@ def record_slice(graph: Graph, slice_id: str, policy_id: str, graph_hash: str,
 
 def slice_edges(graph: Graph, slice_id: str) -> list[tuple[str, str, str]] | None:
     """The edges ``(key, s_key, o_key)`` of an issued slice; None when no slice has that id."""
-    if not graph.read("slice_exists", {"id": slice_id})[0]["found"]:
+    rows = graph.read("slice_read_record", {"id": slice_id})
+    if not rows:
         return None
-    return [(r["key"], r["s_key"], r["o_key"]) for r in graph.read("slice_read_record", {"id": slice_id})]
+    return list(zip(rows[0]["keys"], rows[0]["s_keys"], rows[0]["o_keys"]))
 
 
 def write_outcome(graph: Graph, slice_id: str, outcome: int, edges: Sequence[tuple[str, str, str]], *,

@@ -5,6 +5,7 @@ read sees the writes before it on any cluster member."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -14,7 +15,7 @@ from kgr.connect import connect
 from kgr.store.connection import Neo4jSettings
 
 pytestmark = pytest.mark.neo4j
-SCHEMA = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "schema.json"
 
 
 def _routing_uri(settings: Neo4jSettings) -> str:
