@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.progress import Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
@@ -70,6 +71,18 @@ def _verifier(verify: VerifyChoice, cfg):  # noqa: ANN001, ANN202 - IngestConfig
     return make_verifier(kind, model=cfg.model, api_base=cfg.api_base) if kind == "llm" else make_verifier(kind)
 
 
+class _Count(ProgressColumn):
+    """A task's count: chunks with their rate (per second, over the last 30 s), cost in USD."""
+
+    max_refresh = 0.5
+
+    def render(self, task: Task) -> Text:
+        if task.fields.get("money"):
+            return Text(f"${task.completed:.4f}")
+        rate = f" ({task.speed:.1f}/s)" if task.fields.get("rate") and task.speed else ""
+        return Text(f"{int(task.completed)}{rate}")
+
+
 def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an IngestReport
     if report.documents == 0:
         err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
@@ -110,6 +123,14 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
            forget_quorum: Annotated[int | None, typer.Option(help=(
                "When an edited or pruned document's votes are forgotten, a promoted edge left with fewer votes is "
                "retired (default 2)."))] = None,
+           executor: Annotated[Literal["inprocess", "process", "ray"], typer.Option(
+               help="Where chunks are drafted (extraction, tools, disambiguation): in this process, in local worker "
+                    "processes, or in Ray actors (pip install 'kgr[ray]'). Writes stay in this process.")] = "inprocess",
+           workers: Annotated[int | None, typer.Option(
+               help="Worker processes or Ray actors; --concurrency is shared among them (default: the CPUs of the "
+                    "machine, or of the Ray cluster).")] = None,
+           ray_address: Annotated[str | None, typer.Option(
+               help="Ray cluster address (default: RAY_ADDRESS, else a local Ray started for the job).")] = None,
            verify: Annotated[VerifyChoice, typer.Option(
                help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
                     "that matches the extractor (rules, or llm with --model).")] = "auto",
@@ -130,16 +151,18 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
         concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
+        executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
     verifier = _verifier(verify, cfg)
-    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), TextColumn("{task.completed}"),
+    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), _Count(),
                                              TimeElapsedColumn(), console=err, transient=True) as bar:
         kg.init()
         tasks: dict[str, Any] = {}
 
-        def progress(event: str, n: int) -> None:
+        def progress(event: str, n: float) -> None:
             if event not in tasks:
-                tasks[event] = bar.add_task(event.replace("_", " "))
+                tasks[event] = bar.add_task(event.replace("_", " "), money=event == "cost_usd",
+                                            rate=event == "chunks")
             bar.advance(tasks[event], n)
 
         try:

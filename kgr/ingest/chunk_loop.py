@@ -1,107 +1,75 @@
-"""The per-chunk extraction loop and the group writer of an ingestion job.
+"""The chunk loop of an ingestion job: drafting on an event loop, and the group writer.
 
-:class:`ChunkPipeline` runs each chunk through the extractor and the agent tools (density, coverage,
-quality, feedback, disambiguation) on an asyncio loop of its own, then hands the chunk's assertions
-to one writer thread that commits groups of chunks through
+:class:`ChunkPipeline` drafts each chunk (:class:`~kgr.ingest.drafting.ChunkDrafter`: the extractor,
+the agent tools, disambiguation) on an asyncio loop of its own, or hands it to the job's executor
+(worker processes or Ray actors that draft it, :mod:`kgr.ingest.executors`), then gives the drafted
+chunk to the writer(s), which commit groups of chunks through
 :func:`kgr.store.provenance.commit_chunks` (a group that the database refuses is written again
-chunk by chunk, so only the refused chunk fails). Semantics in :mod:`kgr.ingest.pipeline`.
+chunk by chunk, so only the refused chunk fails). Writes are always the job's own: an executor's
+workers only read. Semantics in :mod:`kgr.ingest.pipeline`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import functools
-import sys
 import threading
-import time
-from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
-
-from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrError, KgrNeo4jUnavailable
-from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
+from kgr.errors import KgrCypherBug, KgrDatabaseError
 from kgr.ingest.chunking import Chunk
-from kgr.model.kg import ExtractedKG
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients, failed_outcome
+from kgr.ingest.report import ChunkOutcome
 from kgr.model.schema import KGSchema
-from kgr.model.tools.coverage import CoverageFeedbackOutput
-from kgr.model.tools.density import ExtractionDensityOutput
-from kgr.model.tools.disambiguation import EntityDisambiguationOutput
-from kgr.model.tools.feedback import IterativeFeedbackOutput
-from kgr.model.tools.quality import QualityMetricsOutput
-from kgr.model.triples import TripleAssertion
 from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.staging import StageReport
-from kgr.tools.context import ToolContext
-from kgr.tools.disambiguation import rewrite_kg
-from kgr.tools.registry import run_tool
 
-from kgr.ingest.assertions import (
-    assertions_of, failure_kind, key_or_none, merge_kg, proposals_of, rejections_of, resolver,
-    tool_schema, unique_exact,
-)
-from kgr.ingest.config import IngestConfig
-from kgr.ingest.report import MAX_LISTED, ChunkFailure, ChunkOutcome, Rejection
-
-__all__ = ["ChunkPipeline"]
-
-# -- the per-chunk loop ---------------------------------------------------------------------------
+__all__ = ["ChunkPipeline", "RemoteDrafts"]
 
 
-@dataclass
-class _Draft:
-    """A chunk's merged extraction after the rounds, before disambiguation."""
+class RemoteDrafts(Protocol):
+    """Drafting somewhere else (an executor's workers): the same result as
+    :meth:`ChunkDrafter.draft`, as a future."""
 
-    kg: ExtractedKG
-    calls: Counter[str]
-    proposals: list[tuple[str, str, str]]
-    rejections: list[Rejection]
-    extractor: str
-    quality: float | None = None
+    def submit(self, chunk: Chunk) -> cf.Future: ...  # of Drafted | ChunkOutcome
+
+    @property
+    def placement(self) -> list[str]: ...  # "node N pid P" per worker, as they started
+
+    @property
+    def restarts(self) -> int: ...  # workers that died and were replaced
+
+    def forget_names(self) -> None: ...
+
+    def close(self, *, wait: bool = True) -> None: ...
 
 
 @dataclass
 class _Work:
-    """A chunk whose extraction is done, waiting for the writer."""
+    """A drafted chunk waiting for the writer."""
 
-    chunk: Chunk
-    outcome: ChunkOutcome
-    assertions: list[TripleAssertion]
-    entities: list[tuple[str, str]]
-    keys: list[str]
-    proposals: list[tuple[str, str, str]]
-    extractor: str
-    quality: float | None = None
-    future: asyncio.Future = field(repr=False, default=None)  # type: ignore[assignment]
+    drafted: Drafted
+    future: asyncio.Future = field(repr=False)
 
 
 class ChunkPipeline:
-    """The extraction loop for every chunk, on one event loop, and the writer(s)."""
+    """Drafting for every chunk (here, or by ``remote``), and the writer(s), on one event loop."""
 
-    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, config: IngestConfig,
-                 paths: dict[str, str | None]):
-        self.graph, self.schema, self.extractor, self.config = graph, schema, extractor, config
-        self.paths = paths
-        # fuzzy matches only to entities that existed when the run began: chunk order (concurrency)
-        # cannot change what a name resolves to
-        self.ctx = ToolContext(graph=graph, schema=schema, known_before=time.time())
-        self.tschema = tool_schema(schema)
-        self.resolve = resolver(schema)
-        # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only
-        self._matches: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self.is_async = isinstance(extractor, AsyncExtractor)
+    def __init__(self, graph: Graph, schema: KGSchema, drafter: ChunkDrafter | None, config: IngestConfig,
+                 paths: dict[str, str | None], *, remote: RemoteDrafts | None = None):
+        if (drafter is None) == (remote is None):
+            raise ValueError("give a drafter or a remote executor, not both")
+        self.graph, self.schema, self.config, self.paths = graph, schema, config, paths
+        self.drafter, self.remote = drafter, remote
         self.staged = StageReport()
         self.transactions = 0
         self._lock = threading.Lock()
-        self._extract_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 32),
-                                                   thread_name_prefix="kgr-extract")
-        self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
         self._write_pool = cf.ThreadPoolExecutor(max_workers=config.writers, thread_name_prefix="kgr-writer")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="kgr-ingest-loop", daemon=True)
-        self._sem: asyncio.Semaphore | None = None
         self._queue: asyncio.Queue[_Work] | None = None
         self._writers: list[asyncio.Task] = []
 
@@ -117,7 +85,6 @@ class ChunkPipeline:
         return self
 
     async def _setup(self) -> None:
-        self._sem = asyncio.Semaphore(self.config.concurrency)
         self._queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
         self._writers = [loop.create_task(self._write_forever(), name=f"kgr-writer-{i}")
@@ -125,6 +92,14 @@ class ChunkPipeline:
 
     def submit(self, chunk: Chunk) -> cf.Future:
         return asyncio.run_coroutine_threadsafe(self.process(chunk), self._loop)
+
+    def forget_names(self) -> None:
+        """Drop the disambiguation caches (a forget deleted entities); call with no chunk in flight."""
+        if self.drafter is not None:
+            self.drafter.forget_names()
+        else:
+            assert self.remote is not None
+            self.remote.forget_names()
 
     def close(self, *, wait: bool = True) -> None:
         """Stop the pipeline. ``wait=False`` (the database went away) does not wait for database calls
@@ -134,8 +109,12 @@ class ChunkPipeline:
             asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=60)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=60)
-        for pool in (self._extract_pool, self._db_pool, self._write_pool):  # before closing the loop: a
-            pool.shutdown(wait=wait, cancel_futures=True)  # finishing job still posts its result to it
+        # before closing the loop: a finishing job still posts its result to it
+        if self.drafter is not None:
+            self.drafter.close(wait=wait)
+        if self.remote is not None:
+            self.remote.close(wait=wait)
+        self._write_pool.shutdown(wait=wait, cancel_futures=True)
         if wait:
             self._loop.close()  # (abandoned: a late result may still be posted to the stopped loop)
 
@@ -145,198 +124,27 @@ class ChunkPipeline:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if "litellm" in sys.modules:  # close the HTTP clients bound to this loop
-            closer = getattr(sys.modules["litellm"], "close_litellm_async_clients", None)
-            if closer is not None:
-                try:
-                    await closer()
-                except Exception:  # noqa: BLE001 - best effort at shutdown; nothing is lost
-                    pass
+        await close_llm_clients()
         await self._loop.shutdown_asyncgens()
 
     # -- one chunk ------------------------------------------------------------------------------
     async def process(self, chunk: Chunk) -> ChunkOutcome:
-        """Extraction rounds under the concurrency limit; then disambiguation (a Neo4j lookup) and the
-        writer outside it, so that LLM requests never wait on the database."""
-        assert self._sem is not None and self._queue is not None
-        out = ChunkOutcome(chunk_id=chunk.id)
-        try:
-            async with self._sem:
-                draft = await self._extract(chunk, out)
-            work = await self._finish(chunk, out, draft)
-        except KgrNeo4jUnavailable:
-            raise
-        except KgrError as exc:
-            return self._failed(chunk, exc, out)
-        work.future = asyncio.get_running_loop().create_future()
+        """Draft the chunk (here or remotely), then wait for the writer to commit it."""
+        assert self._queue is not None
+        if self.drafter is not None:
+            drafted = await self.drafter.draft(chunk)
+        else:
+            assert self.remote is not None
+            drafted = await asyncio.wrap_future(self.remote.submit(chunk))
+        if isinstance(drafted, ChunkOutcome):  # failed: not written, not marked
+            fail = drafted.failure
+            if fail is not None and fail.path is None and self.paths.get(chunk.document_id):
+                drafted = drafted.model_copy(update={"failure": fail.model_copy(
+                    update={"path": self.paths[chunk.document_id]})})
+            return drafted
+        work = _Work(drafted=drafted, future=asyncio.get_running_loop().create_future())
         await self._queue.put(work)
         return await work.future
-
-    def _failed(self, chunk: Chunk, exc: BaseException, out: ChunkOutcome | None = None) -> ChunkOutcome:
-        """``out`` (the rounds done so far) plus the failed call's own accounting, marked failed."""
-        out = out or ChunkOutcome(chunk_id=chunk.id)
-        usage = getattr(exc, "usage", None)
-        return out.model_copy(update={
-            "llm_calls": out.llm_calls + int(getattr(exc, "llm_calls", 0) or 0),
-            "prompt_tokens": out.prompt_tokens + int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": out.completion_tokens + int(getattr(usage, "completion_tokens", 0) or 0),
-            "cost_usd": out.cost_usd + float(getattr(exc, "cost_usd", 0.0) or 0.0),
-            "unpriced_llm_calls": out.unpriced_llm_calls + int(getattr(exc, "unpriced_calls", 0) or 0),
-            "failure": ChunkFailure(chunk_id=chunk.id, document_id=chunk.document_id,
-                                    path=self.paths.get(chunk.document_id), kind=failure_kind(exc),
-                                    reason=(str(exc).splitlines() or [type(exc).__name__])[0][:300]),
-        })
-
-    async def _extract_once(self, text: str, guidance: list[str] | None) -> ExtractionResult:
-        if self.is_async:
-            return await self.extractor.aextract(text, self.schema, guidance=guidance)  # type: ignore[attr-defined]
-        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance)
-        return await asyncio.get_running_loop().run_in_executor(self._extract_pool, call)
-
-    async def _extract(self, chunk: Chunk, out: ChunkOutcome) -> _Draft:
-        """Steps 1-3 of the module docstring for one chunk, accounting into ``out`` as it goes."""
-        cfg = self.config
-        calls: Counter[str] = Counter()
-        text = chunk.text
-        kg = ExtractedKG()
-        history: list[dict] = []
-        feedback: list[str] = []
-        guidance: list[str] | None = None
-        proposals: list[tuple[str, str, str]] = []
-        rejections: list[Rejection] = []
-        extractor_name = ""
-        score: float | None = None
-
-        def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
-            calls[name] += 1
-            return run_tool(name, payload, context=self.ctx)
-
-        while True:
-            out.rounds += 1
-            res = await self._extract_once(text, guidance)
-            out.llm_calls += res.llm_calls
-            out.prompt_tokens += res.usage.prompt_tokens
-            out.completion_tokens += res.usage.completion_tokens
-            out.cost_usd += res.cost_usd
-            out.unpriced_llm_calls += res.unpriced_calls
-            extractor_name = res.extractor or extractor_name
-            rejections.extend(rejections_of(res, chunk.id))
-            proposals.extend(proposals_of(res))
-            kg = merge_kg(kg, res.kg)
-            base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
-            density: ExtractionDensityOutput = tool("query_extraction_density", base)
-            if density.needs_more_extraction and out.rounds < cfg.max_rounds:
-                guidance = density.recommendations or None
-                history.append(base["extracted_kg"])
-                continue
-            coverage: CoverageFeedbackOutput = tool("query_coverage_feedback", base)
-            quality: QualityMetricsOutput = tool("query_quality_metrics", base)
-            score = quality.overall_score
-            fb: IterativeFeedbackOutput = tool("query_iterative_feedback", {
-                **base, "extraction_history": [*history, base["extracted_kg"]], "feedback_history": feedback[-50:],
-                "max_iterations": cfg.max_rounds})
-            feedback.extend(quality.improvement_suggestions[:5])
-            history.append(base["extracted_kg"])
-            if fb.should_continue_iteration and out.rounds < cfg.max_rounds:
-                guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
-                continue
-            break
-
-        out.tool_calls = dict(calls)
-        return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
-                      extractor=extractor_name or self.config.extractor,
-                      quality=None if score is None else float(score) / 100.0)
-
-    async def _finish(self, chunk: Chunk, out: ChunkOutcome, draft: _Draft) -> _Work:
-        """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
-        kg, rejections = draft.kg, draft.rejections
-        calls = draft.calls
-        final = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else kg
-        assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve)
-        rejections.extend(bad)
-        entities: list[tuple[str, str]] = []
-        keys: list[str] = []
-        for t, names in final.entities.items():
-            if not self.schema.has_entity_type(t):
-                continue
-            for n in names:
-                k = key_or_none(self.resolve, t, n)
-                if k is None:
-                    rejections.append(Rejection(chunk_id=chunk.id, kind="entity", type=t, item=n,
-                                                reason="the name has no letters or digits"))
-                    continue
-                entities.append((t, n))
-                keys.append(k)
-        # one vote per chunk and proposed type
-        props = list({(k, n): (k, n, ex) for k, n, ex in draft.proposals}.values())
-        # the storage step is staging by the writer, in the chunk's own transaction: not a tool call
-        out.tool_calls = dict(calls)
-        out.triples = len(assertions)
-        out.proposals = len(props)
-        out.rejected = len(rejections)
-        out.rejections = rejections[:MAX_LISTED]
-        return _Work(chunk=chunk, outcome=out, assertions=assertions, entities=entities, keys=keys,
-                     proposals=props, extractor=draft.extractor, quality=draft.quality)
-
-    def _resolved(self, etype: str, name: str) -> str:
-        try:
-            return self.resolve(etype, name)
-        except KgrError:  # no letters or digits: the tool keeps such a name as it is
-            return name
-
-    def forget_names(self) -> None:
-        """Drop the disambiguation cache (a forget deleted entities); call with no chunk in flight."""
-        self._matches.clear()
-
-    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str], out: ChunkOutcome) -> ExtractedKG:
-        """Step 4: ``final_kg`` of ``query_entity_disambiguation`` for ``kg``, asking the tool only about
-        the names this run has not yet resolved to a unique exact match.
-
-        A name whose best match is an exact match (confidence 1.0) on the entity keyed by the name
-        itself (after the schema's aliases), with no other candidate at 1.0, is remembered for the
-        rest of the run (``IngestConfig.disambiguation_cache`` names at most, least recently used
-        first out). Entities are not deleted during a run except by a forget, which clears the
-        cache (:meth:`forget_names`); a new entity never has that key, and only
-        names resolving to its key add aliases to it, so a later lookup of the name would decide
-        the same: the graph is the same with and without the cache (tested), and an interrupted run
-        resumed ends as an uninterrupted one. Names left unmatched or matched otherwise are looked
-        up every time, so a name first created by this run's own staging is found (and deduplicated)
-        by the next chunk that mentions it. Per name the tool decides independently of the other
-        names, so asking about the unresolved ones only gives their answers unchanged; the renames
-        of both are applied to ``kg`` by the tool's own :func:`~kgr.tools.disambiguation.rewrite_kg`.
-        """
-        items = list(dict.fromkeys((t, n) for t, names in kg.entities.items() for n in names))
-        resolved = [self._resolved(t, n) for t, n in items]
-        cache, size = self._matches, self.config.disambiguation_cache
-        targets: list[str | None] = []
-        for item in items:
-            hit = cache.get(item)
-            if hit is not None:
-                cache.move_to_end(item)
-            targets.append(hit)
-        todo = [i for i, t in enumerate(targets) if t is None]
-        out.cached_names += len(items) - len(todo)
-        if todo:
-            ask: dict[str, list[str]] = {}
-            for i in todo:
-                ask.setdefault(items[i][0], []).append(items[i][1])
-            payload = {"extracted_kg": {"entities": ask, "relations": {}},
-                       "similarity_threshold": self.config.similarity_threshold, "context": chunk.text[:20000]}
-            calls["query_entity_disambiguation"] += 1
-            dis: EntityDisambiguationOutput = await asyncio.get_running_loop().run_in_executor(
-                self._db_pool, functools.partial(run_tool, "query_entity_disambiguation", payload, context=self.ctx))
-            answers = {(r.original_entity.type, r.original_entity.name): r for r in dis.disambiguation_results}
-            for i in todo:
-                r = answers.get(items[i])
-                best = r.best_match if r is not None else None
-                if best is None:
-                    continue
-                targets[i] = best.candidate.name
-                if size and unique_exact(r, key_or_none(self.resolve, *items[i])):
-                    cache[items[i]] = best.candidate.name
-                    if len(cache) > size:
-                        cache.popitem(last=False)
-        return rewrite_kg(kg, items, resolved, targets)[0]
 
     # -- the writer -----------------------------------------------------------------------------
     async def _write_forever(self) -> None:
@@ -362,18 +170,18 @@ class ChunkPipeline:
     def _write_group(self, group: list[_Work]) -> list[ChunkOutcome]:
         """Commit ``group`` in one transaction; on a data error, chunk by chunk (runs in the writer thread)."""
         try:
-            self._commit(group)
-            return [w.outcome for w in group]
+            self._commit([w.drafted for w in group])
+            return [w.drafted.outcome for w in group]
         except KgrCypherBug:
             raise
         except KgrDatabaseError as exc:
             if len(group) == 1:
-                w = group[0]
-                failed = self._failed(w.chunk, exc)
-                return [w.outcome.model_copy(update={"failure": failed.failure})]
+                d = group[0].drafted
+                failed = failed_outcome(d.chunk, exc, path=self.paths.get(d.chunk.document_id))
+                return [d.outcome.model_copy(update={"failure": failed.failure})]
         return [self._write_group([w])[0] for w in group]
 
-    def _commit(self, group: list[_Work]) -> None:
+    def _commit(self, group: list[Drafted]) -> None:
         marks = [provenance.ChunkMark(chunk_id=w.chunk.id, entity_keys=sorted(set(w.keys)), extractor=w.extractor,
                                       rounds=w.outcome.rounds, quality=w.quality, proposals=list(w.proposals or []))
                  for w in group]

@@ -53,6 +53,14 @@ class IngestConfig(BaseModel):
         "did not read (deleted files); a file that failed to load is never pruned"))
     forget_quorum: int = Field(2, ge=1, le=1000, description=(
         "when an edited or pruned document's votes are forgotten, a promoted edge left with fewer votes is retired"))
+    executor: Literal["inprocess", "process", "ray"] = Field("inprocess", description=(
+        "where chunks are drafted (extraction, the tool loop, disambiguation): in this process, in local worker "
+        "processes, or in Ray actors (the kgr[ray] extra); writes are this process's in every case"))
+    workers: int | None = Field(None, ge=1, le=1024, description=(
+        "worker processes or Ray actors (process and ray executors; concurrency is shared among them); "
+        "default: the machine's CPUs (process), the Ray cluster's CPUs (ray)"))
+    ray_address: str | None = Field(None, description=(
+        "the Ray cluster to run on (ray executor); default: RAY_ADDRESS, else a local Ray started for the job"))
     policy: PolicyName = Field(
         DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
@@ -73,6 +81,10 @@ class IngestConfig(BaseModel):
             if given:
                 raise ValueError(f"{' and '.join(repr(n) for n in given)} {'apply' if len(given) > 1 else 'applies'} "
                                  "to the llm extractor only, not to 'extractor'='rules'")
+        if self.executor == "inprocess" and self.workers is not None:
+            raise ValueError("'workers' applies to the process and ray executors, not to 'executor'='inprocess'")
+        if self.executor != "ray" and self.ray_address is not None:
+            raise ValueError(f"'ray_address' applies to the ray executor only, not to 'executor'='{self.executor}'")
         if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
             raise ValueError("give both 'input_cost_per_token' and 'output_cost_per_token', or neither")
         return self

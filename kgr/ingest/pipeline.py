@@ -9,7 +9,7 @@ Per chunk, following Agentic-KGR's protocol (Appendix A.4):
    the coverage and feedback recommendations) or stop — ``max_rounds`` bounds all rounds together;
 4. **disambiguation** against Neo4j (its ``final_kg`` is what gets stored); names this run already
    resolved to a unique exact match are not looked up again (``disambiguation_cache``, see
-   ``ChunkPipeline._disambiguate``: the graph is the same with and without it);
+   ``ChunkDrafter._disambiguate``: the graph is the same with and without it);
 5. **storage**: the chunk's relations are staged as votes whose source is the chunk id, in ONE
    transaction with the chunk's ``processed_at`` mark and its MENTIONS, so a chunk is processed
    exactly when its votes are in the graph. This step is ``kgr.store.staging.write_batch``, not a
@@ -101,6 +101,8 @@ from kgr.store.forget import forget
 
 from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
+from kgr.ingest.drafting import ChunkDrafter
+from kgr.ingest.executors import open_remote
 from kgr.ingest.report import MAX_LISTED, ChunkOutcome, IngestReport
 
 __all__ = ["ingest"]
@@ -133,14 +135,14 @@ def ingest(
     *,
     config: IngestConfig | None = None,
     extractor: Extractor | None = None,
-    on_progress: Callable[[str, int], None] | None = None,
+    on_progress: Callable[[str, float], None] | None = None,
     promote: Callable[[], RoundSummary] | None = None,
 ) -> IngestReport:
     """Ingest files/directories into the store (see the module docstring).
 
     ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
-    ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls`` and ``triples`` (assertions
-    staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
+    ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as
+    litellm prices the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
     ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides).
 
@@ -153,7 +155,7 @@ def ingest(
         A path does not exist.
     """
     cfg = config or IngestConfig()
-    job = _Job(graph, schema, extractor or make_extractor(cfg), cfg, on_progress or (lambda event, n: None), promote)
+    job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
     if cfg.prune:
         job.prune(paths)
@@ -165,8 +167,8 @@ class _Job:
     """One :func:`ingest` call: reads chunks in batches, keeps a bounded window of chunks in the
     :class:`ChunkPipeline`, absorbs their outcomes into the report, promotes when asked."""
 
-    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, cfg: IngestConfig,
-                 tick: Callable[[str, int], None], promote: Callable[[], RoundSummary] | None):
+    def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor | None, cfg: IngestConfig,
+                 tick: Callable[[str, float], None], promote: Callable[[], RoundSummary] | None):
         self.graph, self.cfg, self.tick, self.promote = graph, cfg, tick, promote
         self.report = IngestReport()
         self.started = time.perf_counter()
@@ -177,7 +179,15 @@ class _Job:
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
         self.states: dict[str, provenance.DocumentState] = {}
-        self.pipe = ChunkPipeline(graph, schema, extractor, cfg, self.paths_by_doc)
+        # fuzzy matches only to entities that existed when the run began: chunk order (concurrency,
+        # the executor) cannot change what a name resolves to
+        began = time.time()
+        if cfg.executor == "inprocess":
+            drafter = ChunkDrafter(graph, schema, extractor or make_extractor(cfg), cfg, began, self.paths_by_doc)
+            self.pipe = ChunkPipeline(graph, schema, drafter, cfg, self.paths_by_doc)
+        else:
+            remote = open_remote(graph, schema, cfg, began, extractor)
+            self.pipe = ChunkPipeline(graph, schema, None, cfg, self.paths_by_doc, remote=remote)
         self.inflight: set[cf.Future] = set()
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
@@ -279,6 +289,8 @@ class _Job:
         self.report.add_outcome(out)
         if out.llm_calls:
             self.tick("llm_calls", out.llm_calls)
+        if out.cost_usd:
+            self.tick("cost_usd", out.cost_usd)
         if out.failure is not None:
             self.tick("failed", 1)
         else:
@@ -305,6 +317,9 @@ class _Job:
                 for chunk in batch:
                     self.submit(chunk, done_ids)
             self.drain(0)
+            remote = self.pipe.remote
+            if remote is not None:
+                self.report.workers, self.report.worker_restarts = list(remote.placement), remote.restarts
         finally:
             for f in self.inflight:
                 f.cancel()
@@ -341,6 +356,7 @@ class _Job:
         r.new_votes, r.repeated_votes = staged.new_votes, staged.repeated_votes
         r.new_edges, r.new_entities = staged.new_edges, staged.new_entities
         r.transactions = self.pipe.transactions
+        r.executor = self.cfg.executor
         r.load_issues = [str(i) for i in self.issues][:MAX_LISTED]
         if self.rounds:
             hist = Counter(self.rounds)

@@ -88,6 +88,10 @@ class IngestReport(BaseModel):
     documents_pruned: int = Field(0, description="documents no longer under the given paths, forgotten (--prune)")
     forget_versions: list[int] = Field(default_factory=list, description="the versions those forgets opened")
     promoted_retracted: int = Field(0, description="promoted edges those forgets retired")
+    executor: str = Field("inprocess", description="where chunks were drafted: inprocess, process or ray")
+    workers: list[str] = Field(default_factory=list, description=(
+        "the executor's workers as they started ('node N pid P'); a worker that died was replaced"))
+    worker_restarts: int = Field(0, description="workers that died and were replaced during the run")
     seconds: float = 0.0
     chunks_per_second: float = 0.0
 
@@ -137,6 +141,9 @@ class IngestReport(BaseModel):
             "(kgr.store.staging, each chunk with its processed mark)",
             "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
+        if self.executor != "inprocess":
+            lines.append(f"executor {self.executor}: {len(self.workers)} workers"
+                         + (f", {self.worker_restarts} replaced after dying" if self.worker_restarts else ""))
         if self.forget_versions:
             lines.append(f"changed documents: {self.chunks_forgotten} vanished chunks forgotten, {self.documents_pruned} "
                          f"documents pruned, {self.promoted_retracted} promoted edges retired (versions "

@@ -108,12 +108,18 @@ class Graph:
         The database every query runs against (``database_=`` on every call).
     uri:
         For error messages only.
+    settings:
+        What opened it (:func:`open_graph` sets it): how another process reaches the same database
+        (an ingestion executor's workers open their own Graph from it). ``None`` for a Graph built
+        on a driver of the caller's.
     """
 
-    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, uri: str = "?"):
+    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, uri: str = "?",
+                 settings: Neo4jSettings | None = None):
         self.driver = driver
         self.database = database
         self.uri = uri
+        self.settings = settings
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.Session:
         """A session that shares the bookmarks of :meth:`read`/:meth:`write` (the driver's
@@ -250,7 +256,7 @@ def open_graph(settings: Neo4jSettings) -> Graph:
     retry = float(os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30"))
     driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry,
                                   notifications_min_severity="OFF")
-    graph = Graph(driver, settings.database, uri=uri)
+    graph = Graph(driver, settings.database, uri=uri, settings=settings)
     try:
         graph.ping()
     except KgrNeo4jUnavailable:

@@ -332,7 +332,7 @@ def test_a_feedback_round_is_guided_by_coverage_and_feedback_and_carries_quality
     """The loop reads the tools' typed outputs: a round the feedback tool asks for gets the coverage
     recommendations and the feedback's next steps as guidance, and the next feedback call receives
     the quality tool's improvement suggestions (these keys were once read from dicts that lacked them)."""
-    from kgr.ingest import chunk_loop
+    from kgr.ingest import drafting
     from kgr.tools import registry
 
     _write(tmp_path, "doc.txt", "Charles Babbage was born in London. Charles Babbage designed the Difference Engine.")
@@ -350,7 +350,7 @@ def test_a_feedback_round_is_guided_by_coverage_and_feedback_and_carries_quality
                 out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
         return out
 
-    monkeypatch.setattr(chunk_loop, "run_tool", spy)
+    monkeypatch.setattr(drafting, "run_tool", spy)
     rec = Recording(RulesExtractor())
     ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=3, concurrency=1), extractor=rec)
     assert len(rec.calls) >= 2

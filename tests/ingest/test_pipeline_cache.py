@@ -160,7 +160,7 @@ def test_storage_step_is_reported_as_staging_not_as_a_tool_call(graph, tmp_path,
         called.append(name)
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr("kgr.ingest.chunk_loop.run_tool", spy)
+    monkeypatch.setattr("kgr.ingest.drafting.run_tool", spy)
     corpus = _corpus(tmp_path / "c.jsonl", 6)
     rep = ingest(graph, [corpus], SCHEMA, config=IngestConfig(concurrency=2, max_rounds=1))
     assert rep.chunks_processed == 6 and rep.new_votes > 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -15,54 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from kgr.model.canonical import canonical_name
-from kgr.model.schema import KGSchema, load_schema
+from kgr.model.schema import load_schema
 from kgr.store.admin import fingerprint, reset
+from tests.support.corpus import generate_corpus
 from tests.support.rounds import gedig_round as run_round
 from kgr.store.versions import current_state
-from kgr.tools.disambiguation import string_similarity
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "examples" / "schema.json"
 N_CHUNKS = 200
-
-
-def _distinct_names(schema: KGSchema) -> dict[str, list[str]]:
-    """Gazetteer names that belong to one type only and are not near-duplicates of each other, so
-    that disambiguation against the store cannot depend on the order chunks are processed in."""
-    types_of: dict[str, set[str]] = {}
-    for t, spec in schema.entity_types.items():
-        for n in [*spec.names, *(a for al in spec.aliases.values() for a in al)]:
-            types_of.setdefault(canonical_name(n), set()).add(t)
-    out: dict[str, list[str]] = {}
-    for t, spec in schema.entity_types.items():
-        keep: list[str] = []
-        for n in spec.names:
-            if types_of[canonical_name(n)] == {t} and all(string_similarity(n, m) < 0.7 for m in keep):
-                keep.append(n)
-        out[t] = keep
-    return out
-
-
-def generate_corpus(path: Path, schema: KGSchema, n_docs: int, *, seed: int = 7, sentences: int = 5) -> Path:
-    """A JSONL corpus of ``n_docs`` one-chunk documents, each a few "<subject> <trigger> <object>."
-    sentences built from the schema's names and triggers (facts repeat, so votes accumulate)."""
-    names = _distinct_names(schema)
-    rels = [(r, s) for r, s in sorted(schema.relation_types.items()) if s.domain and s.range and s.triggers]
-    rng = random.Random(seed)
-    with path.open("w", encoding="utf-8") as fh:
-        for i in range(n_docs):
-            parts = [f"Record {i}."]
-            for _ in range(sentences):
-                rel, spec = rng.choice(rels)
-                s, o = rng.choice(names[rng.choice(spec.domain)]), rng.choice(names[rng.choice(spec.range)])
-                trigger = next(t for t in spec.triggers if not t.endswith(" by"))
-                if s != o:
-                    parts.append(f"{s} {trigger} {o}.")
-            fh.write(json.dumps({"id": f"doc-{i:04d}", "text": " ".join(parts)}) + "\n")
-    return path
 
 
 def _env(settings) -> dict[str, str]:

@@ -21,7 +21,7 @@ from kgr.model.schema import load_schema
 from kgr.store.admin import reset
 from kgr.store.promotion import promote_by_quorum
 from kgr.store.versions import current_state
-from tests.ingest.test_pipeline_resume import _distinct_names
+from tests.support.corpus import distinct_names as _distinct_names
 from tests.support.llm_stub import llm_stub_factory  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.neo4j
@@ -198,7 +198,8 @@ def test_reingest_killed_midway_then_rerun_equals_a_fresh_ingest(graph, neo4j_se
     import time
 
     from kgr.store.admin import fingerprint
-    from tests.ingest.test_pipeline_resume import ROOT, SCHEMA_PATH, _env, generate_corpus
+    from tests.ingest.test_pipeline_resume import ROOT, SCHEMA_PATH, _env
+    from tests.support.corpus import generate_corpus
 
     n = 200
     corpus = tmp_path / "corpus.jsonl"

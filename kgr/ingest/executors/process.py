@@ -1,0 +1,247 @@
+"""``executor="process"``: chunks drafted by local worker processes (one pipe each).
+
+Each worker is a fresh interpreter, ``python -m kgr.ingest.executors FD`` (``FD``: its end of a
+socket pair), which receives its :class:`WorkerSpec` first: it never runs the job's ``__main__``
+(unlike multiprocessing's spawn), so a script that calls :func:`kgr.ingest.pipeline.ingest` needs no
+``if __name__ == "__main__"`` guard, and no thread of the job is forked.
+
+The job sends each chunk to the worker with the fewest chunks outstanding; a worker drafts up to its
+share of the concurrency at once and sends each drafted chunk back as soon as it is done. A worker
+that dies (killed, out of memory) is replaced and its outstanding chunks are sent again to the
+replacement: nothing was written for them (workers only read), so the graph is the one an
+uninterrupted run gives. After ``max_restarts`` deaths of one worker slot its outstanding chunks are
+reported failed (unmarked: a re-run retries them) and the slot stays empty.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import itertools
+import multiprocessing as mp
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kgr.errors import KgrRuntimeError
+from kgr.ingest.chunking import Chunk
+from kgr.ingest.drafting import failed_outcome
+from kgr.ingest.executors.worker import DraftWorker, WorkerSpec, portable
+
+__all__ = ["ProcessDrafts", "serve"]
+
+#: seconds a worker may take to start (import kgr and the extractor, open its Graph)
+START_TIMEOUT = 120.0
+
+
+def serve(conn: Connection) -> None:
+    """A worker process's main: draft the chunks the pipe brings, answer each on the pipe.
+
+    Messages in: the :class:`WorkerSpec` first, then ``("draft", seq, chunk)``, ``("forget",)``, ``("stop",)``. Out: ``("ready", pid)``
+    or ``("init-error", exc)`` once, then ``("ok", seq, drafted)`` / ``("raise", seq, exc)`` per
+    chunk and ``("forgot",)`` per forget."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the job's to handle: it stops the workers
+    try:
+        worker = DraftWorker(conn.recv())
+    except BaseException as exc:  # noqa: BLE001 - reported to the job, which raises it
+        conn.send(("init-error", portable(exc)))
+        return
+    lock = threading.Lock()
+
+    def send(msg: tuple) -> None:
+        with lock:
+            try:
+                conn.send(msg)
+            except OSError:  # the job is gone; nothing to tell
+                pass
+
+    def answer(seq: int, fut: cf.Future) -> None:
+        try:
+            send(("ok", seq, fut.result()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the job
+            send(("raise", seq, portable(exc)))
+
+    send(("ready", os.getpid()))
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                break
+            if msg[0] == "draft":
+                worker.submit(msg[2]).add_done_callback(functools.partial(answer, msg[1]))
+            elif msg[0] == "forget":
+                worker.forget_names()
+                send(("forgot",))
+            else:
+                break
+    finally:
+        worker.close()
+
+
+class _Slot:
+    """One worker process and the chunks it holds; replaced when it dies."""
+
+    def __init__(self, owner: "ProcessDrafts", index: int):
+        self.owner, self.index = owner, index
+        self.outstanding: dict[int, tuple[Chunk, cf.Future]] = {}
+        self.deaths = 0
+        self.pid: int | None = None
+        self.conn: Connection | None = None
+        self.proc: Any = None
+        self.ready = threading.Event()
+        self.forgot = threading.Event()
+        self.error: BaseException | None = None
+        self.dead = False
+
+    def spawn(self) -> None:
+        mine, theirs = mp.Pipe(duplex=True)
+        self.ready.clear()
+        fd = theirs.fileno()
+        self.proc = subprocess.Popen([sys.executable, "-m", "kgr.ingest.executors", str(fd)], pass_fds=[fd],
+                                     stdin=subprocess.DEVNULL)
+        theirs.close()  # so that the worker's death ends our recv with EOFError
+        mine.send(self.owner.spec)
+        self.conn = mine
+        threading.Thread(target=self._read, args=(mine,), name=f"kgr-worker-reader-{self.index}", daemon=True).start()
+
+    def send(self, msg: tuple) -> None:
+        """Under the owner's lock."""
+        assert self.conn is not None
+        try:
+            self.conn.send(msg)
+        except OSError:  # dying: the reader replaces it and sends the outstanding chunks again
+            pass
+
+    def _read(self, conn: Connection) -> None:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                self._died(conn)
+                return
+            kind = msg[0]
+            if kind == "ready":
+                self.pid = msg[1]
+                self.ready.set()
+            elif kind == "init-error":
+                self.error = msg[1]
+                self.ready.set()
+            elif kind == "forgot":
+                self.forgot.set()
+            else:
+                with self.owner.lock:
+                    entry = self.outstanding.pop(msg[1], None)
+                if entry is not None:
+                    if kind == "ok":
+                        entry[1].set_result(msg[2])
+                    else:
+                        entry[1].set_exception(msg[2])
+
+    def _died(self, conn: Connection) -> None:
+        conn.close()
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        with self.owner.lock:
+            if self.owner.closing:
+                self.ready.set()
+                return
+            self.deaths += 1
+            lost: dict[int, tuple[Chunk, cf.Future]] = {}
+            if self.error is not None or self.deaths > self.owner.max_restarts:
+                self.dead = True
+                lost, self.outstanding = self.outstanding, {}
+            else:
+                self.spawn()
+                for seq, (chunk, _) in sorted(self.outstanding.items()):
+                    self.send(("draft", seq, chunk))
+        why = KgrRuntimeError(f"ingestion worker process {self.index} died {self.deaths} times")
+        for chunk, fut in lost.values():
+            if self.error is not None:  # a replacement could not start (the database went away, ...)
+                fut.set_exception(self.error)
+            else:
+                fut.set_result(failed_outcome(chunk, why))
+
+
+class ProcessDrafts:
+    """:class:`~kgr.ingest.chunk_loop.RemoteDrafts` over ``workers`` local processes.
+
+    Raises
+    ------
+    KgrRuntimeError, KgrNeo4jUnavailable
+        A worker could not start (the error it raised, e.g. the database does not answer it).
+    """
+
+    def __init__(self, spec: WorkerSpec, workers: int, *, max_restarts: int = 3):
+        self.spec, self.max_restarts = spec, max_restarts
+        self.lock = threading.Lock()
+        self.closing = False
+        self._seq = itertools.count()
+        self.slots = [_Slot(self, i) for i in range(workers)]
+        self.pids: list[int | None] = []
+        try:
+            for s in self.slots:
+                s.spawn()
+            for s in self.slots:
+                if not s.ready.wait(START_TIMEOUT):
+                    raise KgrRuntimeError(f"ingestion worker process {s.index} did not start in {START_TIMEOUT:.0f} s")
+                if s.error is not None:
+                    raise s.error
+            self.pids = [s.pid for s in self.slots]
+        except BaseException:
+            self.close(wait=False)
+            raise
+
+    @property
+    def placement(self) -> list[str]:
+        host = socket.gethostname()
+        return [f"node {host} pid {pid}" for pid in self.pids]
+
+    @property
+    def restarts(self) -> int:
+        return sum(s.deaths for s in self.slots)
+
+    def submit(self, chunk: Chunk) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        with self.lock:
+            live = [s for s in self.slots if not s.dead]
+            if not live:
+                fut.set_result(failed_outcome(chunk, KgrRuntimeError("every ingestion worker process died")))
+                return fut
+            slot = min(live, key=lambda s: len(s.outstanding))
+            seq = next(self._seq)
+            slot.outstanding[seq] = (chunk, fut)
+            slot.send(("draft", seq, chunk))
+        return fut
+
+    def forget_names(self) -> None:
+        with self.lock:
+            live = [s for s in self.slots if not s.dead]
+            for s in live:
+                s.forgot.clear()
+                s.send(("forget",))
+        for s in live:
+            s.forgot.wait(60)
+
+    def close(self, *, wait: bool = True) -> None:
+        with self.lock:
+            self.closing = True
+            for s in self.slots:
+                if s.conn is not None and not s.dead:
+                    s.send(("stop",))
+        for s in self.slots:
+            if s.proc is None:
+                continue
+            try:
+                s.proc.wait(timeout=30 if wait else 2)
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+                s.proc.wait(timeout=10)

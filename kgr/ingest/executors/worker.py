@@ -1,0 +1,87 @@
+"""What runs in an executor's worker (a local process or a Ray actor): a :class:`DraftWorker`.
+
+A worker opens its own :class:`~kgr.store.connection.Graph` on the job's database (from the job's
+:class:`~kgr.store.connection.Neo4jSettings`), builds the job's extractor, and drafts the chunks it
+is given with a :class:`~kgr.ingest.drafting.ChunkDrafter` on an event loop of its own. It only
+reads the database (disambiguation); the drafted chunks go back to the job, whose writer commits
+each with its processed mark. So a worker killed at any moment loses nothing: its chunks are
+drafted again (by its replacement) and written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import os
+import pickle
+import threading
+import traceback
+from dataclasses import dataclass
+
+from kgr.errors import KgrNeo4jUnavailable
+from kgr.extract.base import Extractor
+from kgr.ingest.chunking import Chunk
+from kgr.ingest.config import IngestConfig, make_extractor
+from kgr.ingest.drafting import ChunkDrafter, close_llm_clients
+from kgr.model.schema import KGSchema
+from kgr.store.connection import Neo4jSettings, open_graph
+
+__all__ = ["WorkerSpec", "DraftWorker", "portable"]
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs, picklable. ``config.concurrency`` is the worker's own share.
+
+    ``settings`` carries the database password when one is set: it travels to the workers as the
+    job's arguments do (a pipe to a local process, Ray's task arguments on a cluster)."""
+
+    settings: Neo4jSettings
+    schema: KGSchema
+    config: IngestConfig
+    known_before: float
+    extractor: Extractor | None = None
+
+
+def portable(exc: BaseException) -> BaseException:
+    """``exc`` as it can cross a process boundary: itself when it pickles and unpickles, a
+    :class:`~kgr.errors.KgrNeo4jUnavailable` with the same message for that kind, else a
+    ``RuntimeError`` carrying the worker's traceback (a bug in the worker stays a bug in the job)."""
+    if isinstance(exc, KgrNeo4jUnavailable):
+        return KgrNeo4jUnavailable(str(exc))
+    try:
+        return pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure to round-trip: carry the text instead
+        text = "".join(traceback.format_exception(exc))
+        return RuntimeError(f"{type(exc).__name__} in ingestion worker {os.getpid()}: {exc}\n{text}")
+
+
+class DraftWorker:
+    """A drafter with its own Graph and event loop (thread), fed from any thread by :meth:`submit`."""
+
+    def __init__(self, spec: WorkerSpec):
+        self.graph = open_graph(spec.settings)
+        extractor = spec.extractor if spec.extractor is not None else make_extractor(spec.config)
+        self.drafter = ChunkDrafter(self.graph, spec.schema, extractor, spec.config, spec.known_before)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="kgr-worker-loop", daemon=True)
+        self._thread.start()
+
+    def submit(self, chunk: Chunk) -> cf.Future:
+        """A future of the chunk's :class:`~kgr.ingest.drafting.Drafted` or failed outcome."""
+        return asyncio.run_coroutine_threadsafe(self.drafter.draft(chunk), self._loop)
+
+    def forget_names(self) -> None:
+        """Drop the disambiguation cache, on the loop that uses it."""
+        async def drop() -> None:
+            self.drafter.forget_names()
+
+        asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=60)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            asyncio.run_coroutine_threadsafe(close_llm_clients(), self._loop).result(timeout=60)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=60)
+        self.drafter.close(wait=True)
+        self.graph.close()

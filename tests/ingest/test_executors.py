@@ -1,0 +1,162 @@
+"""The process and Ray executors draft chunks in other processes and end in the graph an in-process
+ingest of the same corpus gives — votes, sources, chunks (the fingerprint) and, after a promotion
+round, the promoted set and its hash — with the offline rules extractor and with the stub LLM over
+real HTTP, also when a worker is killed in the middle of the run. The Ray cluster has two nodes,
+each its own raylet process (``ray.cluster_utils.Cluster``), and the actors are spread over both."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
+from kgr.model.schema import load_schema
+from kgr.store.admin import fingerprint, reset
+from kgr.store.versions import current_state
+from tests.support.corpus import generate_corpus, rules_reply
+from tests.support.llm_stub import llm_stub_factory  # noqa: F401 - the fixture
+from tests.support.rounds import gedig_round
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = load_schema(ROOT / "examples" / "schema.json")
+USAGE = {"prompt_tokens": 40, "completion_tokens": 20}
+
+
+def _outcome(graph, corpus: Path, cfg: IngestConfig, *, during=None) -> tuple[object, str, tuple, str]:
+    """Ingest ``corpus`` into an emptied store (``during(graph)`` runs beside it), then one promotion
+    round: (report, staged fingerprint, (version, promoted hash), final fingerprint)."""
+    reset(graph)
+    side = threading.Thread(target=during, args=(graph,), daemon=True) if during else None
+    if side:
+        side.start()
+    report = ingest(graph, [corpus], SCHEMA, config=cfg)
+    if side:
+        side.join(timeout=120)
+    staged = fingerprint(graph)
+    summary = gedig_round(graph, schema=SCHEMA)
+    assert summary.promoted > 0
+    return report, staged, current_state(graph), fingerprint(graph)
+
+
+def _processed(graph) -> int:
+    return graph.driver.execute_query(
+        "MATCH (c:Chunk) WHERE c.processed_at IS NOT NULL RETURN count(c) AS n").records[0]["n"]
+
+
+def _process_counts(graph) -> dict:
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.process_count AS k, count(*) AS n").records
+    return {r["k"]: r["n"] for r in rec}
+
+
+def _pids(pattern: str, *, parent: int | None = None) -> list[int]:
+    """Processes whose command line contains ``pattern`` (children of ``parent`` when given)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            ppid = int(next(line.split()[1] for line in Path(f"/proc/{entry}/status").read_text().splitlines()
+                            if line.startswith("PPid:")))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if pattern in cmd and (parent is None or ppid == parent):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _killer(pattern: str, at: int, killed: list[int], *, parent: int | None = None):
+    """Beside the ingest: once ``at`` chunks are processed, SIGKILL one worker process."""
+    def run(graph) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if _processed(graph) >= at:
+                pids = _pids(pattern, parent=parent)
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+            time.sleep(0.02)
+    return run
+
+
+# -- local worker processes ---------------------------------------------------------------------------
+
+def test_process_executor_gives_the_in_process_graph_with_the_rules_extractor(graph, tmp_path):
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 150)
+    base = IngestConfig(concurrency=4, promote=False)
+    ref = _outcome(graph, corpus, base)
+    got = _outcome(graph, corpus, base.model_copy(update={"executor": "process", "workers": 2}))
+    assert got[0].chunks_processed == 150 and got[0].chunks_failed == []
+    assert got[0].executor == "process" and len(got[0].workers) == 2
+    assert got[0].transactions < 150  # the job's writer commits groups of chunks
+    assert got[1:] == ref[1:]  # staged fingerprint, promoted state, everything after the round
+    assert _process_counts(graph) == {1: 150}
+
+
+def test_process_executor_with_the_stub_llm_survives_a_killed_worker(graph, tmp_path, llm_stub_factory):
+    n = 160
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, n)
+    stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE), latency=0.05)
+    base = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
+                        timeout=10, max_attempts=2, max_rounds=1, concurrency=8, promote=False)
+    ref = _outcome(graph, corpus, base)
+    assert ref[0].llm_calls == n
+    killed: list[int] = []
+    got = _outcome(graph, corpus, base.model_copy(update={"executor": "process", "workers": 2}),
+                   during=_killer("kgr.ingest.executors", n // 3, killed, parent=os.getpid()))
+    assert len(killed) == 1, "no worker was killed: the run ended first"
+    assert got[0].chunks_processed == n and got[0].chunks_failed == []
+    assert got[0].worker_restarts == 1
+    assert got[0].llm_calls >= n  # the killed worker's chunks were asked again ...
+    assert _process_counts(graph) == {1: n}  # ... and written once
+    assert got[1:] == ref[1:]
+
+
+# -- a two-node Ray cluster ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")  # a dev dependency: installed by the README's test command
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "object_store_memory": 80 * 2**20})
+    cluster.add_node(num_cpus=2, object_store_memory=80 * 2**20)
+    ray.init(address=cluster.address, include_dashboard=False, configure_logging=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, ray_cluster, llm_stub_factory):
+    n = 120
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, n)
+    base = IngestConfig(concurrency=4, promote=False)
+    ref = _outcome(graph, corpus, base)
+    got = _outcome(graph, corpus, base.model_copy(update={"executor": "ray", "workers": 2}))
+    assert got[0].chunks_processed == n and got[0].chunks_failed == []
+    nodes = {w.split()[1] for w in got[0].workers}
+    assert len(got[0].workers) == 2 and len(nodes) == 2  # one actor on each node
+    assert got[1:] == ref[1:]
+
+    # the stub LLM, and an actor's process SIGKILLed a third of the way: Ray restarts it and retries
+    stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE), latency=0.05)
+    llm = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
+                       timeout=10, max_attempts=2, max_rounds=1, concurrency=8, promote=False)
+    ref = _outcome(graph, corpus, llm)
+    killed: list[int] = []
+    got = _outcome(graph, corpus, llm.model_copy(update={"executor": "ray", "workers": 2}),
+                   during=_killer("DraftActor", n // 3, killed))
+    assert len(killed) == 1, "no actor was killed: the run ended first"
+    assert got[0].chunks_processed == n and got[0].chunks_failed == []
+    assert got[0].worker_restarts == 1
+    assert _process_counts(graph) == {1: n}
+    assert got[1:] == ref[1:]
