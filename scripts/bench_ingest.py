@@ -10,6 +10,10 @@ Two parts:
    staging transaction). Reported: chunks per second and its ratio to the ideal ``concurrency /
    latency``, CPU milliseconds per chunk of the ingesting process, and for comparison the ceiling of
    bare ``LLMExtractor.aextract`` calls through litellm at the same concurrency (no tools, no Neo4j).
+   With ``--executor process|ray`` the same runs are made with chunks drafted by ``--workers``
+   worker processes (default 1,2,4) at each total concurrency, beside the in-process figures of the
+   same run; the throughput excludes the workers' start (``executor_start_seconds``, reported), and
+   each worker's peak resident set (``VmHWM``) is read from ``/proc`` while it runs.
 2. **Memory.** A corpus of ``--memory-mb`` megabytes (default 50) is generated on disk, 1 MB per file
    (a quarter facts about gazetteer and generated people and organisations, the rest filler), and ingested
    with the offline rules extractor by ``python -m kgr.cli ingest`` as a child process. Its resident
@@ -25,6 +29,7 @@ Start a throwaway server first, e.g.::
     NEO4J_URI=bolt://127.0.0.1:47787 python scripts/bench_ingest.py --json bench_ingest.json
 
 Options: ``--concurrency 1,8,32 --latency 0.2 --seconds 10 --memory-mb 50 --memory-concurrency 8``,
+``--executor inprocess|process|ray --workers 1,2,4``,
 ``--skip-throughput``, ``--skip-memory``, ``--memory-timeout SECONDS`` (stop the memory run early and
 report how far it got).
 """
@@ -107,7 +112,60 @@ class Stub:
             self.proc.kill()
 
 
-def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path) -> dict:
+def _worker_pids(executor: str) -> list[int]:
+    """The executor's worker processes: ``python -m kgr.ingest.executors`` children, or Ray's DraftActor."""
+    pattern = "kgr.ingest.executors" if executor == "process" else "DraftActor"
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if pattern in cmd and "bench_ingest" not in cmd:
+                pids.append(int(entry))
+    return pids
+
+
+def _peak_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class WorkerMemory:
+    """Samples the workers' peak RSS (VmHWM) every 0.5 s while a run goes on."""
+
+    def __init__(self, executor: str):
+        self.executor, self.peaks = executor, {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for pid in _worker_pids(self.executor):
+                kb = _peak_kb(pid)
+                if kb:
+                    self.peaks[pid] = max(self.peaks.get(pid, 0), kb)
+            self.stop.wait(0.5)
+
+    def __enter__(self) -> "WorkerMemory":
+        if self.executor != "inprocess":
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+
+def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path,
+                      executor: str = "inprocess", workers: int | None = None) -> dict:
     from kgr.engine import Engine
     from kgr.ingest.config import IngestConfig
     from kgr.ingest.pipeline import ingest
@@ -115,23 +173,31 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
     ideal = concurrency / latency
     n = max(4 * concurrency, round(ideal * seconds))
     cfg = IngestConfig(extractor="llm", model="openai/stub-model", api_base=stub.base_url, api_key="bench",
-                       timeout=30, concurrency=concurrency, max_rounds=1, promote=False)
+                       timeout=30, concurrency=concurrency, max_rounds=1, promote=False, executor=executor,
+                       workers=workers)
+    tag = f"{executor}{workers or ''}-{concurrency}"
     _reset()
-    warm = _write_jsonl(workdir / f"warm-{concurrency}.jsonl", [f"w{concurrency}-{i}" for i in range(2 * concurrency)])
-    corpus = _write_jsonl(workdir / f"run-{concurrency}.jsonl", [f"r{concurrency}-{i}" for i in range(n)])
+    warm = _write_jsonl(workdir / f"warm-{tag}.jsonl", [f"w{tag}-{i}" for i in range(2 * concurrency)])
+    corpus = _write_jsonl(workdir / f"run-{tag}.jsonl", [f"r{tag}-{i}" for i in range(n)])
     with Engine.connect(schema=SCHEMA_PATH) as kg:
-        ingest(kg.graph, [warm], kg.schema, config=cfg)
+        if executor == "inprocess":
+            ingest(kg.graph, [warm], kg.schema, config=cfg)
         cpu0 = time.process_time()
-        rep = ingest(kg.graph, [corpus], kg.schema, config=cfg)
+        with WorkerMemory(executor) as mem:
+            rep = ingest(kg.graph, [corpus], kg.schema, config=cfg)
         cpu = time.process_time() - cpu0
     if rep.chunks_failed or rep.chunks_processed != n:
-        raise SystemExit(f"concurrency {concurrency}: {len(rep.chunks_failed)} chunks failed: "
-                         f"{rep.chunks_failed[:1]}")
-    cps = rep.chunks_processed / rep.seconds
-    return {"concurrency": concurrency, "chunks": n, "seconds": round(rep.seconds, 2),
-            "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
-            "llm_calls": rep.llm_calls, "transactions": rep.transactions,
-            "cpu_ms_per_chunk": round(1000 * cpu / n, 2)}
+        raise SystemExit(f"{tag}: {len(rep.chunks_failed)} chunks failed: {rep.chunks_failed[:1]}")
+    busy = rep.seconds - rep.executor_start_seconds
+    cps = rep.chunks_processed / busy
+    row = {"executor": executor, "workers": workers, "concurrency": concurrency, "chunks": n,
+           "seconds": round(busy, 2), "start_seconds": rep.executor_start_seconds,
+           "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
+           "llm_calls": rep.llm_calls, "transactions": rep.transactions,
+           "job_cpu_ms_per_chunk": round(1000 * cpu / n, 2)}
+    if mem.peaks:
+        row["worker_peak_rss_mb"] = round(max(mem.peaks.values()) / 1024, 1)
+    return row
 
 
 def bench_bare_llm(stub: Stub, concurrency: int, latency: float, seconds: float) -> dict:
@@ -312,6 +378,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--memory-concurrency", type=int, default=8)
     ap.add_argument("--memory-promote", action="store_true")
     ap.add_argument("--memory-timeout", type=float, default=None)
+    ap.add_argument("--executor", choices=["inprocess", "process", "ray"], default="inprocess",
+                    help="also run the throughput levels with this executor (beside in-process)")
+    ap.add_argument("--workers", default="1,2,4", help="comma-separated worker counts (process/ray executors)")
+    ap.add_argument("--skip-bare", action="store_true", help="skip the bare litellm ceiling")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--json", dest="json_out", help="write the results to this file too")
@@ -329,12 +399,30 @@ def main(argv: list[str] | None = None) -> None:
                 levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
                 results["pipeline"] = []
                 results["bare_litellm"] = []
+                counts = [int(x) for x in args.workers.split(",") if x.strip()]
+                if args.executor == "ray":
+                    import ray
+
+                    ray.init(include_dashboard=False, configure_logging=False, log_to_driver=False,
+                             num_cpus=max(counts))  # logical CPUs: one per actor at most
+                results["executor"] = []
                 for c in levels:
                     row = bench_concurrency(stub, c, args.latency, args.seconds, work)
                     results["pipeline"].append(row)
                     print(f"pipeline   c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal {row['ideal']:6.1f} "
-                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, {row['cpu_ms_per_chunk']} ms CPU/chunk, "
+                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, {row['job_cpu_ms_per_chunk']} ms CPU/chunk, "
                           f"{row['transactions']} transactions)", flush=True)
+                    if args.executor != "inprocess":
+                        for w in counts:
+                            row = bench_concurrency(stub, c, args.latency, args.seconds, work, args.executor, w)
+                            results["executor"].append(row)
+                            print(f"{args.executor:8s} w={w} c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal "
+                                  f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (job {row['job_cpu_ms_per_chunk']} ms "
+                                  f"CPU/chunk, {row['transactions']} transactions, workers started in "
+                                  f"{row['start_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
+                                  flush=True)
+                    if args.skip_bare:
+                        continue
                     bare = bench_bare_llm(stub, c, args.latency, args.seconds)
                     results["bare_litellm"].append(bare)
                     print(f"bare LLM   c={c:3d}: {bare['calls_per_second']:7.1f} calls/s  = {bare['ratio']:.0%} of ideal "

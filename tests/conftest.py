@@ -9,6 +9,9 @@ Where the database comes from, in order:
    ``$KGR_CACHE_DIR``/``~/.cache/kgr``, Bolt on 127.0.0.1:17687, HTTP on 17474 unless
    ``KGR_TEST_BOLT_PORT``/``KGR_TEST_HTTP_PORT`` say otherwise), started on first use.
 
+With ``KGR_TEST_ROUTING=1`` a ``bolt://`` URI is used through the routing scheme ``neo4j://`` (the
+single instance routes to itself): ``tests/store/test_routing.py`` runs the CLI tests so.
+
 Without a database the integration tests skip — except under ``KGR_REQUIRE_NEO4J=1`` (set by
 ``.ci/run``), where they fail.
 """
@@ -26,6 +29,7 @@ from kgr.store.admin import init_store, reset
 from kgr.store.connection import Graph, Neo4jSettings
 
 REQUIRE = os.environ.get("KGR_REQUIRE_NEO4J") == "1"
+ROUTING = os.environ.get("KGR_TEST_ROUTING") == "1"
 TEST_BOLT_PORT = int(os.environ.get("KGR_TEST_BOLT_PORT", "17687"))
 TEST_HTTP_PORT = int(os.environ.get("KGR_TEST_HTTP_PORT", "17474"))
 
@@ -89,6 +93,8 @@ def neo4j_settings() -> Iterator[Neo4jSettings]:
         if REQUIRE:
             pytest.fail(message + " (KGR_REQUIRE_NEO4J=1)")
         pytest.skip(message + " (set KGR_REQUIRE_NEO4J=1 to make this a failure)")  # KGR_REQUIRE_NEO4J
+    if ROUTING and settings.uri and settings.uri.startswith("bolt://"):
+        settings = settings.model_copy(update={"uri": "neo4j://" + settings.uri.removeprefix("bolt://")})
     yield settings
     if container is not None:
         container.stop()  # type: ignore[attr-defined]
@@ -107,3 +113,7 @@ def graph(_session_graph: Graph) -> Graph:
     """A Graph on an emptied, initialised database (schema kept, data wiped before the test)."""
     reset(_session_graph)
     return _session_graph
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return "kgr: test database through the neo4j:// routing scheme (KGR_TEST_ROUTING=1)" if ROUTING else None

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from kgr.errors import KgrCypherBug, KgrDatabaseError
 from kgr.ingest.chunking import Chunk
-from kgr.ingest.config import IngestConfig
+from kgr.ingest.config import IngestConfig, commit_linger
 from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients, failed_outcome
 from kgr.ingest.report import ChunkOutcome
 from kgr.model.schema import KGSchema
@@ -66,6 +66,7 @@ class ChunkPipeline:
         self.drafter, self.remote = drafter, remote
         self.staged = StageReport()
         self.transactions = 0
+        self.linger = commit_linger(config)
         self._lock = threading.Lock()
         self._write_pool = cf.ThreadPoolExecutor(max_workers=config.writers, thread_name_prefix="kgr-writer")
         self._loop = asyncio.new_event_loop()
@@ -152,8 +153,7 @@ class ChunkPipeline:
         loop = asyncio.get_running_loop()
         while True:
             group = [await self._queue.get()]
-            while len(group) < self.config.commit_chunks and not self._queue.empty():
-                group.append(self._queue.get_nowait())
+            await self._gather(group)
             try:
                 results = await loop.run_in_executor(self._write_pool, self._write_group, group)
             except BaseException as exc:  # noqa: BLE001 - handed to every waiting chunk, never lost
@@ -166,6 +166,24 @@ class ChunkPipeline:
             for w, res in zip(group, results):
                 if not w.future.done():
                     w.future.set_result(res)
+
+    async def _gather(self, group: list[_Work]) -> None:
+        """Add the drafted chunks ready now to ``group``, up to ``commit_chunks``; with a linger, wait
+        that long at most for more (group commit: fewer, larger transactions)."""
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.linger
+        while len(group) < self.config.commit_chunks:
+            if not self._queue.empty():
+                group.append(self._queue.get_nowait())
+                continue
+            wait = deadline - loop.time()
+            if wait <= 0:
+                return
+            try:
+                group.append(await asyncio.wait_for(self._queue.get(), wait))
+            except asyncio.TimeoutError:
+                return
 
     def _write_group(self, group: list[_Work]) -> list[ChunkOutcome]:
         """Commit ``group`` in one transaction; on a data error, chunk by chunk (runs in the writer thread)."""

@@ -187,6 +187,7 @@ class _Job:
             self.pipe = ChunkPipeline(graph, schema, drafter, cfg, self.paths_by_doc)
         else:
             remote = open_remote(graph, schema, cfg, began, extractor)
+            self.report.executor_start_seconds = round(time.time() - began, 3)
             self.pipe = ChunkPipeline(graph, schema, None, cfg, self.paths_by_doc, remote=remote)
         self.inflight: set[cf.Future] = set()
         self.window = 2 * cfg.concurrency + cfg.commit_chunks

@@ -92,6 +92,7 @@ class IngestReport(BaseModel):
     workers: list[str] = Field(default_factory=list, description=(
         "the executor's workers as they started ('node N pid P'); a worker that died was replaced"))
     worker_restarts: int = Field(0, description="workers that died and were replaced during the run")
+    executor_start_seconds: float = Field(0.0, description="of ``seconds``, the time the workers took to start")
     seconds: float = 0.0
     chunks_per_second: float = 0.0
 
@@ -142,7 +143,8 @@ class IngestReport(BaseModel):
             "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
         if self.executor != "inprocess":
-            lines.append(f"executor {self.executor}: {len(self.workers)} workers"
+            lines.append(f"executor {self.executor}: {len(self.workers)} workers, started in "
+                         f"{self.executor_start_seconds:.1f} s"
                          + (f", {self.worker_restarts} replaced after dying" if self.worker_restarts else ""))
         if self.forget_versions:
             lines.append(f"changed documents: {self.chunks_forgotten} vanished chunks forgotten, {self.documents_pruned} "

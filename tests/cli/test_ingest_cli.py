@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from kgr.cli.ingest import as_flags
 from kgr.cli.main import app
+from kgr.store.admin import reset
 
 pytestmark = pytest.mark.neo4j
 
@@ -69,3 +70,24 @@ def test_reingest_with_prune_then_forget_a_directory(kgr, tmp_path):
     # kgr forget DIR: every document read from under it
     res = json.loads(kgr("forget", str(root / "sub"), "--json").stdout)
     assert res["documents"] == [(root / "sub" / "c.txt").resolve().as_posix()] and res["chunks_removed"] == 1
+
+
+def test_executor_options(kgr, graph, tmp_path):
+    """``--executor process --workers 2`` drafts in two worker processes and stages what the
+    in-process run stages; worker options without a worker executor are the config's errors."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    for i, (who, what) in enumerate([("Konrad Zuse", "Z3"), ("Konrad Zuse", "Z4"), ("Alan Turing", "ACE")]):
+        (root / f"{i}.txt").write_text(f"{who} built the {what}. {who} was born in Berlin.", encoding="utf-8")
+    res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--workers", "2", code=1)
+    assert res.stderr.strip() == ("Error: --workers applies to the process and ray executors, "
+                                  "not to --executor inprocess")
+    res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--ray-address", "auto", code=1)
+    assert "--ray-address applies to the ray executor only" in res.stderr
+    first = json.loads(kgr("ingest", str(root), "--schema", SCHEMA, "--no-promote", "--json").stdout)
+    votes = json.loads(kgr("status", "--json").stdout)["votes"]
+    reset(graph)
+    report = json.loads(kgr("ingest", str(root), "--schema", SCHEMA, "--no-promote", "--executor", "process",
+                            "--workers", "2", "--json").stdout)
+    assert (report["executor"], len(report["workers"]), report["chunks_processed"]) == ("process", 2, 3)
+    assert report["new_votes"] == first["new_votes"] and json.loads(kgr("status", "--json").stdout)["votes"] == votes

@@ -34,13 +34,14 @@ def _env(settings) -> dict[str, str]:
     return env
 
 
-def _cmd(corpus: Path) -> list[str]:
+def _cmd(corpus: Path, executor: str = "inprocess") -> list[str]:
     return [sys.executable, "-m", "kgr.cli", "ingest", str(corpus), "--schema", str(SCHEMA_PATH),
-            "--no-promote", "--concurrency", "4", "--json"]
+            "--no-promote", "--concurrency", "4", "--json", "--executor", executor] + (
+                ["--workers", "2"] if executor != "inprocess" else [])
 
 
-def _run(corpus: Path, env: dict[str, str]) -> dict:
-    proc = subprocess.run(_cmd(corpus), env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
+def _run(corpus: Path, env: dict[str, str], executor: str = "inprocess") -> dict:
+    proc = subprocess.run(_cmd(corpus, executor), env=env, capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
@@ -64,7 +65,9 @@ def test_generated_corpus_has_one_chunk_per_document(tmp_path):
     assert len(chunks) == 20 and len({c.id for c in chunks}) == 20
 
 
-def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_settings, tmp_path):
+@pytest.mark.parametrize("executor", ["inprocess", "process"])
+def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_settings, tmp_path, executor):
+    """(``process``: the job and its worker processes go together; the re-run starts new ones.)"""
     schema = load_schema(SCHEMA_PATH)
     corpus = generate_corpus(tmp_path / "corpus.jsonl", schema, N_CHUNKS)
     env = _env(neo4j_settings)
@@ -79,7 +82,7 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_s
 
     # 2. from scratch: the same job, SIGKILLed once about half the chunks are processed
     reset(graph)
-    proc = subprocess.Popen(_cmd(corpus), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(_cmd(corpus, executor), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
     try:
         deadline = time.monotonic() + 180
         while proc.poll() is None and time.monotonic() < deadline:
@@ -96,7 +99,7 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_s
     assert N_CHUNKS // 2 <= done_at_kill < N_CHUNKS
 
     # 3. the re-run finishes the job: it skips what was done and processes the rest, once
-    rest = _run(corpus, env)
+    rest = _run(corpus, env, executor)
     assert rest["chunks_skipped"] == done_at_kill
     assert rest["chunks_processed"] == N_CHUNKS - done_at_kill and rest["chunks_failed"] == []
     assert _process_counts(graph) == {1: N_CHUNKS}  # no chunk processed twice

@@ -75,3 +75,21 @@ def test_the_cli_path_through_neo4j_scheme(graph, neo4j_settings, monkeypatch, t
     out = tmp_path / "edges.jsonl"
     ok("export", "jsonl", "--out", str(out))
     assert len(out.read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_the_cli_tests_pass_through_the_neo4j_scheme(graph):
+    """The CLI test modules, run again in a child pytest whose session URI is ``neo4j://``."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "KGR_TEST_ROUTING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfEs",
+                           "tests/cli", "tests/tools/test_cli.py"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    tail = proc.stdout[-3000:]
+    assert "through the neo4j:// routing scheme" in proc.stdout
+    assert proc.returncode == 0, tail
+    assert " passed" in tail and " failed" not in tail and " skipped" not in tail, tail
