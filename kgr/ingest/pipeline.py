@@ -52,6 +52,14 @@ each chunk's votes and mark always in the same transaction; the group's marks an
 statement): no deadlocks between the job's own writes, and far fewer commits at high concurrency. A group that Neo4j refuses for a data
 error is retried chunk by chunk, so one bad chunk cannot fail its neighbours.
 
+Executors
+---------
+With ``executor="process"`` or ``"ray"`` (:mod:`kgr.ingest.executors`), steps 1-4 run in worker
+processes or Ray actors, ``ceil(concurrency / workers)`` chunks at once each, and the drafted chunks
+come back to this process's writer (step 5 unchanged; the writer lingers ``commit_linger`` for a
+group to fill). Workers only read, so a worker that dies is replaced and its chunks are drafted
+again and written once; the graph is the in-process one (see :mod:`kgr.ingest.executors`).
+
 Documents that change and disappear
 -----------------------------------
 A file's document id is its path (:mod:`kgr.ingest.loaders`), so an edited file is the same

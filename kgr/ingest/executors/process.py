@@ -15,8 +15,8 @@ reported failed (unmarked: a re-run retries them) and the slot stays empty.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
-import functools
 import itertools
 import multiprocessing as mp
 import os
@@ -40,48 +40,68 @@ START_TIMEOUT = 120.0
 
 
 def serve(conn: Connection) -> None:
-    """A worker process's main: draft the chunks the pipe brings, answer each on the pipe.
+    """A worker process's main: draft the chunks the socket brings, answer each on it.
 
-    Messages in: the :class:`WorkerSpec` first, then ``("draft", seq, chunk)``, ``("forget",)``, ``("stop",)``. Out: ``("ready", pid)``
-    or ``("init-error", exc)`` once, then ``("ok", seq, drafted)`` / ``("raise", seq, exc)`` per
-    chunk and ``("forgot",)`` per forget."""
+    Messages in: the :class:`WorkerSpec` first, then ``("draft", seq, chunk)``, ``("forget",)``,
+    ``("stop",)``. Out: ``("ready", pid)`` or ``("init-error", exc)`` once, then ``("ok", seq,
+    drafted)`` / ``("raise", seq, exc)`` per chunk and ``("forgot",)`` per forget. Everything runs on
+    one event loop in the main thread: the socket is read when the loop sees it readable."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the job's to handle: it stops the workers
+    asyncio.run(_serve(conn))
+
+
+async def _serve(conn: Connection) -> None:
+    loop = asyncio.get_running_loop()
     try:
         worker = DraftWorker(conn.recv())
     except BaseException as exc:  # noqa: BLE001 - reported to the job, which raises it
         conn.send(("init-error", portable(exc)))
         return
-    lock = threading.Lock()
+    done = asyncio.Event()
+    tasks: set[asyncio.Task] = set()
 
     def send(msg: tuple) -> None:
-        with lock:
-            try:
-                conn.send(msg)
-            except OSError:  # the job is gone; nothing to tell
-                pass
-
-    def answer(seq: int, fut: cf.Future) -> None:
         try:
-            send(("ok", seq, fut.result()))
+            conn.send(msg)
+        except OSError:  # the job is gone
+            done.set()
+
+    async def one(seq: int, chunk: Chunk) -> None:
+        try:
+            drafted = await worker.draft(chunk)
+        except asyncio.CancelledError:
+            raise
         except BaseException as exc:  # noqa: BLE001 - handed to the job
             send(("raise", seq, portable(exc)))
+            return
+        send(("ok", seq, drafted))
+
+    def readable() -> None:
+        try:
+            while not done.is_set() and conn.poll():
+                msg = conn.recv()
+                if msg[0] == "draft":
+                    task = loop.create_task(one(msg[1], msg[2]))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                elif msg[0] == "forget":
+                    worker.forget_names()
+                    send(("forgot",))
+                else:
+                    done.set()
+        except (EOFError, OSError):  # the job is gone
+            done.set()
 
     send(("ready", os.getpid()))
+    loop.add_reader(conn.fileno(), readable)
     try:
-        while True:
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):
-                break
-            if msg[0] == "draft":
-                worker.submit(msg[2]).add_done_callback(functools.partial(answer, msg[1]))
-            elif msg[0] == "forget":
-                worker.forget_names()
-                send(("forgot",))
-            else:
-                break
+        await done.wait()
     finally:
-        worker.close()
+        loop.remove_reader(conn.fileno())
+        for t in list(tasks):
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await worker.aclose()
 
 
 class _Slot:

@@ -28,7 +28,8 @@ MAX_RESTARTS = 3
 
 
 class DraftActor:
-    """The actor's class (made remote by :class:`RayDrafts`): a :class:`DraftWorker` behind async methods."""
+    """The actor's class (made remote by :class:`RayDrafts`): a :class:`DraftWorker` behind async
+    methods, all on the actor's event loop."""
 
     def __init__(self, spec: WorkerSpec):
         self.worker = DraftWorker(spec)
@@ -41,7 +42,9 @@ class DraftActor:
     async def draft(self, chunk: Chunk) -> tuple[str, Any]:
         """``("ok", drafted)`` or ``("raise", exc)`` (errors as values: Ray would wrap them)."""
         try:
-            return "ok", await asyncio.wrap_future(self.worker.submit(chunk))
+            return "ok", await self.worker.draft(chunk)
+        except asyncio.CancelledError:
+            raise
         except BaseException as exc:  # noqa: BLE001 - handed to the job
             return "raise", portable(exc)
 

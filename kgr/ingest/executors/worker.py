@@ -2,19 +2,17 @@
 
 A worker opens its own :class:`~kgr.store.connection.Graph` on the job's database (from the job's
 :class:`~kgr.store.connection.Neo4jSettings`), builds the job's extractor, and drafts the chunks it
-is given with a :class:`~kgr.ingest.drafting.ChunkDrafter` on an event loop of its own. It only
-reads the database (disambiguation); the drafted chunks go back to the job, whose writer commits
-each with its processed mark. So a worker killed at any moment loses nothing: its chunks are
+is given with a :class:`~kgr.ingest.drafting.ChunkDrafter` on the event loop of its host (the worker
+process's main loop, or the Ray actor's loop: one thread, no hand-over between threads per chunk).
+It only reads the database (disambiguation); the drafted chunks go back to the job, whose writer
+commits each with its processed mark. So a worker killed at any moment loses nothing: its chunks are
 drafted again (by its replacement) and written once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures as cf
 import os
 import pickle
-import threading
 import traceback
 from dataclasses import dataclass
 
@@ -22,7 +20,8 @@ from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk
 from kgr.ingest.config import IngestConfig, make_extractor
-from kgr.ingest.drafting import ChunkDrafter, close_llm_clients
+from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients
+from kgr.ingest.report import ChunkOutcome
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Neo4jSettings, open_graph
 
@@ -34,7 +33,7 @@ class WorkerSpec:
     """Everything a worker needs, picklable. ``config.concurrency`` is the worker's own share.
 
     ``settings`` carries the database password when one is set: it travels to the workers as the
-    job's arguments do (a pipe to a local process, Ray's task arguments on a cluster)."""
+    job's arguments do (a socket to a local process, Ray's task arguments on a cluster)."""
 
     settings: Neo4jSettings
     schema: KGSchema
@@ -57,31 +56,23 @@ def portable(exc: BaseException) -> BaseException:
 
 
 class DraftWorker:
-    """A drafter with its own Graph and event loop (thread), fed from any thread by :meth:`submit`."""
+    """A drafter with its own Graph; :meth:`draft`, :meth:`forget_names` and :meth:`aclose` run on
+    the host's event loop."""
 
     def __init__(self, spec: WorkerSpec):
         self.graph = open_graph(spec.settings)
         extractor = spec.extractor if spec.extractor is not None else make_extractor(spec.config)
         self.drafter = ChunkDrafter(self.graph, spec.schema, extractor, spec.config, spec.known_before)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="kgr-worker-loop", daemon=True)
-        self._thread.start()
 
-    def submit(self, chunk: Chunk) -> cf.Future:
-        """A future of the chunk's :class:`~kgr.ingest.drafting.Drafted` or failed outcome."""
-        return asyncio.run_coroutine_threadsafe(self.drafter.draft(chunk), self._loop)
+    async def draft(self, chunk: Chunk) -> Drafted | ChunkOutcome:
+        """The chunk's :class:`~kgr.ingest.drafting.Drafted` or failed outcome."""
+        return await self.drafter.draft(chunk)
 
     def forget_names(self) -> None:
-        """Drop the disambiguation cache, on the loop that uses it."""
-        async def drop() -> None:
-            self.drafter.forget_names()
+        """Drop the disambiguation cache (a forget deleted entities)."""
+        self.drafter.forget_names()
 
-        asyncio.run_coroutine_threadsafe(drop(), self._loop).result(timeout=60)
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(close_llm_clients(), self._loop).result(timeout=60)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=60)
+    async def aclose(self) -> None:
+        await close_llm_clients()
         self.drafter.close(wait=True)
         self.graph.close()
