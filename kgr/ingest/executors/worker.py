@@ -60,6 +60,8 @@ class DraftWorker:
     the host's event loop."""
 
     def __init__(self, spec: WorkerSpec):
+        if spec.config.extractor == "llm":  # its seconds of import belong to the start, not to the first chunks
+            import litellm  # noqa: F401
         self.graph = open_graph(spec.settings)
         extractor = spec.extractor if spec.extractor is not None else make_extractor(spec.config)
         self.drafter = ChunkDrafter(self.graph, spec.schema, extractor, spec.config, spec.known_before)
