@@ -13,7 +13,10 @@ Two parts:
    With ``--executor process|ray`` the same runs are made with chunks drafted by ``--workers``
    worker processes (default 1,2,4) at each total concurrency, beside the in-process figures of the
    same run; the throughput excludes the workers' start (``executor_start_seconds``, reported), and
-   each worker's peak resident set (``VmHWM``) is read from ``/proc`` while it runs.
+   each worker's peak resident set (``VmHWM``) is read from ``/proc`` while it runs. Every run also
+   accounts the CPU it cost per chunk in each process involved (the job, the workers, the stub,
+   Neo4j; ``/proc/PID/stat``) and the cores that kept busy, which says whether a run is bound by the
+   LLM's latency or by the machine.
 2. **Memory.** A corpus of ``--memory-mb`` megabytes (default 50) is generated on disk, 1 MB per file
    (a quarter facts about gazetteer and generated people and organisations, the rest filler), and ingested
    with the offline rules extractor by ``python -m kgr.cli ingest`` as a child process. Its resident
@@ -137,31 +140,78 @@ def _peak_kb(pid: int) -> int | None:
     return None
 
 
-class WorkerMemory:
-    """Samples the workers' peak RSS (VmHWM) every 0.5 s while a run goes on."""
+def _cpu_ticks(pid: int) -> int:
+    """User + system CPU of a process so far, in clock ticks (``/proc/PID/stat``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
 
-    def __init__(self, executor: str):
+
+def _neo4j_pid() -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"java" in cmd and b"neo4j" in cmd.lower():
+                return int(entry)
+    return None
+
+
+class Accounting:
+    """While a run goes on: the workers' peak RSS (VmHWM) and the CPU of every process involved
+    (the job, the workers, the stub, Neo4j), sampled every 0.5 s; CPU in ms per chunk at the end."""
+
+    def __init__(self, executor: str, stub_pid: int):
         self.executor, self.peaks = executor, {}
+        self.others = {"stub": stub_pid, "neo4j": _neo4j_pid()}
+        self.worker_ticks: dict[int, list[tuple[float, int]]] = {}  # pid -> [(seconds into the run, ticks)]
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
+    def _sample(self) -> None:
+        if self.executor == "inprocess":
+            return
+        for pid in _worker_pids(self.executor):
+            kb = _peak_kb(pid)
+            if kb:
+                self.peaks[pid] = max(self.peaks.get(pid, 0), kb)
+            self.worker_ticks.setdefault(pid, []).append((time.perf_counter() - self.t0, _cpu_ticks(pid)))
+
     def _run(self) -> None:
         while not self.stop.is_set():
-            for pid in _worker_pids(self.executor):
-                kb = _peak_kb(pid)
-                if kb:
-                    self.peaks[pid] = max(self.peaks.get(pid, 0), kb)
+            self._sample()
             self.stop.wait(0.5)
 
-    def __enter__(self) -> "WorkerMemory":
-        if self.executor != "inprocess":
-            self.thread.start()
+    def __enter__(self) -> "Accounting":
+        self.start = {k: _cpu_ticks(p) for k, p in self.others.items() if p}
+        self.job0, self.t0 = time.process_time(), time.perf_counter()
+        self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
+        self.thread.join()
+        self.job = time.process_time() - self.job0
+        self.end = {k: _cpu_ticks(p) for k, p in self.others.items() if p}
+
+    def ms_per_chunk(self, chunks: int, started: float) -> dict[str, float]:
+        """Workers: from their last sample before ``started`` seconds into the run (when they were
+        ready: their imports are the start's, not the chunks') to their last sample (0.5 s apart)."""
+        hz = os.sysconf("SC_CLK_TCK")
+        out = {"job": 1000 * self.job / chunks}
+        if self.worker_ticks:
+            used = 0
+            for samples in self.worker_ticks.values():
+                base = max((x for x in samples if x[0] <= started), default=samples[0])[1]
+                used += samples[-1][1] - base
+            out["workers"] = 1000 * used / hz / chunks
+        for k in self.start:
+            out[k] = 1000 * (self.end[k] - self.start[k]) / hz / chunks
+        return {k: round(v, 2) for k, v in out.items()}
 
 
 def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path,
@@ -182,10 +232,8 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
     with Engine.connect(schema=SCHEMA_PATH) as kg:
         if executor == "inprocess":
             ingest(kg.graph, [warm], kg.schema, config=cfg)
-        cpu0 = time.process_time()
-        with WorkerMemory(executor) as mem:
+        with Accounting(executor, stub.proc.pid) as acct:
             rep = ingest(kg.graph, [corpus], kg.schema, config=cfg)
-        cpu = time.process_time() - cpu0
     if rep.chunks_failed or rep.chunks_processed != n:
         raise SystemExit(f"{tag}: {len(rep.chunks_failed)} chunks failed: {rep.chunks_failed[:1]}")
     busy = rep.seconds - rep.executor_start_seconds
@@ -194,9 +242,11 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
            "seconds": round(busy, 2), "start_seconds": rep.executor_start_seconds,
            "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
            "llm_calls": rep.llm_calls, "transactions": rep.transactions,
-           "job_cpu_ms_per_chunk": round(1000 * cpu / n, 2)}
-    if mem.peaks:
-        row["worker_peak_rss_mb"] = round(max(mem.peaks.values()) / 1024, 1)
+           "cpu_ms_per_chunk": acct.ms_per_chunk(n, rep.executor_start_seconds)}
+    row["cpu_ms_per_chunk_total"] = round(sum(row["cpu_ms_per_chunk"].values()), 2)
+    row["cores_busy"] = round(row["cpu_ms_per_chunk_total"] * cps / 1000, 2)
+    if acct.peaks:
+        row["worker_peak_rss_mb"] = round(max(acct.peaks.values()) / 1024, 1)
     return row
 
 
@@ -410,15 +460,15 @@ def main(argv: list[str] | None = None) -> None:
                     row = bench_concurrency(stub, c, args.latency, args.seconds, work)
                     results["pipeline"].append(row)
                     print(f"pipeline   c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal {row['ideal']:6.1f} "
-                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, {row['job_cpu_ms_per_chunk']} ms CPU/chunk, "
-                          f"{row['transactions']} transactions)", flush=True)
+                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, CPU ms/chunk {row['cpu_ms_per_chunk']}, "
+                          f"{row['cores_busy']} cores busy, {row['transactions']} transactions)", flush=True)
                     if args.executor != "inprocess":
                         for w in counts:
                             row = bench_concurrency(stub, c, args.latency, args.seconds, work, args.executor, w)
                             results["executor"].append(row)
                             print(f"{args.executor:8s} w={w} c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal "
-                                  f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (job {row['job_cpu_ms_per_chunk']} ms "
-                                  f"CPU/chunk, {row['transactions']} transactions, workers started in "
+                                  f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (CPU ms/chunk {row['cpu_ms_per_chunk']}, "
+                                  f"{row['cores_busy']} cores busy, {row['transactions']} transactions, workers started in "
                                   f"{row['start_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
                                   flush=True)
                     if args.skip_bare:

@@ -83,6 +83,18 @@ class _Count(ProgressColumn):
         return Text(f"{int(task.completed)}{rate}")
 
 
+def _progress(bar: Progress):  # noqa: ANN202 - the on_progress callable
+    """``on_progress`` for :func:`kgr.ingest.pipeline.ingest`: one line per event on ``bar``."""
+    tasks: dict[str, Any] = {}
+
+    def progress(event: str, n: float) -> None:
+        if event not in tasks:
+            tasks[event] = bar.add_task(event.replace("_", " "), money=event == "cost_usd", rate=event == "chunks")
+        bar.advance(tasks[event], n)
+
+    return progress
+
+
 def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an IngestReport
     if report.documents == 0:
         err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
@@ -157,16 +169,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), _Count(),
                                              TimeElapsedColumn(), console=err, transient=True) as bar:
         kg.init()
-        tasks: dict[str, Any] = {}
-
-        def progress(event: str, n: float) -> None:
-            if event not in tasks:
-                tasks[event] = bar.add_task(event.replace("_", " "), money=event == "cost_usd",
-                                            rate=event == "chunks")
-            bar.advance(tasks[event], n)
-
         try:
-            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress,
+            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=_progress(bar),
                                 promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier))
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
