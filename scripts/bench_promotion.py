@@ -273,7 +273,7 @@ def _seed_promoted(graph: Graph, triples: list[ps.Triple], sch: KGSchema, log: L
     stage(graph, (_assert(t, "seed") for t in triples), schema=sch, batch_size=5000)
     rows = candidates(graph)
     for i in range(0, len(rows), 10_000):
-        apply_decisions(graph, [EdgeDecision(key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"],
+        apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key,
                                              action="promote", reason="bench seed") for r in rows[i:i + 10_000]],
                         note="bench seed")
     log(f"  seeded {len(triples)} promoted edges in {time.perf_counter() - t0:.0f} s")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from kgr.model.triples import ExportedTriple
 from kgr.store.connection import Graph
+from kgr.store.promotion import iter_pending
 
 __all__ = ["iter_exported", "JsonlExport", "LaplacianExport", "export_laplacian", "load_laplacian", "promoted_edge_pairs"]
 
@@ -24,11 +25,10 @@ __all__ = ["iter_exported", "JsonlExport", "LaplacianExport", "export_laplacian"
 def iter_exported(graph: Graph, *, pending: bool = False, statuses: list[str] | None = None) -> Iterator[ExportedTriple]:
     """Promoted edges (current), or pending edges (optionally by status), as export lines."""
     if pending:
-        for r in graph.stream("pending_edges", {"statuses": statuses}):
-            yield ExportedTriple(key=r["key"], subject=r["subject"], subject_type=r["subject_type"],
-                                 relation=r["relation"], object=r["object"], object_type=r["object_type"],
-                                 source=",".join(r["sources"] or []), confidence=r["confidence"],
-                                 votes=r["votes"], status=r["status"])
+        for r in iter_pending(graph, statuses):
+            yield ExportedTriple(key=r.key, subject=r.subject, subject_type=r.subject_type, relation=r.relation,
+                                 object=r.object, object_type=r.object_type, source=",".join(r.sources),
+                                 confidence=r.confidence, votes=r.votes, status=r.status)
         return
     for r in graph.stream("export_promoted", {}):
         yield ExportedTriple(status="promoted", source=",".join(r.pop("sources") or []), **r)

@@ -8,7 +8,9 @@ elsewhere (scripts, tests, seeding a benchmark) as one version through the same
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+
+from pydantic import BaseModel, ConfigDict
 
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import EdgeDecision, RoundSummary
@@ -16,7 +18,8 @@ from kgr.model.promotion import RoundDecisions, RoundInputs
 from kgr.store.connection import Graph
 from kgr.store.rounds import read_context, run_round, write_round
 
-__all__ = ["apply_decisions", "candidates", "promote_by_quorum", "MAX_CANDIDATES_PER_ROUND"]
+__all__ = ["PendingEdgeRow", "apply_decisions", "candidates", "iter_pending", "promote_by_quorum",
+           "MAX_CANDIDATES_PER_ROUND"]
 
 _UNDECIDED = ("pending", "held")
 
@@ -24,9 +27,37 @@ _UNDECIDED = ("pending", "held")
 MAX_CANDIDATES_PER_ROUND = 5000
 
 
-def candidates(graph: Graph, statuses: Sequence[str] = _UNDECIDED) -> list[dict]:
+class PendingEdgeRow(BaseModel):
+    """A staged edge (``PENDING_REL``) with its endpoints and its vote record, as listed by key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    relation: str
+    subject_key: str
+    subject: str
+    subject_type: str | None = None
+    object_key: str
+    object: str
+    object_type: str | None = None
+    votes: int = 0
+    confidence: float | None = None
+    status: str
+    sources: list[str] = []
+    first_seen: float | None = None
+    last_seen: float | None = None
+    decided_votes: int | None = None
+
+
+def iter_pending(graph: Graph, statuses: Sequence[str] | None = None) -> Iterator[PendingEdgeRow]:
+    """Stream the pending edges with one of ``statuses`` (None: every status), by key."""
+    for r in graph.stream("pending_edges", {"statuses": None if statuses is None else list(statuses)}):
+        yield PendingEdgeRow(**{**r, "sources": r["sources"] or []})
+
+
+def candidates(graph: Graph, statuses: Sequence[str] = _UNDECIDED) -> list[PendingEdgeRow]:
     """Every pending edge with one of ``statuses`` (by default: not yet decided for good), by key."""
-    return graph.read("pending_edges", {"statuses": list(statuses)})
+    return list(iter_pending(graph, statuses))
 
 
 def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, note: str = "", now: float | None = None,

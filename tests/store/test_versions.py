@@ -59,7 +59,7 @@ def test_quorum_round_promotes_and_versions(graph):
 def test_every_decision_is_recorded_with_inputs(graph):
     stage(graph, [T("a", "b", "s1"), T("a", "b", "s2")])
     promote_by_quorum(graph, quorum=2)
-    key = candidates(graph, statuses=("promoted",))[0]["key"]
+    key = candidates(graph, statuses=("promoted",))[0].key
     row = graph.read("decisions_for_edge", {"key": key})[0]
     assert row["status"] == "promoted" and row["decisions"][0]["action"] == "promote"
     assert '"votes": 2' in row["decisions"][0]["inputs"] and "quorum 2" in row["decisions"][0]["reason"]
@@ -74,18 +74,18 @@ def test_rollback_restores_snapshot_exactly_and_diff_lists_changes(graph):
 
     # round 2: three new edges promoted, two old ones retired by a rejecting policy round
     stage(graph, [T(f"q{i}", f"q{i + 1}", s) for i in range(3) for s in ("s1", "s2")])
-    new = [r for r in candidates(graph) if r["subject"].startswith("q")]
-    apply_decisions(graph, [EdgeDecision(key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"], action="promote", reason="test") for r in new])
+    new = [r for r in candidates(graph) if r.subject.startswith("q")]
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key, action="promote", reason="test") for r in new])
     rb_partial = rollback(graph, "A", reason="undo q edges")
     assert rb_partial.retired == 3 and rb_partial.restored == 0
     assert keys(graph) == keys_a
     check_hash(graph)
 
     # promote the q edges again, then snapshot B; diff A..B lists exactly them
-    apply_decisions(graph, [EdgeDecision(key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"], action="promote", reason="again") for r in new])
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key, action="promote", reason="again") for r in new])
     snap_b = create_snapshot(graph, "B")
     d = diff(graph, "A", "B")
-    assert sorted(e.key for e in d.added) == sorted(r["key"] for r in new) and d.removed == []
+    assert sorted(e.key for e in d.added) == sorted(r.key for r in new) and d.removed == []
     assert {e.subject for e in d.added} == {"q0", "q1", "q2"}
 
     # rollback to A again, then forward to B: hash and edge list equal the snapshot's
@@ -114,9 +114,9 @@ def test_diff_lists_removed_edges_exactly(graph):
     assert len(q_keys) == 3
     rollback(graph, "A")  # retires the q edges (held: a quorum round would promote them again)
     stage(graph, [T(f"r{i}", f"r{i + 1}", s) for i in range(2) for s in ("s1", "s2")])
-    apply_decisions(graph, [EdgeDecision(key=r["key"], subject_key=r["subject_key"], object_key=r["object_key"],
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key,
                                          action="promote", reason="r only")
-                            for r in candidates(graph) if r["subject"].startswith("r")])
+                            for r in candidates(graph) if r.subject.startswith("r")])
     create_snapshot(graph, "C")
     r_keys = sorted(set(keys(graph)) - set(keys(graph, snap_a.version)))
     assert len(r_keys) == 2
