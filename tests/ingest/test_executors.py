@@ -163,3 +163,27 @@ def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, r
     assert got[0].worker_restarts == 1
     assert _process_counts(graph) == {1: n}
     assert got[1:] == ref[1:]
+
+
+def test_executor_errors_are_clear_and_an_extractor_object_travels(graph, tmp_path):
+    """An extractor given as an object is pickled to the workers (and must pickle); a Graph opened
+    on a driver of the caller's has no settings for the workers to connect with."""
+    from kgr.errors import KgrValidationError
+    from kgr.extract import RulesExtractor
+    from kgr.store.connection import Graph
+
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 6)
+    cfg = IngestConfig(executor="process", workers=1, promote=False)
+
+    class Unpicklable(RulesExtractor):
+        def __init__(self):
+            super().__init__()
+            self.hook = lambda: None  # a lambda does not pickle
+
+    with pytest.raises(KgrValidationError, match="cannot be sent to the workers"):
+        ingest(graph, [corpus], SCHEMA, config=cfg, extractor=Unpicklable())
+    bare = Graph(graph.driver, graph.database, uri=graph.uri)  # no settings
+    with pytest.raises(KgrValidationError, match="need a Graph opened by kgr.connect"):
+        ingest(bare, [corpus], SCHEMA, config=cfg)
+    rep = ingest(graph, [corpus], SCHEMA, config=cfg, extractor=RulesExtractor())
+    assert rep.chunks_processed == 6 and rep.new_votes > 0 and rep.executor == "process"
