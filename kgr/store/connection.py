@@ -137,8 +137,19 @@ class Graph:
         """Run a template in an auto-retried write transaction and return its rows as dicts."""
         return self._execute(template, params, identifiers, RoutingControl.WRITE)
 
+    def read_value(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Any:
+        """Run a read-only template that returns one record and give its first value as the driver
+        decodes it (None without a record). For packed results (one ``collect([...])`` of plain
+        values): one Bolt message and no per-row conversion, where the driver's cost is per record."""
+        records = self._records(template, params, identifiers, RoutingControl.READ)
+        return records[0][0] if records else None
+
     def _execute(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
                  routing: RoutingControl) -> list[dict[str, Any]]:
+        return [r.data() for r in self._records(template, params, identifiers, routing)]
+
+    def _records(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
+                 routing: RoutingControl) -> list[neo4j.Record]:
         query = render(template, **identifiers)
         try:
             records, _, _ = self.driver.execute_query(
@@ -146,7 +157,7 @@ class Graph:
             )
         except DRIVER_ERRORS as exc:
             raise translate_driver_error(exc, self.uri) from exc
-        return [r.data() for r in records]
+        return records
 
     def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
         """Yield a read template's rows one by one (bounded memory for large exports)."""

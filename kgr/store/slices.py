@@ -65,8 +65,8 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int,
     if not ks:
         return []
     w_c, w_v, w_o = weights
-    rows = graph.read("slice_edges", {"keys": ks, "fanout": fanout, "w_c": w_c, "w_v": w_v, "w_o": w_o,
-                                      "neutral": NEUTRAL_WEIGHT})
+    rows = graph.read_value("slice_edges", {"keys": ks, "fanout": fanout, "w_c": w_c, "w_v": w_v, "w_o": w_o,
+                                            "neutral": NEUTRAL_WEIGHT}) or []
     # built without validation: the fields come typed from one fixed template (hundreds of rows a hop)
     ents: dict[str, EntityRow] = {}
 
@@ -77,10 +77,10 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int,
         return e
 
     return [EdgeRow.model_construct(
-        key=r["key"], relation=r["relation"], confidence=float(r["confidence"]), votes=int(r["votes"]),
-        outcome_weight=None if r["outcome_weight"] is None else float(r["outcome_weight"]),
-        subject=ent(r["s_key"], r["s_type"], r["s_name"]), object=ent(r["o_key"], r["o_type"], r["o_name"]))
-        for r in rows]
+        key=key, relation=rel, confidence=float(conf), votes=int(votes),
+        outcome_weight=None if weight is None else float(weight),
+        subject=ent(s_key, s_type, s_name), object=ent(o_key, o_type, o_name))
+        for key, rel, s_key, s_type, s_name, o_key, o_type, o_name, conf, votes, weight in rows]
 
 
 def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:
@@ -96,13 +96,12 @@ def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars:
     """Up to ``per_edge`` vote sources of each edge (oldest first) with chunk, document and quote."""
     if not edges or per_edge < 1:
         return {}
-    rows = graph.read("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
-                                                for e in edges], "per_edge": per_edge, "chars": chars})
+    rows = graph.read_value("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
+                                                      for e in edges], "per_edge": per_edge, "chars": chars}) or []
     out: dict[str, list[SliceQuote]] = {}
-    for r in rows:
-        out.setdefault(r["key"], []).append(SliceQuote(source=r["source"], chunk_id=r["chunk_id"],
-                                                       document_id=r["document_id"], path=r["path"],
-                                                       quote=r["quote"]))
+    for key, source, chunk_id, document_id, path, quote in rows:
+        out.setdefault(key, []).append(SliceQuote(source=source, chunk_id=chunk_id, document_id=document_id,
+                                                  path=path, quote=quote))
     return out
 
 
