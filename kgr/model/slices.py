@@ -83,6 +83,9 @@ class SlicePolicy(BaseModel):
     drop_inhibited: bool = Field(True, description="inhibitory edges are neither traversed nor included")
     quotes_per_edge: int = Field(1, ge=0, le=10, description="provenance quotes rendered per edge")
     quote_chars: int = Field(160, ge=20, le=2000)
+    quote_share: float = Field(0.25, ge=0, le=1, description=(
+        "share of the token budget the quotes may take before further facts: facts fill the rest first "
+        "(kgr.slices.render.pack); 0 = quotes only in room no fact needs, 1 = every kept fact quoted first"))
 
     @property
     def policy_id(self) -> str:
@@ -130,7 +133,9 @@ class SliceEdge(BaseModel):
     outcome_weight: float
     tier: Tier
     priority: float
-    quotes: list[SliceQuote] = Field(default_factory=list)
+    quotes: list[SliceQuote] = Field(default_factory=list, description=(
+        "the edge's provenance (its first vote sources); the text quotes them where the budget leaves room "
+        "after every fact's line (kgr.slices.render.pack)"))
 
 
 class ContextSlice(BaseModel):
@@ -150,7 +155,8 @@ class ContextSlice(BaseModel):
     budget_tokens: int
     tokens: int = Field(description="tokens of `text` (see token_counter)")
     token_counter: str = Field(description="'litellm:<model>' (the model's tokenizer) or 'estimate' (ceil(chars / 4))")
-    truncated: bool = Field(description="edges the expansion chose were left out to respect the budget")
+    truncated: bool = Field(description=(
+        "to respect the budget, edges the expansion chose, or the quotes of kept edges, were left out of the text"))
     text: str = Field(description="the prompt-ready rendering")
     admissibility_token: str = Field(description="HMAC-SHA256 (hex) over the provenance chain")
 

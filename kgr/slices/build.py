@@ -91,13 +91,16 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
                      lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, weights=weights))
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
-        fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False)[0])
+        fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)
         quotes = edge_quotes(graph, ranked[:fits], per_edge=pol.quotes_per_edge, chars=pol.quote_chars)
         if current_state(graph) == (version, graph_hash):
             break
     else:  # pragma: no cover - three promotion rounds during one slice
         raise KgrValidationError("the graph kept changing while the slice was cut; try again", field="graph")
-    kept, text, tokens = pack(pol.policy_id, version, roots, ranked, quotes, budget, count)
+    kept, text, tokens, quoted = pack(pol.policy_id, version, roots, ranked, quotes, budget, count,
+                                      quote_share=pol.quote_share)
+    # truncated: a fact, or a kept fact's quotes, left out of the text for the budget
+    truncated = len(kept) < len(ranked) or any(e.key in quotes and e.key not in quoted for e in kept)
     prio = {e.key: p for p, e in exp.edges}
     nodes = {a.key: SliceNode(key=a.key, type=a.type, name=a.name, distance=0, anchor=True) for a in roots}
     for e in kept:
@@ -108,7 +111,7 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         slice_id="", anchors=[a.key for a in roots], policy_id=pol.policy_id, policy_params_hash=pol.params_hash(),
         schema_version=schema_version, graph_hash=graph_hash, graph_version=version,
         nodes=sorted(nodes.values(), key=lambda n: n.key), edges=[_edge(e, prio[e.key], quotes) for e in kept],
-        budget_tokens=budget, tokens=tokens, token_counter=count.name, truncated=len(kept) < len(ranked), text=text,
+        budget_tokens=budget, tokens=tokens, token_counter=count.name, truncated=truncated, text=text,
         admissibility_token="")
     sid = slice_id_of(s)
     token = sign(canonical_string(sid, s.policy_id, s.policy_params_hash, graph_hash, schema_version), key)

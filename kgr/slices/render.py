@@ -10,12 +10,13 @@ are dropped from the end until it fits.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from kgr.errors import KgrValidationError
 from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.slices import EdgeRow, EntityRow
 
-__all__ = ["TokenCounter", "render", "pack"]
+__all__ = ["TokenCounter", "Packed", "render", "pack"]
 
 
 class TokenCounter:
@@ -62,14 +63,45 @@ def render(policy_id: str, version: int, anchors: Sequence[EntityRow], edges: Se
     return "\n".join(_header(policy_id, version, anchors) + [_line(e, quotes.get(e.key, [])) for e in edges]) + "\n"
 
 
+class Packed(NamedTuple):
+    """What :func:`pack` kept: the edges, the text and its tokens, and the edges quoted in the text."""
+
+    edges: list[EdgeRow]
+    text: str
+    tokens: int
+    quoted: frozenset[str] = frozenset()
+
+
+def _fill(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Sequence[EdgeRow],
+          count: TokenCounter, limit: float, used: int, kept: list[EdgeRow]) -> int:
+    """Append to ``kept`` the next edges of ``ranked`` whose bare lines fit under ``limit``; the tokens used."""
+    for e in ranked[len(kept):]:
+        cost = count(_line(e, []) + "\n")
+        if used + cost > limit:
+            break
+        kept.append(e)
+        used += cost
+    return used
+
+
 def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Sequence[EdgeRow],
          quotes: dict[str, list[SliceQuote]], budget: int, count: TokenCounter,
-         *, exact: bool = True) -> tuple[list[EdgeRow], str, int]:
-    """The longest prefix of ``ranked`` whose rendering fits in ``budget`` tokens: (edges, text, tokens).
+         *, quote_share: float = 0.25, exact: bool = True) -> Packed:
+    """Facts first, their provenance in a share of the budget, then more facts.
 
-    Lines are added while the sum of their counts fits, then (``exact``) the whole text is counted
-    and edges are dropped from the end until it fits (a tokenizer need not be additive across
-    lines). Without ``exact``: the prefix by the sum of line counts only, with no text.
+    With budget ``B`` and ``quote_share`` ``q``:
+
+    1. facts: the longest prefix of ``ranked`` whose lines *without quotes* (and the header) fit in
+       ``(1 − q)·B`` tokens;
+    2. provenance: in rank order, each kept edge's quotes join its line when the extra tokens still
+       fit in ``B`` (an edge whose quotes do not fit keeps its bare line; a later, shorter one may);
+    3. facts again: further edges' bare lines while they fit in ``B``;
+    4. (``exact``) the whole text is counted and, while it exceeds ``B`` (a tokenizer need not be
+       additive across lines), quotes are dropped from the last quoted edge up, then edges from the
+       end.
+
+    Without ``exact``: the prefix of bare lines that fits in ``B``, with no text (which edges could
+    be in the slice at all). A quote never pushes out a fact that fits in ``(1 − q)·B``.
 
     Raises
     ------
@@ -78,19 +110,26 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
     """
     used = sum(count(h + "\n") for h in _header(policy_id, version, anchors))
     kept: list[EdgeRow] = []
-    for e in ranked:
-        cost = count(_line(e, quotes.get(e.key, [])) + "\n")
-        if used + cost > budget:
-            break
-        kept.append(e)
-        used += cost
     if not exact:
-        return kept, "", used
+        return Packed(kept, "", _fill(policy_id, version, anchors, ranked, count, budget, used, kept))
+    used = _fill(policy_id, version, anchors, ranked, count, (1.0 - quote_share) * budget, used, kept)
+    quoted: dict[str, list[SliceQuote]] = {}
+    for e in kept:
+        qs = quotes.get(e.key)
+        if qs:
+            extra = count(_line(e, qs) + "\n") - count(_line(e, []) + "\n")
+            if used + extra <= budget:
+                quoted[e.key] = qs
+                used += extra
+    _fill(policy_id, version, anchors, ranked, count, budget, used, kept)
     while True:
-        text = render(policy_id, version, anchors, kept, quotes)
+        text = render(policy_id, version, anchors, kept, quoted)
         tokens = count(text)
         if tokens <= budget:
-            return kept, text, tokens
+            return Packed(kept, text, tokens, frozenset(quoted))
+        if quoted:
+            quoted.pop(next(e.key for e in reversed(kept) if e.key in quoted))
+            continue
         if not kept:
             raise KgrValidationError(f"a budget of {budget} tokens does not hold the slice's header "
                                      f"({tokens} tokens); give more, or fewer anchors", field="budget_tokens")

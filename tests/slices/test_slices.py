@@ -80,9 +80,9 @@ def test_budget_is_respected_exactly(graph):
         except KgrValidationError:
             break
         assert s.tokens <= budget and s.tokens == TokenCounter()(s.text) and s.truncated
-        # one more edge (the next in rank) would not have fitted
+        # something was left out: a fact, or a fact's quote (facts come first: kgr.slices.render.pack)
         n = len(s.edges)
-        assert n < len(full.edges)
+        assert n < len(full.edges) or s.text.count("; ") < full.text.count("; ")
         ranked = [e.key for e in full.edges]
         assert [e.key for e in s.edges] == ranked[:n]
     everyone = [f"Person:{n}" for n in ("ada", "bob", "cy", "dee", "eve", "gus")]
