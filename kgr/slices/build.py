@@ -14,7 +14,7 @@ from kgr.slices.render import TokenCounter, pack
 from kgr.slices.tokens import canonical_string, sign, verify
 from kgr.store import inspect
 from kgr.store.connection import Graph
-from kgr.store.slices import EdgeRow, edge_quotes, entities, promoted_edges_around, record_slice
+from kgr.store.slices import EdgeRow, edge_quotes, entities, promoted_edges_around, record_slice, slice_state
 from kgr.store.versions import current_state
 
 __all__ = ["build_slice", "verify_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
@@ -84,11 +84,13 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
     count = TokenCounter(model)
     for _ in range(_ATTEMPTS):
-        version, graph_hash = current_state(graph)
+        state = slice_state(graph)
+        version, graph_hash = state.version, state.hash
         roots = _anchors(graph, anchors, query)
         weights = (pol.w_confidence, pol.w_votes, pol.w_outcome)
         exp = expand([a.key for a in roots], pol,
-                     lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, weights=weights))
+                     lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, types=state.types,
+                                                                weights=weights))
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
         fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)

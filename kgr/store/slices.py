@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from kgr.model.slices import HABITUAL, INHIBITORY, NEUTRAL_WEIGHT, REFLEX, SliceQuote
 from kgr.store.connection import Graph
+from kgr.store.versions import ZERO_HASH
 
-__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "promoted_edges_around", "entities", "edge_quotes",
+__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
            "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes"]
 
 
@@ -57,16 +58,37 @@ class OutcomeHealth(BaseModel):
     review: int
 
 
-def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int,
+class SliceState(BaseModel):
+    """The store as a slice sees it: version, promoted-graph hash, and the relationship types that may
+    join two entities as promoted edges (every type but ``PENDING_REL``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int
+    hash: str
+    types: tuple[str, ...]
+
+
+def slice_state(graph: Graph) -> SliceState:
+    """:class:`SliceState` in one read (``(0, ZERO_HASH, ())`` before ``kgr init``)."""
+    rows = graph.read("slice_state")
+    if not rows:
+        return SliceState(version=0, hash=ZERO_HASH, types=())
+    r = rows[0]
+    return SliceState(version=int(r["version"]), hash=r["hash"], types=tuple(sorted(r["types"] or ())))
+
+
+def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, types: Sequence[str],
                           weights: tuple[float, float, float] = (1.0, 0.25, 0.5)) -> list[EdgeRow]:
     """The current promoted edges incident to the entities ``keys``, each once: at most ``fanout``
-    per entity, the highest base priority first (``weights`` = the slice policy's w_c, w_v, w_o)."""
+    per entity, the highest base priority first (``weights`` = the slice policy's w_c, w_v, w_o), of
+    the relationship ``types`` (:attr:`SliceState.types`)."""
     ks = sorted(set(keys))
-    if not ks:
+    if not ks or not types:
         return []
     w_c, w_v, w_o = weights
     rows = graph.read_value("slice_edges", {"keys": ks, "fanout": fanout, "w_c": w_c, "w_v": w_v, "w_o": w_o,
-                                            "neutral": NEUTRAL_WEIGHT}) or []
+                                            "neutral": NEUTRAL_WEIGHT}, types=list(types)) or []
     # built without validation: the fields come typed from one fixed template (hundreds of rows a hop)
     ents: dict[str, EntityRow] = {}
 
