@@ -17,8 +17,12 @@ from kgr.store.cypher import add_template_dir, render, template_names
 PACKAGE = files("kgr.cypher")
 
 
+#: Context variables that are lists of identifiers, not flags, with the values to render them with.
+IDENTIFIER_LISTS = {"types": [["KNOWS"], ["KNOWS", "WORKS_AT"]]}
+
+
 def _flags(name: str) -> list[str]:
-    """The context variables a template reads (all of them flags steering its structure)."""
+    """The context variables a template reads (flags steering its structure, or identifier lists)."""
     env = cypher._env()
     source = env.loader.get_source(env, f"{name}.cypher.j2")[0]
     return sorted(jinja2.meta.find_undeclared_variables(env.parse(source)))
@@ -27,7 +31,7 @@ def _flags(name: str) -> list[str]:
 @pytest.mark.parametrize("name", template_names())
 def test_every_template_renders_under_every_flag(name: str) -> None:
     flags = _flags(name)
-    for combo in itertools.product([False, True], repeat=len(flags)):
+    for combo in itertools.product(*[IDENTIFIER_LISTS.get(f, [False, True]) for f in flags]):
         text = render(name, **dict(zip(flags, combo)))
         code = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("//")]
         assert code, name
