@@ -225,8 +225,8 @@ class Engine:
     def report_outcome(self, slice_id: str, outcome: int, edges: Sequence[str] = ()) -> OutcomeReport:
         return slices.report_outcome(self.graph, slice_id, outcome, edges=edges)
 
-    def doctor(self, *, relax: float = 0.0) -> DoctorReport:
-        return slices.doctor(self.graph, relax=relax)
+    def doctor(self, *, relax: float = 0.0, half_life_days: float | None = None) -> DoctorReport:
+        return slices.doctor(self.graph, relax=relax, half_life_days=half_life_days)
 
     def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
         """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""

@@ -30,13 +30,18 @@ def feedback(slice_id: Annotated[str, typer.Argument(help="The slice's id (kgr s
 def doctor(relax: Annotated[float, typer.Option(
                help="Maintenance first: move every rated edge's outcome weight this share of the way back to "
                     "neutral (0: none; 1: forget all feedback).")] = 0.0,
+           half_life_days: Annotated[float | None, typer.Option(
+               help="Maintenance first: decay every rated edge's outcome weight toward neutral by the time since "
+                    "its last outcome, halving its distance every this many days (run it on a schedule).")] = None,
            json_: JsonOpt = False) -> None:
     """Health of the outcome weights: tier shares, dormant mass, edges awaiting review; exit 1 on a problem."""
     with open_engine() as kg:
-        rep = kg.doctor(relax=relax)
+        rep = kg.doctor(relax=relax, half_life_days=half_life_days)
 
     def human(r) -> None:  # noqa: ANN001 - a DoctorReport
         h = r.health
+        if r.decayed:
+            out.print(f"decayed {r.decayed} outcome weights toward neutral by their age", markup=False)
         if r.relaxed:
             out.print(f"relaxed {r.relaxed} outcome weights toward neutral", markup=False)
         out.print(f"{h.edges} promoted edges ({h.rated} rated by {h.outcomes} outcomes): "

@@ -26,7 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.slices import OutcomeReport, tier_of
 from kgr.store.connection import Graph
-from kgr.store.slices import OutcomeHealth, flag_for_review, outcome_health, relax_outcomes, slice_edges, write_outcome
+from kgr.store.slices import (
+    OutcomeHealth, decay_outcomes, flag_for_review, outcome_health, relax_outcomes, slice_edges, write_outcome,
+)
 
 __all__ = ["report_outcome", "doctor", "DoctorReport", "DEFAULT_ETA", "REVIEW_AFTER"]
 
@@ -72,14 +74,21 @@ class DoctorReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     relaxed: int = Field(0, description="edges whose weight the maintenance moved back toward neutral (--relax)")
+    decayed: int = Field(0, description="rated edges the time-based decay looked at (--half-life-days)")
     health: OutcomeHealth
     shares: dict[str, float] = Field(description="tier -> share of the current promoted edges")
     findings: list[str] = Field(default_factory=list, description="problems found, each with a suggested fix")
     ok: bool
 
 
-def doctor(graph: Graph, *, relax: float = 0.0) -> DoctorReport:
+def doctor(graph: Graph, *, relax: float = 0.0, half_life_days: float | None = None,
+           now: float | None = None) -> DoctorReport:
     """Tier proportions, dormant mass and other checks of the outcome weights, with suggested fixes.
+
+    With ``half_life_days``, time-based decay runs first: every rated edge's weight moves toward the
+    neutral 0.3 by the time since its last outcome (or last decay), halving its distance from
+    neutral every ``half_life_days``, :math:`w \\leftarrow 0.3 + (w - 0.3)\\,2^{-\\Delta t / h}`
+    (the seed's decay: feedback nobody renews fades; run it on a schedule, runs compose).
 
     With ``relax`` in (0, 1], maintenance runs first: every rated edge's weight moves that share of
     the way back to the neutral 0.3, :math:`w \\leftarrow 0.3 + (w - 0.3)(1 - r)` (the seed's
@@ -89,10 +98,13 @@ def doctor(graph: Graph, *, relax: float = 0.0) -> DoctorReport:
     Raises
     ------
     KgrValidationError
-        ``relax`` outside [0, 1].
+        ``relax`` outside [0, 1], or a half-life that is not positive.
     """
     if not 0.0 <= relax <= 1.0:
         raise KgrValidationError("relax must be between 0 and 1", field="relax")
+    if half_life_days is not None and not half_life_days > 0:
+        raise KgrValidationError("the half-life must be a positive number of days", field="half_life_days")
+    decayed = decay_outcomes(graph, half_life_days * 86_400.0, now=now) if half_life_days is not None else 0
     moved = relax_outcomes(graph, relax) if relax > 0 else 0
     h = outcome_health(graph)
     n = max(h.edges, 1)
@@ -112,4 +124,4 @@ def doctor(graph: Graph, *, relax: float = 0.0) -> DoctorReport:
     if h.edges and h.outcomes == 0:
         findings.append("no outcome reported yet: agents can report with kgr feedback / the report_outcome tool")
     serious = [f for f in findings if not f.startswith("no outcome reported")]
-    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious, relaxed=moved)
+    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious, relaxed=moved, decayed=decayed)

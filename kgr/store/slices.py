@@ -18,7 +18,8 @@ from kgr.store.connection import Graph
 from kgr.store.versions import ZERO_HASH
 
 __all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
-           "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes"]
+           "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes",
+           "decay_outcomes"]
 
 
 class EntityRow(BaseModel):
@@ -166,6 +167,15 @@ def flag_for_review(graph: Graph, edges: Sequence[tuple[str, str, str, str]], *,
 def relax_outcomes(graph: Graph, relax: float, *, now: float | None = None) -> int:
     """Move every rated current promoted edge's outcome weight a share ``relax`` back to neutral."""
     res = graph.write("outcome_relax", {"id": uuid.uuid4().hex, "relax": relax, "neutral": NEUTRAL_WEIGHT,
+                                        "now": time.time() if now is None else now})
+    return int(res[0]["moved"]) if res else 0
+
+
+def decay_outcomes(graph: Graph, half_life: float, *, now: float | None = None) -> int:
+    """Move every rated current promoted edge's outcome weight toward neutral by the time since its
+    last outcome or decay: ``w ← n + (w − n)·2^(−Δt / half_life)`` (seconds; rule in
+    ``cypher/outcome_decay.cypher.j2``). Returns how many edges it looked at."""
+    res = graph.write("outcome_decay", {"id": uuid.uuid4().hex, "half_life": half_life, "neutral": NEUTRAL_WEIGHT,
                                         "now": time.time() if now is None else now})
     return int(res[0]["moved"]) if res else 0
 

@@ -36,6 +36,10 @@ def test_slice_verify_feedback_doctor(graph, neo4j_settings, monkeypatch, tmp_pa
     doc = run(app, ["doctor", "--json"])
     report = json.loads(doc.stdout)
     assert report["health"]["outcomes"] == 1 and report["shares"]["habitual"] == 1.0
+    decayed = json.loads(run(app, ["doctor", "--half-life-days", "30", "--json"]).stdout)
+    assert decayed["decayed"] == 2 and decayed["health"]["outcomes"] == 1  # maintenance is not an outcome
+    bad = run(app, ["doctor", "--half-life-days", "0"])
+    assert bad.exit_code == 1 and "half-life must be a positive number of days" in bad.stderr
     # the graph moved on: the slice is stale (exit 3); altered: invalid (exit 1)
     stage(graph, [TripleAssertion(subject="Cy", subject_type="Person", relation="KNOWS", object="Dee",
                                   object_type="Person", source=src) for src in ("s1", "s2")])

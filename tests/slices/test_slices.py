@@ -163,3 +163,41 @@ def test_the_same_slice_from_another_process(graph, neo4j_settings, monkeypatch)
     assert (there["slice_id"], there["text"], there["admissibility_token"]) == (
         here.slice_id, here.text, here.admissibility_token)
     assert there == here.model_dump(mode="json")
+
+
+def test_outcome_weights_decay_with_time_and_runs_compose(graph):
+    """``doctor --half-life-days``: a rated weight's distance from neutral halves per half-life of
+    time since its last outcome or decay, whichever is later; two decays equal one over the same
+    time; a weight a new outcome moved decays from there; a bad half-life is refused."""
+    import time
+
+    build(graph)
+    s = build_slice(graph, anchors=["Person:ada"], policy="focused")
+    good, bad = K("Ada", "Bob"), K("Ada", "Eve")
+    for _ in range(3):
+        report_outcome(graph, s.slice_id, 1, edges=[good])  # 0.6: reflex
+    for _ in range(4):
+        report_outcome(graph, s.slice_id, -1, edges=[bad])  # -0.1: inhibitory
+    t0 = time.time()
+    day = 86_400.0
+
+    def weights():
+        return {e.key: e.outcome_weight for e in build_slice(graph, anchors=["Person:ada"], policy="wide").edges}
+
+    d = doctor(graph, half_life_days=1.0, now=t0 + day)  # one half-life: halfway to neutral (0.3)
+    assert d.decayed == 2
+    w = weights()
+    assert w[good] == pytest.approx(0.45, abs=1e-4) and w[bad] == pytest.approx(0.1, abs=1e-4)
+    doctor(graph, half_life_days=1.0, now=t0 + 1.5 * day)  # half a half-life more ...
+    doctor(graph, half_life_days=1.0, now=t0 + 2 * day)  # ... and another: two half-lives in all
+    w = weights()
+    assert w[good] == pytest.approx(0.3 + 0.3 / 4, abs=1e-4) and w[bad] == pytest.approx(0.3 - 0.4 / 4, abs=1e-4)
+    doctor(graph, half_life_days=1.0, now=t0 + 2 * day)  # no time passed: nothing moves
+    assert weights()[good] == pytest.approx(0.375, abs=1e-4)
+    report_outcome(graph, s.slice_id, 1, edges=[good])  # a new outcome moves the weight ...
+    fresh = weights()[good]
+    assert fresh > 0.375
+    doctor(graph, half_life_days=1.0, now=t0 + 3 * day)  # ... which decays from there (a day after the last decay)
+    assert weights()[good] == pytest.approx(0.3 + (fresh - 0.3) / 2, abs=1e-3)
+    with pytest.raises(KgrValidationError, match="half-life"):
+        doctor(graph, half_life_days=0)
