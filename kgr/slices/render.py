@@ -72,8 +72,7 @@ class Packed(NamedTuple):
     quoted: frozenset[str] = frozenset()
 
 
-def _fill(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Sequence[EdgeRow],
-          count: TokenCounter, limit: float, used: int, kept: list[EdgeRow]) -> int:
+def _fill(ranked: Sequence[EdgeRow], count: TokenCounter, limit: float, used: int, kept: list[EdgeRow]) -> int:
     """Append to ``kept`` the next edges of ``ranked`` whose bare lines fit under ``limit``; the tokens used."""
     for e in ranked[len(kept):]:
         cost = count(_line(e, []) + "\n")
@@ -111,8 +110,8 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
     used = sum(count(h + "\n") for h in _header(policy_id, version, anchors))
     kept: list[EdgeRow] = []
     if not exact:
-        return Packed(kept, "", _fill(policy_id, version, anchors, ranked, count, budget, used, kept))
-    used = _fill(policy_id, version, anchors, ranked, count, (1.0 - quote_share) * budget, used, kept)
+        return Packed(kept, "", _fill(ranked, count, budget, used, kept))
+    used = _fill(ranked, count, (1.0 - quote_share) * budget, used, kept)
     quoted: dict[str, list[SliceQuote]] = {}
     for e in kept:
         qs = quotes.get(e.key)
@@ -121,7 +120,7 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
             if used + extra <= budget:
                 quoted[e.key] = qs
                 used += extra
-    _fill(policy_id, version, anchors, ranked, count, budget, used, kept)
+    _fill(ranked, count, budget, used, kept)
     while True:
         text = render(policy_id, version, anchors, kept, quoted)
         tokens = count(text)

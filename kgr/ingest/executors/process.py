@@ -26,7 +26,6 @@ import subprocess
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any
 
 from kgr.errors import KgrRuntimeError
 from kgr.ingest.chunking import Chunk
@@ -113,7 +112,7 @@ class _Slot:
         self.deaths = 0
         self.pid: int | None = None
         self.conn: Connection | None = None
-        self.proc: Any = None
+        self.proc: subprocess.Popen | None = None
         self.ready = threading.Event()
         self.forgot = threading.Event()
         self.error: BaseException | None = None
