@@ -187,3 +187,24 @@ def test_no_god_modules_or_functions():
 def test_the_access_check_finds_what_it_should(source, expected):
     found = [what for _, what in sorted(_database_access(ast.parse(source)))]
     assert sorted(found) == sorted(expected)
+
+
+#: The statements that write votes and processed marks, and the only modules that may run them: the
+#: staging write path (the CLI's bulk staging also upserts each batch's entities ahead of its lane).
+WRITE_PATH: dict[str, frozenset[str]] = {
+    "stage_votes": frozenset({"kgr.store.group_commit"}),
+    "claim_chunks": frozenset({"kgr.store.chunk_marks"}),
+    "finish_chunks": frozenset({"kgr.store.chunk_marks"}),
+    "stage_entities": frozenset({"kgr.store.group_commit", "kgr.store.staging"}),
+}
+
+
+def test_one_staging_write_path():
+    """Votes and processed marks are written by one path (kgr.store.group_commit, used by the CLI,
+    the pipeline and the server): no other module names their statements."""
+    wrong = []
+    for module, _, tree in MODULES:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in WRITE_PATH and module not in WRITE_PATH[node.value]:
+                wrong.append(f"{module}:{node.lineno} runs {node.value}")
+    assert not wrong, "\n".join(wrong)

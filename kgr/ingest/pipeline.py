@@ -12,7 +12,7 @@ Per chunk, following Agentic-KGR's protocol (Appendix A.4):
    ``ChunkDrafter._disambiguate``: the graph is the same with and without it);
 5. **storage**: the chunk's relations are staged as votes whose source is the chunk id, in ONE
    transaction with the chunk's ``processed_at`` mark and its MENTIONS, so a chunk is processed
-   exactly when its votes are in the graph. This step is ``kgr.store.staging.write_batch``, not a
+   exactly when its votes are in the graph. This step is the staging write path (``kgr.store.group_commit``), not a
    ``query_kg_storage`` call (that tool commits on its own, apart from the chunk's mark), and the
    report says so: ``tool_calls`` counts only the tools actually called.
 

@@ -69,7 +69,7 @@ class IngestReport(BaseModel):
     unpriced_llm_calls: int = Field(0, description="answered LLM calls litellm could not price (cost unknown)")
     tool_calls: dict[str, int] = Field(default_factory=dict, description=(
         "agent tools called, by name. The storage step is not a query_kg_storage call: the pipeline stages "
-        "each chunk with kgr.store.staging.write_batch in the transaction that marks it processed"))
+        "each chunk through the staging write path (kgr.store.group_commit) in the transaction that marks it processed"))
     disambiguation_cached: int = Field(0, description=(
         "entity names resolved from this run's cache of unique exact matches instead of a Neo4j lookup"))
     rounds_per_chunk: dict[str, float] = Field(default_factory=dict, description="mean, max, histogram")

@@ -1,97 +1,320 @@
-"""Group commit for staging: many concurrent small staging requests, one transaction.
+"""The staging write path: units of work, written in shared transactions (group commit).
 
-A tool server receives many small storage calls at once (an agent per client, ~20 triples each).
-Run one by one, every call pays its own transactions, and calls that touch the same entities must
-wait for each other (their endpoint locks conflict). :class:`GroupWriter` instead queues the
-requests and lets one writer thread stage everything queued so far in **one** transaction:
+Every write of votes goes through here: the CLI's :func:`kgr.store.staging.stage` (a long input
+cut into batches), the ingestion pipeline (one unit per drafted chunk, with its processed mark)
+and the tool server's storage calls (one unit per request). A :class:`StageUnit` is what one
+caller wants written: validated assertions, bare entities, and optionally the
+:class:`~kgr.store.chunk_marks.ChunkMark` of the chunks they came from.
 
-- while a group is being written, new requests queue up and form the next group, so the group
-  size adapts to the load (one request alone is written at once; there is no timer);
-- a group holds at most ``max_votes`` votes (a single request larger than that forms a group on
-  its own);
-- rows of a group are merged (entities by key, votes by edge key and source) and sorted, so one
-  transaction takes its locks in key order: no deadlock among the server's own calls;
-- every request still gets its **own exact report**: new entities, new votes and new edges are
-  attributed to the first request of the group (in arrival order) that asked for them, and the
-  rest count as repeated, exactly as if the requests had been staged one after the other in that
-  order;
-- a group lands whole or not at all. When the database is gone every request of the group, and
-  every request queued behind it, gets the error at once (none waits out another retry period)
-  and nothing of them is written, so each caller can simply retry (staging is idempotent); when the group fails for any other reason, each of its requests is written again
-  on its own, so one failing request fails alone and every other one is stored exactly.
+:func:`write_units` writes a list of units in **one** transaction:
 
-The statements are the ones :func:`kgr.store.staging.stage` runs (``stage_entities`` and
-``stage_votes`` with ``per_row`` results). Names of merged entities land on the kept entity the
-same way too: when ``stage_entities`` reports rows of merged entities, the group's requests are
-prepared again with those keys replaced before any vote is written (see :mod:`kgr.store.staging`).
+1. the units' chunks are claimed (write-locked) first; the votes of a chunk that a concurrent forget
+   deleted are dropped (:mod:`kgr.store.forget`);
+2. the entities of all units, merged by key, are upserted (``stage_entities``). Names of merged
+   entities (``merged_into``) are re-keyed to the kept entity and the units prepared again before
+   any vote is written (:mod:`kgr.store.staging` explains redirects);
+3. the edges of all units, merged by key and source and sorted by endpoint key (one lock order, no
+   deadlock among kgr's own writers), get their votes (``stage_votes``);
+4. the chunks' schema proposals and processed marks with MENTIONS are written.
+
+A unit whose entities were committed beforehand (``entities_committed``: the CLI's bulk path does
+that once per entity in the calling thread) skips step 2; if an endpoint vanished meanwhile, the
+transaction is rolled back and written again with step 2, so no vote is lost.
+
+Each unit gets its **own exact report**: new entities, votes and edges are attributed to the first
+unit of the group (in arrival order) that asked for them, the rest count as repeated, exactly as
+if the units had been written one after the other in that order.
+
+:class:`GroupWriter` queues units from any number of threads and lets writer threads (``lanes``)
+write everything queued so far in one transaction:
+
+- while a group is being written, new units queue and form the next group, so groups grow with
+  the load; with ``linger`` a writer waits that long at most for a group to fill;
+- a group holds at most ``max_votes`` votes and ``max_units`` units (a unit larger than that forms
+  a group on its own);
+- a unit goes to the lane its caller names (the CLI routes by subject key, so two lanes never lock
+  the same subject) or to whichever lane is free;
+- a group lands whole or not at all. When the database is gone, every unit of the group and every
+  unit queued gets the error at once (none waits out another retry period) and nothing of them is
+  written, so each caller can retry (staging is idempotent); when the group fails for any other
+  reason, each unit is written again on its own, so one failing unit fails alone.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
+from kgr.store.chunk_marks import ChunkMark, claim_chunks, stage_schema_proposals, write_marks
 from kgr.store.connection import Graph, Tx
-from kgr.store.staging import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
-                               _check_entities, _prepare, check_assertion, learn_redirects)
+from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
+                                  TypeCheck, check_entities, learn_redirects, prepare_rows)
 
-__all__ = ["GroupWriter"]
+__all__ = ["StageUnit", "GroupWriter", "write_units"]
 
 
-@dataclass
-class _Request:
-    ents: list[dict]
-    edges: list[dict]
-    dups: int
-    rows: int
-    rejected: list[RejectedRow]
-    # what the rows were prepared from, to prepare them again if some entity turns out merged
+class _MissingEndpoints(RuntimeError):
+    """Votes found fewer endpoint entities than they need (committed beforehand, deleted meanwhile)."""
+
+
+@dataclass(eq=False)
+class StageUnit:
+    """What one caller wants written in one go (see the module docstring).
+
+    ``valid`` are assertions already checked (:class:`~kgr.store.stage_rows.TypeCheck`); ``rows``
+    and ``rejected`` are reported back as they are. ``redirects`` (merged key -> kept key) are
+    applied when the rows are prepared.
+    """
+
     valid: list[TripleAssertion] = field(default_factory=list)
     entities: Sequence[tuple[str, str]] = ()
     schema: KGSchema | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-    report: StageReport | None = None
-    error: BaseException | None = None
+    marks: list[ChunkMark] = field(default_factory=list)
+    rows: int | None = None
+    rejected: list[RejectedRow] = field(default_factory=list)
+    redirects: dict[str, str] = field(default_factory=dict)
+    entities_committed: bool = False
+    now: float | None = None  # the write's timestamp (default: the transaction's start)
+    ents: list[dict] = field(init=False, default_factory=list)
+    edges: list[dict] = field(init=False, default_factory=list)
+    dups: int = field(init=False, default=0)
+    future: cf.Future = field(init=False, default_factory=cf.Future, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.rows is None:
+            self.rows = len(self.valid) + len(self.rejected)
+        self.prepare()
+
+    def prepare(self) -> None:
+        """(Re)compute the entity and edge rows from ``valid``, ``entities`` and ``redirects``."""
+        self.ents, self.edges, self.dups = prepare_rows(self.valid, self.schema, self.entities, self.redirects)
 
     @property
     def votes(self) -> int:
         return sum(len(e["votes"]) for e in self.edges)
 
+    @property
+    def empty(self) -> bool:
+        return not self.ents and not self.edges and not self.marks
 
+    def empty_report(self) -> StageReport:
+        return StageReport(rows=self.rows or 0, repeated_votes=self.dups, rejected=list(self.rejected))
+
+
+# -- one transaction -------------------------------------------------------------------------------
+def write_units(graph: Graph, units: Sequence[StageUnit]) -> list[StageReport]:
+    """Write ``units`` in ONE transaction (see the module docstring); each unit's exact report.
+
+    Raises what the unit of work raised (:class:`~kgr.errors.KgrDatabaseError`,
+    :class:`~kgr.errors.KgrNeo4jUnavailable`); nothing of the units is written then.
+    """
+    group = list(units)
+    try:
+        return graph.write_unit(lambda tx: _write_group(tx, group))
+    except _MissingEndpoints:
+        for u in group:
+            u.entities_committed = False
+        return graph.write_unit(lambda tx: _write_group(tx, group))
+
+
+def _write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
+    """Write a group's merged rows in ``tx``; each unit's exact report, in group order."""
+    now = next((u.now for u in group if u.now is not None), None)
+    now, token = time.time() if now is None else now, uuid.uuid4().hex
+    marks = _claim(tx, group, now)
+    created: set[str] = set()
+    if not all(u.entities_committed for u in group):
+        created = _upsert_group_entities(tx, group, now, token)
+    votes = _write_group_votes(tx, group, now, token)
+    for u in group:
+        for m in u.marks:
+            if m.proposals:
+                stage_schema_proposals(tx, m.chunk_id, m.proposals, now=now)
+    write_marks(tx, marks, now=now)
+    return _attribute(group, created, *votes)
+
+
+def _claim(tx: Tx, group: list[StageUnit], now: float) -> list[ChunkMark]:
+    """Lock the group's chunks; drop the marks and votes of chunks gone; the marks that remain."""
+    ids = [m.chunk_id for u in group for m in u.marks]
+    if not ids:
+        return []
+    gone = set(ids) - claim_chunks(tx, ids, now=now)
+    for u in group:
+        if gone and any(m.chunk_id in gone for m in u.marks):
+            u.marks = [m for m in u.marks if m.chunk_id not in gone]
+            u.valid = [a for a in u.valid if a.source not in gone]
+            u.prepare()
+    return [m for u in group for m in u.marks]
+
+
+def _merged(rows: Iterable[dict], field: str, ident: Callable[[Any], Any]) -> dict[str, dict]:
+    """Rows merged by ``key``: their ``field`` lists joined, an item (by ``ident``) kept once."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        have = out.get(row["key"])
+        if have is None:
+            out[row["key"]] = {**row, field: list(row[field])}
+        else:
+            seen = {ident(x) for x in have[field]}
+            have[field].extend(x for x in row[field] if ident(x) not in seen)
+    return out
+
+
+def _group_entities(group: list[StageUnit]) -> dict[str, dict]:
+    return _merged((row for u in group for row in u.ents), "aliases", lambda a: a)
+
+
+def _upsert(tx: Tx, rows: list[dict], now: float, token: str) -> tuple[set[str], dict[str, str]]:
+    out = tx.run("stage_entities", {"rows": sorted(rows, key=lambda e: e["key"]), "now": now, "tx": token,
+                                    "max_aliases": MAX_ALIASES}, per_row=True)
+    return ({x["key"] for x in out if x["created"]},
+            {x["key"]: x["merged_into"] for x in out if x["merged_into"] is not None})
+
+
+def _upsert_group_entities(tx: Tx, group: list[StageUnit], now: float, token: str) -> set[str]:
+    """Upsert the group's entities; re-key the units' rows of merged entities. The created keys."""
+    ents = _group_entities(group)
+    if not ents:
+        return set()
+    created, found = _upsert(tx, list(ents.values()), now, token)
+    redirects: dict[str, str] = {}
+    for _ in range(MAX_REDIRECT_HOPS):
+        if not found:
+            return created
+        # some names belong to merged entities: prepare the units again with the kept keys
+        targets = learn_redirects(redirects, found)
+        for u in group:
+            u.redirects = {**u.redirects, **redirects}
+            u.prepare()
+        ents = _group_entities(group)
+        more, found = _upsert(tx, [e for k, e in ents.items() if k in targets], now, uuid.uuid4().hex)
+        created |= more
+    raise KgrValidationError("entity redirects do not settle", field="merged_into")
+
+
+def _write_group_votes(tx: Tx, group: list[StageUnit], now: float,
+                       token: str) -> tuple[set[tuple[str, str]], set[str], dict | None]:
+    """Run ``stage_votes`` for the group's merged edges: the fresh (edge, source) pairs and new
+    edge keys (several units), or the statement's counts (one unit)."""
+    edges = _merged((row for u in group for row in u.edges), "votes", lambda v: v["source"])
+    if not edges:
+        return set(), set(), None
+    rows = sorted(edges.values(), key=lambda e: (min(e["s_key"], e["o_key"]), e["key"]))
+    params = {"rows": rows, "now": now, "tx": token, "max_inline": MAX_INLINE_VOTES}
+    if len(group) == 1:  # nothing to attribute: the statement's counts are the unit's
+        counts = tx.run("stage_votes", params)[0]
+        sent = sum(len(e["votes"]) for e in rows)
+        if counts["rows"] != sent:
+            raise _MissingEndpoints(f"{sent - counts['rows']} votes found no endpoint entity")
+        return set(), set(), counts
+    out = tx.run("stage_votes", params, per_row=True)
+    if len(out) != len(rows):
+        raise _MissingEndpoints(f"{len(rows) - len(out)} edges found no endpoint entity")
+    fresh = {(x["key"], s) for x in out for s in x["fresh_sources"]}
+    return fresh, {x["key"] for x in out if x["new_edge"]}, None
+
+
+def _attribute(group: list[StageUnit], created: set[str], fresh: set[tuple[str, str]], new_edges: set[str],
+               counts: dict | None) -> list[StageReport]:
+    """Each unit's report: a thing new in this transaction goes to the first unit that asked for it."""
+    reports = []
+    for u in group:
+        new_entities = sum(1 for e in u.ents if e["key"] in created)
+        created.difference_update(e["key"] for e in u.ents)
+        if counts is not None:
+            new_votes, repeated, n_new_edges = counts["new_votes"], counts["rows"] - counts["new_votes"], \
+                counts["new_edges"]
+        else:
+            new_votes = repeated = n_new_edges = 0
+            for e in u.edges:
+                if e["key"] in new_edges:
+                    n_new_edges += 1
+                    new_edges.discard(e["key"])
+                for v in e["votes"]:
+                    pair = (e["key"], v["source"])
+                    if pair in fresh:
+                        new_votes += 1
+                        fresh.discard(pair)
+                    else:
+                        repeated += 1
+        reports.append(StageReport(rows=u.rows or 0, new_votes=new_votes, repeated_votes=repeated + u.dups,
+                                   new_edges=n_new_edges, new_entities=new_entities, batches=1,
+                                   rejected=list(u.rejected)))
+    return reports
+
+
+# -- the writer threads ----------------------------------------------------------------------------
 class GroupWriter:
-    """Stages concurrent requests in shared transactions (see the module docstring).
+    """Writes queued units in shared transactions (see the module docstring).
 
     Parameters
     ----------
     graph:
         The store.
     max_votes:
-        Votes per group transaction at most (default 5,000).
+        Votes per group transaction at most (default 5,000; ``None``: no bound).
+    max_units:
+        Units per group transaction at most (``None``: no bound).
+    linger:
+        Seconds a writer waits at most for more units when its group is not full (default 0).
+    lanes:
+        Writer threads, each with its own queue (and a shared one for units without a lane).
 
-    Use :meth:`stage` from any number of threads; :meth:`close` stops the writer thread.
+    Use :meth:`submit` or :meth:`stage` from any number of threads; :meth:`close` stops the writers.
     """
 
-    def __init__(self, graph: Graph, *, max_votes: int = 5000):
-        if max_votes < 1:
-            raise KgrValidationError("max_votes must be >= 1", field="max_votes")
+    def __init__(self, graph: Graph, *, max_votes: int | None = 5000, max_units: int | None = None,
+                 linger: float = 0.0, lanes: int = 1):
+        for name, value in (("max_votes", max_votes), ("max_units", max_units)):
+            if value is not None and value < 1:
+                raise KgrValidationError(f"{name} must be >= 1", field=name)
+        if lanes < 1:
+            raise KgrValidationError("lanes must be >= 1", field="lanes")
+        if linger < 0:
+            raise KgrValidationError("linger must be >= 0", field="linger")
         self.graph = graph
-        self.max_votes = max_votes
-        self._queue: deque[_Request] = deque()
+        self.max_votes, self.max_units, self.linger = max_votes, max_units, linger
+        self._own: list[deque[StageUnit]] = [deque() for _ in range(lanes)]
+        self._shared: deque[StageUnit] = deque()
         self._cv = threading.Condition()
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.groups = 0  # transactions committed (for statistics and tests)
         self.requests = 0
-        self.isolations = 0  # failed groups whose requests were written again one by one
+        self.isolations = 0  # failed groups whose units were written again one by one
 
     # -- public -----------------------------------------------------------------------------------
+    @property
+    def lanes(self) -> int:
+        return len(self._own)
+
+    def submit(self, unit: StageUnit, *, lane: int | None = None) -> cf.Future:
+        """Queue ``unit`` (on ``lane``, or for any free writer); a future of its :class:`StageReport`."""
+        if unit.empty:
+            unit.future.set_result(unit.empty_report())
+            return unit.future
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("GroupWriter is closed")
+            (self._shared if lane is None else self._own[lane % len(self._own)]).append(unit)
+            if not self._threads:
+                self._threads = [threading.Thread(target=self._run, args=(i,), name=f"kgr-group-commit-{i}",
+                                                  daemon=True) for i in range(len(self._own))]
+                for t in self._threads:
+                    t.start()
+            self._cv.notify_all()
+        return unit.future
+
     def stage(self, assertions: Sequence[TripleAssertion], *, schema: KGSchema | None = None,
               entities: Sequence[tuple[str, str]] = (), timeout: float | None = None) -> StageReport:
         """Stage like :func:`kgr.store.staging.stage` (same validation, same report), in a shared transaction.
@@ -99,172 +322,92 @@ class GroupWriter:
         Blocks until the group holding this request has committed. Raises the group's database
         error if it failed (then nothing of this request was written).
         """
-        _check_entities(entities, schema)
-        rejected: list[RejectedRow] = []
-        valid: list[TripleAssertion] = []
-        for i, a in enumerate(assertions):
-            try:
-                check_assertion(a, schema)
-            except KgrValidationError as exc:
-                rejected.append(RejectedRow(index=i, reason=str(exc)))
-                continue
-            valid.append(a)
-        ents, edges, dups = _prepare(valid, schema, entities)
-        request = _Request(ents=ents, edges=edges, dups=dups, rows=len(assertions), rejected=rejected,
-                           valid=valid, entities=entities, schema=schema)
-        if not ents and not edges:
-            return StageReport(rows=len(assertions), repeated_votes=dups, rejected=rejected)
+        check_entities(entities, schema)
+        valid, rejected = TypeCheck(schema).split(assertions)
         started = time.perf_counter()
-        with self._cv:
-            if self._closed:
-                raise RuntimeError("GroupWriter is closed")
-            self._queue.append(request)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="kgr-group-commit", daemon=True)
-                self._thread.start()
-            self._cv.notify()
-        if not request.done.wait(timeout):
-            raise TimeoutError(f"staging did not commit within {timeout} s")
-        if request.error is not None:
-            raise request.error
-        assert request.report is not None
-        return request.report.model_copy(update={"seconds": time.perf_counter() - started})
+        future = self.submit(StageUnit(valid=valid, entities=entities, schema=schema, rows=len(assertions),
+                                       rejected=rejected))
+        try:
+            report = future.result(timeout)
+        except cf.TimeoutError:
+            raise TimeoutError(f"staging did not commit within {timeout} s") from None
+        return report.model_copy(update={"seconds": time.perf_counter() - started})
 
-    def close(self) -> None:
-        """Finish the queued requests, then stop the writer thread."""
+    def close(self, *, cancel: bool = False, wait: bool = True) -> None:
+        """Finish the queued units (``cancel``: drop them, their futures cancelled), then stop the
+        writers (``wait=False``: do not wait for a transaction in flight)."""
         with self._cv:
             self._closed = True
-            self._cv.notify()
-        if self._thread is not None:
-            self._thread.join()
+            if cancel:
+                for q in (*self._own, self._shared):
+                    while q:
+                        q.popleft().future.cancel()
+            self._cv.notify_all()
+        if wait:
+            for t in self._threads:
+                t.join()
 
-    # -- the writer thread ------------------------------------------------------------------------
-    def _take_group(self) -> list[_Request] | None:
+    # -- the writer threads -----------------------------------------------------------------------
+    def _take_group(self, lane: int) -> list[StageUnit] | None:
         with self._cv:
-            while not self._queue and not self._closed:
-                self._cv.wait()
-            if not self._queue:
-                return None
-            group = [self._queue.popleft()]
-            size = group[0].votes
-            while self._queue and size + self._queue[0].votes <= self.max_votes:
-                size += self._queue[0].votes
-                group.append(self._queue.popleft())
+            while True:
+                while not self._own[lane] and not self._shared and not self._closed:
+                    self._cv.wait()
+                queue = self._own[lane] or self._shared
+                if not queue:
+                    return None
+                first = queue.popleft()
+                if first.future.set_running_or_notify_cancel():
+                    break
+            group, size = [first], first.votes
+            deadline = time.monotonic() + self.linger
+            while self.max_units is None or len(group) < self.max_units:
+                if queue:
+                    if self.max_votes is not None and size + queue[0].votes > self.max_votes:
+                        break
+                    unit = queue.popleft()
+                    if unit.future.set_running_or_notify_cancel():
+                        group.append(unit)
+                        size += unit.votes
+                    continue
+                wait = deadline - time.monotonic()
+                if wait <= 0 or self._closed:
+                    break
+                self._cv.wait(wait)
             return group
 
-    def _run(self) -> None:
-        while (group := self._take_group()) is not None:
+    def _run(self, lane: int) -> None:
+        while (group := self._take_group(lane)) is not None:
             self._commit(group)
 
-    def _commit(self, group: list[_Request]) -> None:
+    def _commit(self, group: list[StageUnit]) -> None:
         """Write ``group`` in one transaction. If that fails for a reason other than the database
-        being gone, write each request alone: one failing request never fails the others."""
+        being gone, write each unit alone: one failing unit never fails the others."""
         try:
-            reports = self.graph.write_unit(lambda tx: _write_group(tx, group))
+            reports = write_units(self.graph, group)
         except KgrNeo4jUnavailable as exc:
-            # nothing can be written: every request of the group gets the error, and so does every
-            # request queued meanwhile (they would each wait out another full retry period before
-            # failing the same way); requests that arrive later try the database again
+            # nothing can be written: every unit of the group gets the error, and so does every unit
+            # queued meanwhile (they would each wait out another full retry period before failing
+            # the same way); units that arrive later try the database again
             with self._cv:
-                waiting = list(self._queue)
-                self._queue.clear()
-            for r in [*group, *waiting]:
-                r.error = exc
-                r.done.set()
+                waiting = [u for q in (*self._own, self._shared) for u in q]
+                for q in (*self._own, self._shared):
+                    q.clear()
+            for u in waiting:
+                if u.future.set_running_or_notify_cancel():
+                    u.future.set_exception(exc)
+            for u in group:
+                u.future.set_exception(exc)
             return
-        except Exception as exc:  # noqa: BLE001 - isolate the request that caused it
+        except Exception as exc:  # noqa: BLE001 - isolate the unit that caused it
             if len(group) == 1:
-                group[0].error = exc
-                group[0].done.set()
+                group[0].future.set_exception(exc)
                 return
             self.isolations += 1
-            for r in group:
-                self._commit([r])
+            for u in group:
+                self._commit([u])
             return
         self.groups += 1
         self.requests += len(group)
-        for r, rep in zip(group, reports):
-            r.report = rep
-            r.done.set()
-
-
-def _group_entities(group: list[_Request]) -> dict[str, dict]:
-    ents: dict[str, dict] = {}
-    for r in group:
-        for row in r.ents:
-            have = ents.get(row["key"])
-            if have is None:
-                ents[row["key"]] = {**row, "aliases": list(row["aliases"])}
-            else:
-                have["aliases"].extend(a for a in row["aliases"] if a not in have["aliases"])
-    return ents
-
-
-def _upsert_entities(tx: Tx, rows: list[dict], now: float, token: str) -> tuple[set[str], dict[str, str]]:
-    out = tx.run("stage_entities", {"rows": sorted(rows, key=lambda e: e["key"]), "now": now, "tx": token,
-                                    "max_aliases": MAX_ALIASES}, per_row=True)
-    return ({x["key"] for x in out if x["created"]},
-            {x["key"]: x["merged_into"] for x in out if x["merged_into"] is not None})
-
-
-def _write_group(tx: Tx, group: list[_Request]) -> list[StageReport]:
-    """Write a group's merged rows in ``tx``; each request's exact report, in group order."""
-    now, token = time.time(), uuid.uuid4().hex
-    ents = _group_entities(group)
-    created: set[str] = set()
-    if ents:
-        created, found = _upsert_entities(tx, list(ents.values()), now, token)
-        redirects: dict[str, str] = {}
-        for _ in range(MAX_REDIRECT_HOPS):
-            if not found:
-                break
-            # some names belong to merged entities: prepare the requests again with the kept keys
-            targets = learn_redirects(redirects, found)
-            for r in group:
-                r.ents, r.edges, r.dups = _prepare(r.valid, r.schema, r.entities, redirects)
-            ents = _group_entities(group)
-            more, found = _upsert_entities(tx, [e for k, e in ents.items() if k in targets], now, uuid.uuid4().hex)
-            created |= more
-        else:
-            raise KgrValidationError("entity redirects do not settle", field="merged_into")
-    edges: dict[str, dict] = {}
-    for r in group:
-        for row in r.edges:
-            have = edges.get(row["key"])
-            if have is None:
-                edges[row["key"]] = {**row, "votes": list(row["votes"])}
-            else:
-                sources = {v["source"] for v in have["votes"]}
-                have["votes"].extend(v for v in row["votes"] if v["source"] not in sources)
-    fresh: set[tuple[str, str]] = set()
-    new_edges: set[str] = set()
-    if edges:
-        rows = sorted(edges.values(), key=lambda e: (min(e["s_key"], e["o_key"]), e["key"]))
-        out = tx.run("stage_votes", {"rows": rows, "now": now, "tx": token, "max_inline": MAX_INLINE_VOTES},
-                     per_row=True)
-        if len(out) != len(rows):  # impossible: the endpoints were merged in this transaction
-            raise RuntimeError(f"{len(rows) - len(out)} edges found no endpoint entity")
-        for x in out:
-            fresh.update((x["key"], s) for s in x["fresh_sources"])
-            if x["new_edge"]:
-                new_edges.add(x["key"])
-    reports = []
-    for r in group:  # attribute in arrival order: the first request that asked for a thing gets it
-        new_entities = sum(1 for e in r.ents if e["key"] in created)
-        created.difference_update(e["key"] for e in r.ents)
-        new_votes = repeated = n_new_edges = 0
-        for e in r.edges:
-            if e["key"] in new_edges:
-                n_new_edges += 1
-                new_edges.discard(e["key"])
-            for v in e["votes"]:
-                pair = (e["key"], v["source"])
-                if pair in fresh:
-                    new_votes += 1
-                    fresh.discard(pair)
-                else:
-                    repeated += 1
-        reports.append(StageReport(rows=r.rows, new_votes=new_votes, repeated_votes=repeated + r.dups,
-                                   new_edges=n_new_edges, new_entities=new_entities, batches=1,
-                                   rejected=r.rejected))
-    return reports
+        for u, rep in zip(group, reports):
+            u.future.set_result(rep)

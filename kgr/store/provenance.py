@@ -11,30 +11,18 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
-from kgr.store.connection import Graph, Tx
-from kgr.store.staging import StageReport, write_batch
+from kgr.store.chunk_marks import ChunkMark, stage_schema_proposals, write_marks
+from kgr.store.connection import Graph
+from kgr.store.group_commit import StageUnit, write_units
+from kgr.store.stage_rows import StageReport
 
 __all__ = ["ChunkMark", "commit_chunks", "upsert_chunks", "processed_chunk_ids", "write_marks",
            "stage_schema_proposals", "schema_proposals", "document_chunks", "documents_under", "StoredDocument", "StoredChunk",
            "DocumentState", "document_states", "SchemaProposalRow"]
-
-
-class ChunkMark(BaseModel):
-    """What marks one chunk processed: the entities it mentions, who extracted it, how."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    chunk_id: str
-    entity_keys: list[str] = Field(default_factory=list, description="keys of the entities the chunk mentions")
-    extractor: str
-    rounds: int = Field(1, ge=0, description="extraction rounds the loop ran on the chunk")
-    quality: float | None = Field(None, description="the quality tool's overall score / 100, if it ran")
-    proposals: list[tuple[str, str, str]] = Field(
-        default_factory=list, description="schema proposals (kind, name, example) the chunk's extraction made")
 
 
 class DocumentState(BaseModel):
@@ -115,51 +103,20 @@ def processed_chunk_ids(graph: Graph, ids: Iterable[str]) -> set[str]:
     return {r["id"] for r in graph.read("processed_chunks", {"ids": list(ids)})}
 
 
-def write_marks(tx: Tx, marks: Sequence[ChunkMark], *, now: float | None = None) -> None:
-    """Inside a write unit: every chunk's processed mark and MENTIONS, in one statement."""
-    rows = sorted(({"chunk_id": m.chunk_id, "entity_keys": sorted(set(m.entity_keys)), "extractor": m.extractor,
-                    "rounds": m.rounds, "quality": m.quality} for m in marks), key=lambda r: r["chunk_id"])
-    if rows:
-        tx.run("finish_chunks", {"rows": rows, "now": time.time() if now is None else now})
-
-
 def commit_chunks(graph: Graph, marks: Sequence[ChunkMark], *, assertions: Sequence[TripleAssertion] = (),
                   entities: Sequence[tuple[str, str]] = (), schema: KGSchema | None = None,
                   now: float | None = None) -> StageReport:
-    """Write chunks' extraction results in ONE transaction: the votes of ``assertions`` and the
-    ``entities`` (staging's :func:`~kgr.store.staging.write_batch`), their schema proposals, and
-    their processed marks with MENTIONS. A chunk is processed exactly when its votes are in.
-    The chunks are locked first; the votes of a chunk a concurrent forget deleted are not staged
-    (see :mod:`kgr.store.forget`).
+    """Write chunks' extraction results in ONE transaction through the staging write path
+    (:func:`kgr.store.group_commit.write_units`): the votes of ``assertions`` (already validated)
+    and the ``entities``, their schema proposals, and their processed marks with MENTIONS. A chunk
+    is processed exactly when its votes are in. The chunks are locked first; the votes of a chunk a
+    concurrent forget deleted are not staged (see :mod:`kgr.store.forget`).
 
     Raises whatever the unit raised (:class:`~kgr.errors.KgrDatabaseError` for a refused
     statement, :class:`~kgr.errors.KgrNeo4jUnavailable`); nothing of the group is written then.
     """
-
-    def unit(tx: Tx) -> StageReport:
-        claimed = {r["id"] for r in tx.run("claim_chunks", {"ids": sorted({m.chunk_id for m in marks}),
-                                                            "now": time.time() if now is None else now})}
-        gone = {m.chunk_id for m in marks} - claimed  # forgotten since they were read: nothing of them is staged
-        live = [m for m in marks if m.chunk_id not in gone]
-        votes = [a for a in assertions if a.source not in gone] if gone else assertions
-        rep = write_batch(tx, votes, schema=schema, entities=entities, now=now) \
-            if votes or entities else StageReport()
-        for m in live:
-            if m.proposals:
-                stage_schema_proposals(tx, m.chunk_id, m.proposals, now=now)
-        write_marks(tx, live, now=now)
-        return rep
-
-    return graph.write_unit(unit)
-
-
-def stage_schema_proposals(tx: Tx, chunk_id: str, proposals: Sequence[tuple[str, str, str]],
-                           *, now: float | None = None) -> int:
-    """Inside a write unit: one vote per chunk for each ``(kind, name, example)`` proposal."""
-    rows = [{"kind": k, "name": n, "example": ex[:500], "chunk_id": chunk_id} for k, n, ex in proposals]
-    if not rows:
-        return 0
-    return tx.run("stage_schema_proposals", {"rows": rows, "now": time.time() if now is None else now})[0]["proposals"]
+    unit = StageUnit(valid=list(assertions), entities=entities, schema=schema, marks=list(marks), now=now)
+    return write_units(graph, [unit])[0] if not unit.empty else unit.empty_report()
 
 
 class SchemaProposalRow(BaseModel):

@@ -258,15 +258,14 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
 
     import neo4j.exceptions
 
-    from kgr.ingest import chunk_loop
-    from kgr.store import provenance
+    from kgr.store import group_commit
     from kgr.ingest.chunking import ChunkingConfig, iter_chunks
     from kgr.ingest.loaders import iter_documents
 
     for i, machine in enumerate(["Z1", "Z3", "ENIAC", "EDSAC", "Colossus", "BINAC"]):
         _write(tmp_path, f"d{i}.txt", f"Konrad Zuse built the {machine}.")
     bad = next(c for c in iter_chunks(iter_documents(tmp_path), config=ChunkingConfig()) if "ENIAC" in c.text)
-    real_finish, real_commit = provenance.write_marks, chunk_loop.ChunkPipeline._commit
+    real_finish, real_commit = group_commit.write_marks, group_commit.GroupWriter._commit
     groups: list[list[str]] = []
 
     def finish(tx, marks, **kw):  # the group's processed marks, one statement: refused when the bad chunk is in it
@@ -275,10 +274,10 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
         return real_finish(tx, marks, **kw)
 
     def commit(self, group):
-        groups.append([w.chunk.id for w in group])
+        groups.append([m.chunk_id for u in group for m in u.marks])
         if len(groups) == 1:  # the others queue up behind the first commit and form one group
             deadline = time.monotonic() + 20
-            while len(group) + self._queue.qsize() < 6 and time.monotonic() < deadline:  # (a fixed sleep: flaky)
+            while len(group) + len(self._shared) < 6 and time.monotonic() < deadline:  # (a fixed sleep: flaky)
                 time.sleep(0.02)
         return real_commit(self, group)
 
@@ -288,8 +287,8 @@ def test_a_chunk_the_database_refuses_fails_alone(graph, tmp_path, monkeypatch):
                 time.sleep(0.2)  # Z1 reaches the writer alone; the others, the bad one among them, form a group
             return super().extract(chunk_text, schema, guidance=guidance)
 
-    monkeypatch.setattr(provenance, "write_marks", finish)
-    monkeypatch.setattr(chunk_loop.ChunkPipeline, "_commit", commit)
+    monkeypatch.setattr(group_commit, "write_marks", finish)
+    monkeypatch.setattr(group_commit.GroupWriter, "_commit", commit)
     rep = ingest(graph, [tmp_path], SCHEMA, extractor=SlowOnBad(),
                  config=IngestConfig(concurrency=6, commit_chunks=8, max_rounds=1))
     assert rep.chunks_processed == 5 and [f.chunk_id for f in rep.chunks_failed] == [bad.id]

@@ -8,12 +8,14 @@ import threading
 import neo4j
 import pytest
 
-from kgr.errors import KgrNeo4jUnavailable
+from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import fingerprint, reset, status
 from kgr.store.connection import Graph
-from kgr.store.group_commit import GroupWriter
+from kgr.store.chunk_marks import ChunkMark
+from kgr.store.group_commit import GroupWriter, StageUnit, write_units
+from kgr.store.provenance import processed_chunk_ids, upsert_chunks
 from kgr.store.staging import StageReport, stage
 
 pytestmark = pytest.mark.neo4j
@@ -153,3 +155,61 @@ def test_one_failing_request_fails_alone_and_every_other_one_is_stored_exactly(g
     assert status(graph).votes == len(pairs)  # every valid call stored exactly, nothing of the others
     for row in graph.read("pending_edges", {"statuses": None}):
         assert row["votes"] == len({s for k, s in pairs if k == row["key"]})
+
+
+class _Chunk:
+    def __init__(self, doc: str, i: int):
+        self.id, self.document_id, self.index, self.text = f"{doc}#{i}", doc, i, f"text {doc} {i}"
+        self.sha256, self.start, self.end = self.id, 0, 10
+
+
+def test_one_write_path_for_chunks_and_requests_in_one_transaction(graph):
+    """Issue 14: the pipeline's chunk units (votes + processed mark) and the server's request units
+    go through the same transaction body. A group mixing both: each unit's report is exact, in
+    arrival order; the chunks are marked with their MENTIONS; a unit whose chunk is gone (deleted
+    by a forget) stages nothing of its votes and marks nothing."""
+    upsert_chunks(graph, [_Chunk("d1", 0), _Chunk("d1", 1)])
+    keys = lambda *names: [f"Person:{n.lower()}" for n in names]  # noqa: E731
+    units = [
+        StageUnit(valid=[T("Ada", "IBM", "d1#0"), T("Bob", "IBM", "d1#0")],
+                  marks=[ChunkMark(chunk_id="d1#0", entity_keys=keys("Ada", "Bob"), extractor="t")]),
+        StageUnit(valid=[T("Ada", "IBM", "req"), T("Ada", "IBM", "d1#0")]),  # a storage call
+        StageUnit(valid=[T("Cy", "IBM", "gone#0")],
+                  marks=[ChunkMark(chunk_id="gone#0", entity_keys=keys("Cy"), extractor="t")]),
+        StageUnit(valid=[T("Ada", "IBM", "d1#1"), T("Ada", "IBM", "d1#1")],
+                  marks=[ChunkMark(chunk_id="d1#1", entity_keys=keys("Ada"), extractor="t")]),
+    ]
+    reps = write_units(graph, units)
+    assert [(r.new_votes, r.repeated_votes, r.new_edges, r.new_entities) for r in reps] == [
+        (2, 0, 2, 3),   # Ada, Bob, IBM: first asked here
+        (1, 1, 0, 0),   # (Ada-IBM, d1#0) was the first unit's
+        (0, 0, 0, 0),   # its chunk is gone: nothing of it
+        (1, 1, 0, 0),   # the same source twice is one vote
+    ]
+    assert processed_chunk_ids(graph, ["d1#0", "d1#1", "gone#0"]) == {"d1#0", "d1#1"}
+    votes = {r["key"]: r["votes"] for r in graph.read("pending_edges", {"statuses": None})}
+    assert sorted(votes.values()) == [1, 3]
+    assert status(graph).entities == 3  # Cy never landed
+    mentions = graph.driver.execute_query(
+        "MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN c.id AS c, collect(e.key) AS e ORDER BY c").records
+    assert [(r["c"], sorted(r["e"])) for r in mentions] == [("d1#0", keys("Ada", "Bob")), ("d1#1", keys("Ada"))]
+
+
+def test_linger_and_max_units_shape_the_groups(graph):
+    """With a linger, units submitted one after the other fill groups of ``max_units``; every
+    future gets its own report; the last, partial group goes when the linger runs out."""
+    writer = GroupWriter(graph, linger=0.5, max_units=4)
+    futures = [writer.submit(StageUnit(valid=[T(f"P{i}", "IBM", "s")])) for i in range(10)]
+    reps = [f.result(timeout=60) for f in futures]
+    writer.close()
+    assert writer.groups == 3 and writer.requests == 10  # 4 + 4 + 2
+    assert [r.new_votes for r in reps] == [1] * 10
+    assert [r.new_entities for r in reps] == [2] + [1] * 9  # IBM goes to the first unit
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.submit(StageUnit(valid=[T("Late", "IBM", "s")]))
+
+
+def test_writer_options_are_checked(graph):
+    for kwargs in ({"max_votes": 0}, {"max_units": 0}, {"lanes": 0}, {"linger": -1}):
+        with pytest.raises(KgrValidationError):
+            GroupWriter(graph, **kwargs)
