@@ -131,7 +131,7 @@ def _write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
     now = next((u.now for u in group if u.now is not None), None)
     now, token = time.time() if now is None else now, uuid.uuid4().hex
     marks = _claim(tx, group, now)
-    created: set[str] = set()
+    created: tuple[set[str], int] = (set(), 0)
     if not all(u.entities_committed for u in group):
         created = _upsert_group_entities(tx, group, now, token)
     votes = _write_group_votes(tx, group, now, token)
@@ -174,31 +174,40 @@ def _group_entities(group: list[StageUnit]) -> dict[str, dict]:
     return _merged((row for u in group for row in u.ents), "aliases", lambda a: a)
 
 
-def _upsert(tx: Tx, rows: list[dict], now: float, token: str) -> tuple[set[str], dict[str, str]]:
-    out = tx.run("stage_entities", {"rows": sorted(rows, key=lambda e: e["key"]), "now": now, "tx": token,
-                                    "max_aliases": MAX_ALIASES}, per_row=True)
-    return ({x["key"] for x in out if x["created"]},
-            {x["key"]: x["merged_into"] for x in out if x["merged_into"] is not None})
+def _upsert(tx: Tx, rows: list[dict], now: float, token: str,
+            per_row: bool) -> tuple[set[str], int, dict[str, str]]:
+    """Run ``stage_entities``: the created keys (``per_row``; else an empty set), how many were
+    created, and where the keys of merged entities point."""
+    params = {"rows": sorted(rows, key=lambda e: e["key"]), "now": now, "tx": token, "max_aliases": MAX_ALIASES}
+    if not per_row:  # one record of counts: cheaper when nothing needs attributing
+        out = tx.run("stage_entities", params)[0]
+        return set(), out["created"], dict(out["redirects"])
+    rows_out = tx.run("stage_entities", params, per_row=True)
+    keys = {x["key"] for x in rows_out if x["created"]}
+    return keys, len(keys), {x["key"]: x["merged_into"] for x in rows_out if x["merged_into"] is not None}
 
 
-def _upsert_group_entities(tx: Tx, group: list[StageUnit], now: float, token: str) -> set[str]:
-    """Upsert the group's entities; re-key the units' rows of merged entities. The created keys."""
+def _upsert_group_entities(tx: Tx, group: list[StageUnit], now: float, token: str) -> tuple[set[str], int]:
+    """Upsert the group's entities; re-key the units' rows of merged entities. The created keys
+    (several units: to attribute them) and how many."""
     ents = _group_entities(group)
     if not ents:
-        return set()
-    created, found = _upsert(tx, list(ents.values()), now, token)
+        return set(), 0
+    per_row = len(group) > 1
+    created, n_created, found = _upsert(tx, list(ents.values()), now, token, per_row)
     redirects: dict[str, str] = {}
     for _ in range(MAX_REDIRECT_HOPS):
         if not found:
-            return created
+            return created, n_created
         # some names belong to merged entities: prepare the units again with the kept keys
         targets = learn_redirects(redirects, found)
         for u in group:
             u.redirects = {**u.redirects, **redirects}
             u.prepare()
         ents = _group_entities(group)
-        more, found = _upsert(tx, [e for k, e in ents.items() if k in targets], now, uuid.uuid4().hex)
-        created |= more
+        more, n_more, found = _upsert(tx, [e for k, e in ents.items() if k in targets], now, uuid.uuid4().hex,
+                                      per_row)
+        created, n_created = created | more, n_created + n_more
     raise KgrValidationError("entity redirects do not settle", field="merged_into")
 
 
@@ -224,13 +233,17 @@ def _write_group_votes(tx: Tx, group: list[StageUnit], now: float,
     return fresh, {x["key"] for x in out if x["new_edge"]}, None
 
 
-def _attribute(group: list[StageUnit], created: set[str], fresh: set[tuple[str, str]], new_edges: set[str],
+def _attribute(group: list[StageUnit], created_entities: tuple[set[str], int], fresh: set[tuple[str, str]], new_edges: set[str],
                counts: dict | None) -> list[StageReport]:
     """Each unit's report: a thing new in this transaction goes to the first unit that asked for it."""
+    created, n_created = created_entities
     reports = []
     for u in group:
-        new_entities = sum(1 for e in u.ents if e["key"] in created)
-        created.difference_update(e["key"] for e in u.ents)
+        if len(group) == 1:
+            new_entities = n_created
+        else:
+            new_entities = sum(1 for e in u.ents if e["key"] in created)
+            created.difference_update(e["key"] for e in u.ents)
         if counts is not None:
             new_votes, repeated, n_new_edges = counts["new_votes"], counts["rows"] - counts["new_votes"], \
                 counts["new_edges"]

@@ -41,8 +41,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
 from kgr.store.group_commit import GroupWriter, StageUnit, _write_group, write_units
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
-                                  TypeCheck, check_assertion, check_entities, learn_redirects, prepare_rows,
-                                  resolve_name)
+                                  TypeCheck, check_assertion, check_entities, learn_redirects, resolve_name)
 
 __all__ = ["StageReport", "RejectedRow", "stage", "write_batch", "check_assertion", "learn_redirects",
            "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS"]
@@ -181,9 +180,9 @@ class _Lanes:
 
     def submit(self, lane: int, items: list[TripleAssertion]) -> None:
         """Upsert the batch's entities not committed yet (here), then queue its votes on ``lane``."""
-        created = self._upsert_entities(items)
         unit = StageUnit(valid=items, schema=self.schema, redirects=dict(self.redirects), entities_committed=True,
                          now=self.ts)
+        created = self._upsert_entities(unit)
         self._settle(lane)  # one batch in flight per lane, in order; raises a lane's failure
         self.pending[lane] = (self.writer.submit(unit, lane=lane), created)
 
@@ -195,24 +194,24 @@ class _Lanes:
             part = future.result()
             self.add(part.model_copy(update={"new_entities": part.new_entities + created}))
 
-    def _upsert_entities(self, items: list[TripleAssertion]) -> int:
-        """Upsert the entity rows of ``items`` this call has not committed yet, learning redirects
-        of merged entities on the way; how many entities were created."""
+    def _upsert_entities(self, unit: StageUnit) -> int:
+        """Upsert the entity rows of ``unit`` this call has not committed yet; rows of merged
+        entities teach the call's redirects and the unit is prepared again. Entities created."""
         created = 0
         for _ in range(MAX_REDIRECT_HOPS):
-            ents, _, _ = prepare_rows(items, self.schema, (), self.redirects)
-            rows = self.cache.unseen(ents)
+            rows = self.cache.unseen(unit.ents)
             if not rows:
                 return created
             out = self.graph.write("stage_entities", {"rows": rows, "now": self.ts, "tx": uuid.uuid4().hex,
                                                       "max_aliases": MAX_ALIASES})[0]
             created += out["created"]
             found = dict(out["redirects"])
+            self.cache.add([r for r in rows if r["key"] not in found])  # committed: later batches skip them
             if not found:
-                self.cache.add(rows)  # committed: later batches of this call skip these rows
                 return created
             learn_redirects(self.redirects, found)
-            self.cache.add([r for r in rows if r["key"] not in found])
+            unit.redirects = dict(self.redirects)
+            unit.prepare()
         raise KgrValidationError("entity redirects do not settle", field="merged_into")
 
     def finish(self) -> None:
