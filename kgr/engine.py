@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
+from kgr.model.embedding import EmbedFn
 from kgr.model.inspect import EdgeExplanation
 from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
@@ -30,6 +31,7 @@ from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, staging, versions
 from kgr import slices
+from kgr.slices.anchors import EmbedReport, embed_entities
 from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
@@ -59,16 +61,18 @@ class FileStageReport(staging.StageReport):
 class Engine:
     """A kgr store on one Neo4j database, with an optional KG schema."""
 
-    def __init__(self, graph: Graph, schema: KGSchema | None = None):
+    def __init__(self, graph: Graph, schema: KGSchema | None = None, *, embed: EmbedFn | None = None):
         self.graph = graph
         self.schema = schema
+        self.embed = embed  # name embeddings for slice anchors (kgr.slices.anchors); None: fulltext only
         self._policies: dict[tuple, Policy] = {}
 
     @classmethod
-    def connect(cls, settings: Neo4jSettings | None = None, *, schema: str | Path | KGSchema | None = None) -> "Engine":
+    def connect(cls, settings: Neo4jSettings | None = None, *, schema: str | Path | KGSchema | None = None,
+                embed: EmbedFn | None = None) -> "Engine":
         """Connect (managed local Neo4j when ``NEO4J_URI`` is unset) and load the schema file."""
         sch = load_schema(schema) if isinstance(schema, (str, Path)) else schema
-        return cls(connect(settings), sch)
+        return cls(connect(settings), sch, embed=embed)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def init(self) -> int:
@@ -215,9 +219,18 @@ class Engine:
 
     def slice(self, anchors: Sequence[str] = (), *, query: str | None = None, policy: str = "default",
               budget_tokens: int | None = None, model: str | None = None) -> ContextSlice:
-        """A context slice around ``anchors`` / the entities ``query`` finds (:mod:`kgr.slices`)."""
+        """A context slice around ``anchors`` / the entities ``query`` finds (:mod:`kgr.slices`;
+        with :attr:`embed`, also by name embeddings)."""
         return slices.build_slice(self.graph, anchors=anchors, query=query, policy=policy, budget_tokens=budget_tokens,
-                                  model=model, schema_version=self.schema_version())
+                                  model=model, schema_version=self.schema_version(), embed=self.embed)
+
+    def embed_entities(self, *, batch: int = 64, replace: bool = False,
+                       on_batch: Callable[[int, int], None] | None = None) -> EmbedReport:
+        """Embed every entity's name with :attr:`embed` (``kgr embed``; :func:`kgr.slices.anchors.embed_entities`)."""
+        if self.embed is None:
+            raise KgrValidationError("no embedding model is configured (KGR_EMBEDDING_MODEL or --model)",
+                                     field="embedding_model")
+        return embed_entities(self.graph, self.embed, batch=batch, replace=replace, on_batch=on_batch)
 
     def verify_slice(self, s: ContextSlice) -> SliceVerification:
         return slices.verify_slice(self.graph, s)

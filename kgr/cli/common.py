@@ -64,7 +64,7 @@ def emit(value: Any, as_json: bool, human: Callable[[Any], None] | None = None) 
         human(value)
 
 
-def open_engine(schema: Path | None = None):  # noqa: ANN201 - Engine (import kept lazy for fast --help)
+def open_engine(schema: Path | None = None, *, embed: Any = None):  # noqa: ANN201 - Engine (lazy import: fast --help)
     from kgr.engine import Engine
 
-    return Engine.connect(schema=schema)
+    return Engine.connect(schema=schema, embed=embed)

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from kgr.cli.embed import ApiBaseOpt, ModelOpt
 from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, out
 from kgr.errors import KgrError, KgrValidationError
 
@@ -50,6 +51,7 @@ def serve(
                                                help="Stage concurrent storage calls in shared transactions.")] = True,
     init: Annotated[bool, typer.Option("--init/--no-init", help="Create kgr's constraints and indexes on connect.")] = True,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
+    embedding_model: ModelOpt = None, embedding_api_base: ApiBaseOpt = None,
 ) -> None:
     """Serve the six agent tools and read-only graph helpers over MCP (stdio or streamable HTTP) and a JSON API."""
     from kgr.server.security import ServerConfig
@@ -58,7 +60,8 @@ def serve(
     config = ServerConfig.from_env(token_env=token_env, transport=transport, host=host, port=port,  # type: ignore[arg-type]
                                    request_timeout=request_timeout, max_body_bytes=int(max_body_mb * 1024 * 1024),
                                    max_workers=workers, max_writers=writers, schema_path=str(schema) if schema else None,
-                                   group_commit=group_commit, init_store=init).check()
+                                   group_commit=group_commit, init_store=init, embedding_model=embedding_model,
+                                   embedding_api_base=embedding_api_base).check()
     if config.transport == "stdio":
         from kgr.server.app import run_stdio
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
 
 app = typer.Typer(rich_markup_mode=None, invoke_without_command=True,
                   help="Context slices: the promoted graph around anchors, with provenance and an admissibility token.")
@@ -19,11 +20,13 @@ app = typer.Typer(rich_markup_mode=None, invoke_without_command=True,
 @errors_to_exit
 def slice_(ctx: typer.Context,
            anchor: Annotated[list[str] | None, typer.Option("--anchor", help="Entity key (TYPE:name), repeatable.")] = None,
-           query: Annotated[str | None, typer.Option(help="Text whose best fulltext matches are the anchors.")] = None,
+           query: Annotated[str | None, typer.Option(
+               help="Text whose best fulltext matches (and, with an embedding model, nearest names) are the anchors.")] = None,
            policy: Annotated[str, typer.Option(help="Slice policy (see --list-policies).")] = "default",
            budget_tokens: Annotated[int | None, typer.Option(help="Token budget (default: the policy's).")] = None,
            model: Annotated[str | None, typer.Option(help="Count tokens with this model's tokenizer (litellm).")] = None,
            list_policies: Annotated[bool, typer.Option("--list-policies", help="List the slice policies.")] = False,
+           embedding_model: ModelOpt = None, embedding_api_base: ApiBaseOpt = None,
            json_: JsonOpt = False) -> None:
     """Cut a slice: `kgr slice --anchor Person:ada --json > slice.json`; the text is prompt-ready."""
     if ctx.invoked_subcommand is not None:
@@ -36,7 +39,7 @@ def slice_(ctx: typer.Context,
                                                 f"{r['max_nodes']} nodes, {r['budget_tokens']} tokens: "
                                                 f"{r['description']}", markup=False) for r in rs])
         return
-    with open_engine() as kg:
+    with open_engine(embed=embedder(embedding_model, embedding_api_base) if query else None) as kg:
         s = kg.slice(anchor or [], query=query, policy=policy, budget_tokens=budget_tokens, model=model)
     emit(s, json_, lambda r: out.print(f"{r.text}\n-- slice {r.slice_id}, {r.tokens}/{r.budget_tokens} tokens "
                                        f"({r.token_counter}){', truncated' if r.truncated else ''}, token "

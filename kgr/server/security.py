@@ -123,6 +123,10 @@ class ServerConfig:
     init_store:
         Create kgr's constraints and indexes on connect (idempotent), so concurrent storage calls
         are exact from the first request.
+    embedding_model, embedding_api_base:
+        A litellm embedding model (and its server) for semantic disambiguation and slice anchors by
+        meaning (``get_context_slice`` with a query); default ``KGR_EMBEDDING_MODEL`` /
+        ``KGR_EMBEDDING_API_BASE``, key from ``KGR_EMBEDDING_API_KEY``; none: fulltext only.
     """
 
     transport: Literal["stdio", "http"] = "http"
@@ -137,6 +141,8 @@ class ServerConfig:
     group_commit: bool = True
     schema_path: str | None = None
     init_store: bool = True
+    embedding_model: str | None = None
+    embedding_api_base: str | None = None
 
     @classmethod
     def from_env(cls, *, token_env: str = DEFAULT_TOKEN_ENV, **kwargs: object) -> "ServerConfig":

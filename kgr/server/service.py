@@ -44,6 +44,7 @@ from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
+from kgr.extract.embedding import make_embedder
 from kgr.store.group_commit import GroupWriter
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import json_numbers, validate_input
@@ -215,6 +216,7 @@ class ToolService:
         self._writers: WriteScheduler | None = None
         self._stager: GroupWriter | None = None
         self._stager_lock = threading.Lock()
+        self.embed = make_embedder(config.embedding_model, config.embedding_api_base)
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -237,7 +239,8 @@ class ToolService:
         """The :class:`ToolContext` of one call (connecting when the tool needs the graph)."""
         spec = get_served(name)
         graph = self.graphs.get() if spec.needs_graph else self.graphs.peek()
-        return ToolContext(graph=graph, schema=self.schema, stager=self._stager_for(graph) if spec.needs_graph else None)
+        return ToolContext(graph=graph, schema=self.schema, stager=self._stager_for(graph) if spec.needs_graph else None,
+                           embed=self.embed)
 
     def _stager_for(self, graph: Graph | None) -> GroupWriter | None:
         """The group-commit writer on ``graph`` (one per service), when group commit is on."""

@@ -24,17 +24,17 @@ _Key = Annotated[str, Field(min_length=1, max_length=512)]
 class GetContextSliceInput(_In):
     anchors: Annotated[list[_Key], Field(max_length=64, description="entity keys (TYPE:name) to start from")] = []
     query: Annotated[str | None, Field(None, min_length=1, max_length=500,
-                                       description="text whose best fulltext matches are the anchors")] = None
+                                       description="text whose best fulltext matches (and nearest names by embedding, when the server has an embedding model) are the anchors")] = None
     policy: Annotated[str, Field(min_length=1, max_length=41, description="slice policy name")] = "default"
     budget_tokens: Annotated[int | None, Field(None, ge=32, le=1_000_000, description="token budget")] = None
     model: Annotated[str | None, Field(None, max_length=200, description="count tokens with this model's tokenizer")] = None
 
 
 def get_context_slice(params: GetContextSliceInput, *, context: ToolContext) -> ContextSlice:
-    """The promoted graph around anchor entities (keys, or the best fulltext matches of a query) as a context slice: entities, edges with provenance (vote sources, chunks, documents, quotes) and a prompt-ready text within the token budget, with a deterministic slice_id and an HMAC admissibility token. Never contains pending or retired edges. Records the slice for report_outcome."""
+    """The promoted graph around anchor entities (keys, or the best fulltext matches of a query, plus the nearest names by embedding when configured) as a context slice: entities, edges with provenance (vote sources, chunks, documents, quotes) and a prompt-ready text within the token budget, with a deterministic slice_id and an HMAC admissibility token. Never contains pending or retired edges. Records the slice for report_outcome."""
     return build_slice(_graph(context, "get_context_slice"), anchors=params.anchors, query=params.query,
                        policy=params.policy, budget_tokens=params.budget_tokens, model=params.model,
-                       schema_version=schema_version(context.schema))
+                       schema_version=schema_version(context.schema), embed=context.embed)
 
 
 class VerifySliceInput(_In):

@@ -6,21 +6,20 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.errors import KgrValidationError
+from kgr.model.embedding import EmbedFn
 from kgr.model.slices import NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, SliceVerification, tier_of
+from kgr.slices.anchors import MAX_ANCHORS, embed_query, resolve_anchors
 from kgr.slices.expand import expand
 from kgr.slices.policies import DEFAULT_POLICY, get_policy
 from kgr.slices.render import TokenCounter, pack
 from kgr.slices.tokens import canonical_string, sign, verify
-from kgr.store import inspect
 from kgr.store.connection import Graph
-from kgr.store.slices import EdgeRow, edge_quotes, entities, promoted_edges_around, record_slice, slice_state
+from kgr.store.slices import EdgeRow, edge_quotes, promoted_edges_around, record_slice, slice_state
 from kgr.store.versions import current_state
 
 __all__ = ["build_slice", "verify_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
 
-#: Most anchors one slice starts from.
-MAX_ANCHORS = 64
 #: Attempts at reading a consistent graph (a promotion round between the reads forces another).
 _ATTEMPTS = 3
 
@@ -46,28 +45,13 @@ def slice_id_of(s: ContextSlice) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
 
 
-def _anchors(graph: Graph, keys: Sequence[str], query: str | None) -> list:
-    if len(keys) > MAX_ANCHORS:
-        raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
-    found = entities(graph, keys)
-    missing = sorted(set(keys) - {e.key for e in found})
-    if missing and not query:
-        raise KgrNotFound(f"no entity with key {missing[0]!r}" + (f" (and {len(missing) - 1} more)"
-                                                                   if len(missing) > 1 else ""))
-    if query:
-        hits = inspect.search_entities(graph, query, limit=5)
-        best = hits[0].score if hits else 0.0
-        found += entities(graph, [h.key for h in hits if h.score >= 0.5 * best])
-    if not found:
-        raise KgrNotFound(f"no entity matches {query!r}" if query else "give at least one anchor")
-    return sorted({e.key: e for e in found}.values(), key=lambda e: e.key)
-
-
 def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None = None,
                 policy: str | SlicePolicy = DEFAULT_POLICY, budget_tokens: int | None = None,
-                model: str | None = None, schema_version: str = "none", key: bytes | None = None) -> ContextSlice:
-    """The slice around ``anchors`` (entity keys) and/or the entities a fulltext ``query`` finds
-    best (those scoring at least half the best hit), under ``policy`` and ``budget_tokens``. The
+                model: str | None = None, schema_version: str = "none", key: bytes | None = None,
+                embed: EmbedFn | None = None) -> ContextSlice:
+    """The slice around ``anchors`` (entity keys) and/or the entities a ``query`` finds (fulltext,
+    and with ``embed`` the nearest name embeddings: :mod:`kgr.slices.anchors`), under ``policy``
+    and ``budget_tokens``. The
     slice's edges are recorded under its id (:func:`kgr.store.slices.record_slice`) so that outcome
     feedback can name the slice alone.
 
@@ -83,10 +67,11 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
     if budget < 32:
         raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
     count = TokenCounter(model)
+    query_vector = embed_query(embed, query) if embed is not None and query else None
     for _ in range(_ATTEMPTS):
         state = slice_state(graph)
         version, graph_hash = state.version, state.hash
-        roots = _anchors(graph, anchors, query)
+        roots = resolve_anchors(graph, anchors, query, query_vector)
         weights = (pol.w_confidence, pol.w_votes, pol.w_outcome)
         exp = expand([a.key for a in roots], pol,
                      lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, types=state.types,

@@ -6,9 +6,10 @@ The pure tools ignore the context; ``query_entity_disambiguation`` and ``query_k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from kgr.model.embedding import EmbedFn
 
 if TYPE_CHECKING:  # the pure tools must not need the driver
     from kgr.model.schema import KGSchema
@@ -17,8 +18,6 @@ if TYPE_CHECKING:  # the pure tools must not need the driver
 
 __all__ = ["ToolContext", "EmbedFn"]
 
-#: Maps texts to vectors (one per text, same dimension). Used by semantic disambiguation when set.
-EmbedFn = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 
 @dataclass

@@ -17,8 +17,8 @@ from kgr.store.cypher import add_template_dir, render, template_names
 PACKAGE = files("kgr.cypher")
 
 
-#: Context variables that are lists of identifiers, not flags, with the values to render them with.
-IDENTIFIER_LISTS = {"types": [["KNOWS"], ["KNOWS", "WORKS_AT"]]}
+#: Context variables that are not flags (lists of identifiers, sizes), with the values to render them with.
+IDENTIFIER_LISTS = {"types": [["KNOWS"], ["KNOWS", "WORKS_AT"]], "dimensions": [8, 1536]}
 
 
 def _flags(name: str) -> list[str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import itertools
 import json
 import socket
@@ -172,6 +173,12 @@ class LLMStub:
         self._sock: socket.socket | None = None
         self._inflight = 0
         self.max_inflight = 0
+        #: ``POST /v1/embeddings``: text -> vector for the texts a test scripts; any other text gets
+        #: a deterministic hashed vector of ``embedding_dims`` dimensions
+        self.embeddings: dict[str, list[float]] = {}
+        self.embedding_dims = 8
+        #: replies queued for the embeddings endpoint only (errors, say); consumed before vectors
+        self.embedding_errors: deque[StubReply] = deque()
 
     # -- scripting -------------------------------------------------------------------------------
     def enqueue(self, *replies: StubReply) -> "LLMStub":
@@ -334,6 +341,37 @@ class LLMStub:
             with self._lock:
                 self._inflight -= 1
 
+    def _vector(self, text: str) -> list[float]:
+        if text in self.embeddings:
+            return list(self.embeddings[text])
+        digest = hashlib.sha256(text.encode("utf-8")).digest()
+        return [(digest[i % len(digest)] - 127.5) / 127.5 for i in range(self.embedding_dims)]
+
+    async def _embeddings(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        with self._lock:
+            self._requests.append(
+                RecordedRequest(request.method, request.url.path, dict(request.headers), body, time.monotonic()))
+            error = self.embedding_errors.popleft() if self.embedding_errors else None
+        if error is not None:
+            return JSONResponse({"error": {"message": error.error_message, "type": error.error_type,
+                                           "code": error.status, "param": None}}, status_code=error.status,
+                                headers=error.headers)
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return JSONResponse({"error": {"message": "input must be a string or a list of strings",
+                                           "type": "invalid_request_error"}}, status_code=400)
+        data = [{"object": "embedding", "index": i, "embedding": self._vector(t)} for i, t in enumerate(texts)]
+        tokens = sum(_estimate_tokens(t) for t in texts)
+        return JSONResponse({"object": "list", "data": data, "model": body.get("model", "stub-embed"),
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "stub-model", "object": "model", "owned_by": "kgr"}]})
 
@@ -342,6 +380,8 @@ class LLMStub:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/models", self._models, methods=["GET"]),
             ]
