@@ -295,16 +295,23 @@ class LLMStub:
             "system_fingerprint": "kgr-llm-stub",
         }
 
-    async def _chat(self, request: Request) -> Response:
+    async def _parse(self, request: Request) -> Any:
+        """The request's body, parsed when it is JSON (else ``{"_raw": text}``)."""
         raw = await request.body()
         try:
             body = json.loads(raw) if raw else {}
         except json.JSONDecodeError:
             body = {"_raw": raw.decode("utf-8", "replace")}
+        return body
+
+    def _log(self, request: Request, body: Any) -> None:
+        self._requests.append(RecordedRequest(request.method, request.url.path, dict(request.headers), body,
+                                              time.monotonic()))
+
+    async def _chat(self, request: Request) -> Response:
+        body = await self._parse(request)
         with self._lock:
-            self._requests.append(
-                RecordedRequest(request.method, request.url.path, dict(request.headers), body, time.monotonic())
-            )
+            self._log(request, body)
             self._inflight += 1
             self.max_inflight = max(self.max_inflight, self._inflight)
         try:
@@ -348,14 +355,9 @@ class LLMStub:
         return [(digest[i % len(digest)] - 127.5) / 127.5 for i in range(self.embedding_dims)]
 
     async def _embeddings(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
-            body = {"_raw": raw.decode("utf-8", "replace")}
+        body = await self._parse(request)
         with self._lock:
-            self._requests.append(
-                RecordedRequest(request.method, request.url.path, dict(request.headers), body, time.monotonic()))
+            self._log(request, body)
             error = self.embedding_errors.popleft() if self.embedding_errors else None
         if error is not None:
             return JSONResponse({"error": {"message": error.error_message, "type": error.error_type,
