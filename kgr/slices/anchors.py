@@ -61,7 +61,8 @@ def embed_query(embed: EmbedFn, query: str) -> QueryVector:
 
 
 def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
-                    query_vector: QueryVector | None = None) -> list[EntityRow]:
+                    query_vector: QueryVector | None = None, *,
+                    known: Sequence[EntityRow] | None = None) -> list[EntityRow]:
     """The anchors: the entities with ``keys`` and those ``query`` finds (fulltext, and the names
     nearest to ``query_vector``: see the module docstring), by key.
 
@@ -74,7 +75,7 @@ def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
     """
     if len(keys) > MAX_ANCHORS:
         raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
-    found = entities(graph, keys)
+    found = list(known) if known is not None else entities(graph, keys)
     missing = sorted(set(keys) - {e.key for e in found})
     if missing and not query:
         raise KgrNotFound(f"no entity with key {missing[0]!r}" + (f" (and {len(missing) - 1} more)"

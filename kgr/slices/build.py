@@ -68,10 +68,12 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
     count = TokenCounter(model)
     query_vector = embed_query(embed, query) if embed is not None and query else None
+    if len(anchors) > MAX_ANCHORS:
+        raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
     for _ in range(_ATTEMPTS):
-        state = slice_state(graph)
+        state = slice_state(graph, anchors)  # with the anchors that exist: one read
         version, graph_hash = state.version, state.hash
-        roots = resolve_anchors(graph, anchors, query, query_vector)
+        roots = resolve_anchors(graph, anchors, query, query_vector, known=state.anchors)
         weights = (pol.w_confidence, pol.w_votes, pol.w_outcome)
         exp = expand([a.key for a in roots], pol,
                      lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, types=state.types,
@@ -79,8 +81,9 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
         fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)
-        quotes = edge_quotes(graph, ranked[:fits], per_edge=pol.quotes_per_edge, chars=pol.quote_chars)
-        if current_state(graph) == (version, graph_hash):
+        read = edge_quotes(graph, ranked[:fits], per_edge=pol.quotes_per_edge, chars=pol.quote_chars)
+        quotes = read.by_edge
+        if read.state == (version, graph_hash):  # read after everything else: no round came in between
             break
     else:  # pragma: no cover - three promotion rounds during one slice
         raise KgrValidationError("the graph kept changing while the slice was cut; try again", field="graph")

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from kgr.model.slices import HABITUAL, INHIBITORY, NEUTRAL_WEIGHT, REFLEX, SliceQuote
 from kgr.store.connection import Graph
-from kgr.store.versions import ZERO_HASH
+from kgr.store.versions import ZERO_HASH, current_state
 
-__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
+__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "Quotes", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
            "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes",
            "decay_outcomes"]
 
@@ -60,23 +60,29 @@ class OutcomeHealth(BaseModel):
 
 
 class SliceState(BaseModel):
-    """The store as a slice sees it: version, promoted-graph hash, and the relationship types that may
-    join two entities as promoted edges (every type but ``PENDING_REL``)."""
+    """The store as a slice sees it: version, promoted-graph hash, the relationship types that may
+    join two entities as promoted edges (every type but ``PENDING_REL``), and the anchors asked for
+    that exist."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: int
     hash: str
     types: tuple[str, ...]
+    anchors: tuple[EntityRow, ...] = ()
 
 
-def slice_state(graph: Graph) -> SliceState:
-    """:class:`SliceState` in one read (``(0, ZERO_HASH, ())`` before ``kgr init``)."""
-    rows = graph.read("slice_state")
+def slice_state(graph: Graph, keys: Iterable[str] = ()) -> SliceState:
+    """:class:`SliceState` and the entities with ``keys`` (merged-away keys answer with the surviving
+    entity), in one read (``(0, ZERO_HASH, ())`` before ``kgr init``)."""
+    rows = graph.read("slice_state", {"keys": sorted(set(keys))})
     if not rows:
         return SliceState(version=0, hash=ZERO_HASH, types=())
     r = rows[0]
-    return SliceState(version=int(r["version"]), hash=r["hash"], types=tuple(sorted(r["types"] or ())))
+    anchors = sorted({k: EntityRow(key=k, type=t or "", name=n or k) for k, t, n in r["anchors"] or []}.values(),
+                     key=lambda e: e.key)
+    return SliceState(version=int(r["version"]), hash=r["hash"], types=tuple(sorted(r["types"] or ())),
+                      anchors=tuple(anchors))
 
 
 def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, types: Sequence[str],
@@ -115,17 +121,29 @@ def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:
             for r in graph.read("slice_entities", {"keys": ks})]
 
 
-def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars: int) -> dict[str, list[SliceQuote]]:
-    """Up to ``per_edge`` vote sources of each edge (oldest first) with chunk, document and quote."""
+class Quotes(BaseModel):
+    """Provenance quotes by edge key, and the store's ``(version, hash)`` read after them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    by_edge: dict[str, list[SliceQuote]]
+    state: tuple[int, str]
+
+
+def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars: int) -> Quotes:
+    """Up to ``per_edge`` vote sources of each edge (oldest first) with chunk, document and quote;
+    then the store's version and hash (one read)."""
     if not edges or per_edge < 1:
-        return {}
-    rows = graph.read_value("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
-                                                      for e in edges], "per_edge": per_edge, "chars": chars}) or []
+        return Quotes(by_edge={}, state=current_state(graph))
+    rows = graph.read("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
+                                                for e in edges], "per_edge": per_edge, "chars": chars})
+    if not rows:  # before kgr init
+        return Quotes(by_edge={}, state=(0, ZERO_HASH))
     out: dict[str, list[SliceQuote]] = {}
-    for key, source, chunk_id, document_id, path, quote in rows:
+    for key, source, chunk_id, document_id, path, quote in rows[0]["rows"]:
         out.setdefault(key, []).append(SliceQuote(source=source, chunk_id=chunk_id, document_id=document_id,
                                                   path=path, quote=quote))
-    return out
+    return Quotes(by_edge=out, state=(int(rows[0]["version"]), rows[0]["hash"]))
 
 
 def record_slice(graph: Graph, slice_id: str, policy_id: str, graph_hash: str,
