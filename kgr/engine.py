@@ -31,7 +31,7 @@ from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, staging, versions
 from kgr import slices
-from kgr.slices.anchors import EmbedReport, embed_entities
+from kgr.slices.anchors import EmbedReport, embed_entities, model_of
 from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
@@ -239,7 +239,8 @@ class Engine:
         return slices.report_outcome(self.graph, slice_id, outcome, edges=edges)
 
     def doctor(self, *, relax: float = 0.0, half_life_days: float | None = None) -> DoctorReport:
-        return slices.doctor(self.graph, relax=relax, half_life_days=half_life_days)
+        return slices.doctor(self.graph, relax=relax, half_life_days=half_life_days,
+                             embedding_model=model_of(self.embed) if self.embed is not None else None)
 
     def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
         """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
 
 app = typer.Typer(rich_markup_mode=None)
 
@@ -33,9 +34,11 @@ def doctor(relax: Annotated[float, typer.Option(
            half_life_days: Annotated[float | None, typer.Option(
                help="Maintenance first: decay every rated edge's outcome weight toward neutral by the time since "
                     "its last outcome, halving its distance every this many days (run it on a schedule).")] = None,
+           embedding_model: ModelOpt = None, embedding_api_base: ApiBaseOpt = None,
            json_: JsonOpt = False) -> None:
-    """Health of the outcome weights: tier shares, dormant mass, edges awaiting review; exit 1 on a problem."""
-    with open_engine() as kg:
+    """Health of the outcome weights: tier shares, dormant mass, edges awaiting review (and, with an
+    embedding model, entities not embedded yet); exit 1 on a problem."""
+    with open_engine(embed=embedder(embedding_model, embedding_api_base)) as kg:
         rep = kg.doctor(relax=relax, half_life_days=half_life_days)
 
     def human(r) -> None:  # noqa: ANN001 - a DoctorReport

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.slices import OutcomeReport, tier_of
 from kgr.store.connection import Graph
+from kgr.store.embeddings import EmbeddingCoverage, coverage
 from kgr.store.slices import (
     OutcomeHealth, decay_outcomes, flag_for_review, outcome_health, relax_outcomes, slice_edges, write_outcome,
 )
@@ -78,11 +79,13 @@ class DoctorReport(BaseModel):
     health: OutcomeHealth
     shares: dict[str, float] = Field(description="tier -> share of the current promoted edges")
     findings: list[str] = Field(default_factory=list, description="problems found, each with a suggested fix")
+    embeddings: EmbeddingCoverage | None = Field(
+        None, description="entities with a name embedding from the configured model (none configured: null)")
     ok: bool
 
 
 def doctor(graph: Graph, *, relax: float = 0.0, half_life_days: float | None = None,
-           now: float | None = None) -> DoctorReport:
+           now: float | None = None, embedding_model: str | None = None) -> DoctorReport:
     """Tier proportions, dormant mass and other checks of the outcome weights, with suggested fixes.
 
     With ``half_life_days``, time-based decay runs first: every rated edge's weight moves toward the
@@ -94,6 +97,9 @@ def doctor(graph: Graph, *, relax: float = 0.0, half_life_days: float | None = N
     the way back to the neutral 0.3, :math:`w \\leftarrow 0.3 + (w - 0.3)(1 - r)` (the seed's
     recovery from a dormant-heavy graph: dormant and inhibitory edges become followable again,
     reflex ones less dominant; ``relax = 1`` forgets all feedback).
+
+    With ``embedding_model``, it also counts the entities without a name embedding from that model
+    (a query's anchors by meaning cannot reach them until ``kgr embed`` runs again).
 
     Raises
     ------
@@ -123,5 +129,13 @@ def doctor(graph: Graph, *, relax: float = 0.0, half_life_days: float | None = N
         findings.append(f"{h.review} promoted edge(s) await review after repeated negative outcomes: kgr review queue")
     if h.edges and h.outcomes == 0:
         findings.append("no outcome reported yet: agents can report with kgr feedback / the report_outcome tool")
-    serious = [f for f in findings if not f.startswith("no outcome reported")]
-    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious, relaxed=moved, decayed=decayed)
+    informational = [f for f in findings if f.startswith("no outcome reported")]
+    cover = coverage(graph, embedding_model) if embedding_model else None
+    if cover is not None and cover.embedded < cover.entities:
+        findings.append(f"{cover.entities - cover.embedded} of {cover.entities} entities have no name embedding from "
+                        f"{embedding_model}: queries cannot find them by meaning until kgr embed runs (it embeds "
+                        "only those)")
+        informational.append(findings[-1])
+    serious = [f for f in findings if f not in informational]
+    return DoctorReport(health=h, shares=shares, findings=findings, ok=not serious, relaxed=moved, decayed=decayed,
+                        embeddings=cover)

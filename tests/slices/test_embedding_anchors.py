@@ -136,6 +136,15 @@ def test_cli_embed_and_slice_by_meaning(graph, llm_stub, neo4j_settings, monkeyp
     found = run(app, ["slice", "--query", QUERY, "--json"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)["anchors"] == ["Person:ada lovelace"]
+    # a new entity: kgr doctor says it is not embedded yet (a hint, not a failure)
+    stage(graph, [TripleAssertion(subject="Fay", subject_type="Person", relation="KNOWS", object="Eve",
+                                  object_type="Person", source="s3")])
+    doc = run(app, ["doctor", "--json"])
+    report = json.loads(doc.stdout)
+    assert doc.exit_code == 0 and report["embeddings"] == {"entities": 6, "embedded": 5}
+    assert any(f.startswith("1 of 6 entities have no name embedding") for f in report["findings"])
+    monkeypatch.delenv("KGR_EMBEDDING_MODEL")
+    assert json.loads(run(app, ["doctor", "--json"]).stdout)["embeddings"] is None
 
 
 def test_server_slices_by_meaning_with_its_embedding_model(graph, llm_stub, monkeypatch):
