@@ -11,7 +11,9 @@ their sentences, for the chunk-retrieval baseline.
 1. **Latency**: ``build_slice`` (reads, expansion, packing, token, the slice's record) from random
    anchors with policies of radius 2 and at most 64, 256 and 1,024 entities (token budget high
    enough that the entity cap binds), and with the default policy (2,000 tokens); P50 / P99 over
-   ``--queries`` anchors each.
+   ``--queries`` anchors each. Each capped policy runs twice in the same run: hops from the
+   slicer's in-memory graph (read once first, timed apart; :mod:`kgr.slices.adjacency`) and hops
+   from Neo4j (``KGR_SLICE_CACHE=0``).
 2. **Evidence recall**: a question is a 2-hop path ``a → b → c`` along well-supported edges (a QA
    set built from a KG samples its facts from the supported part); the question names ``a``; the
    context must hold both facts of the path. Under one token budget (``--recall-budgets``, default
@@ -43,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from kgr.connect import connect  # noqa: E402
 from kgr.model.slices import SlicePolicy  # noqa: E402
 from kgr.slices import build_slice  # noqa: E402
+from kgr.slices.adjacency import warm_adjacency  # noqa: E402
 from kgr.store.admin import reset  # noqa: E402
 from kgr.store.cypher import add_template_dir  # noqa: E402
 
@@ -173,21 +176,29 @@ def main() -> int:
         names, edges = build_graph(graph, args.entities, args.edges, rng)
         result["setup_s"] = round(time.perf_counter() - t, 1)
         anchors = rng.sample(sorted(names), args.queries)
+        t = time.perf_counter()
+        adj = warm_adjacency(graph)  # the slicer's in-memory graph (kgr.slices.adjacency)
+        result["memory_graph"] = {"seconds": round(time.perf_counter() - t, 2), "edges": adj.edges if adj else 0}
+        print(f"in-memory graph: {result['memory_graph']['edges']} edges read in {result['memory_graph']['seconds']} s",
+              flush=True)
         latency = {}
         for max_nodes in (64, 256, 1024):
             pol = SlicePolicy(name=f"bench{max_nodes}", max_nodes=max_nodes, budget_tokens=1_000_000, fanout=64)
-            build_slice(graph, anchors=[anchors[0]], policy=pol)  # warm-up
-            times, sizes = [], []
-            for a in anchors:
-                t = time.perf_counter()
-                s = build_slice(graph, anchors=[a], policy=pol)
-                times.append((time.perf_counter() - t) * 1000)
-                sizes.append(len(s.nodes))
-            latency[max_nodes] = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
-                                  "mean_nodes": round(statistics.fmean(sizes), 1)}
-            print(f"slice, at most {max_nodes} entities: P50 {latency[max_nodes]['p50_ms']} ms, "
-                  f"P99 {latency[max_nodes]['p99_ms']} ms ({latency[max_nodes]['mean_nodes']} entities on average)",
-                  flush=True)
+            for mode in ("memory", "neo4j"):  # the hop reads from memory, and from Neo4j (KGR_SLICE_CACHE=0)
+                os.environ["KGR_SLICE_CACHE"] = "1" if mode == "memory" else "0"
+                build_slice(graph, anchors=[anchors[0]], policy=pol)  # warm-up
+                times, sizes = [], []
+                for a in anchors:
+                    t = time.perf_counter()
+                    s = build_slice(graph, anchors=[a], policy=pol)
+                    times.append((time.perf_counter() - t) * 1000)
+                    sizes.append(len(s.nodes))
+                row = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
+                       "mean_nodes": round(statistics.fmean(sizes), 1)}
+                latency[f"{max_nodes}-{mode}"] = row
+                print(f"slice, at most {max_nodes} entities, hops from {mode}: P50 {row['p50_ms']} ms, "
+                      f"P99 {row['p99_ms']} ms ({row['mean_nodes']} entities on average)", flush=True)
+        os.environ["KGR_SLICE_CACHE"] = "1"
         times = []
         for a in anchors:  # the default policy as an agent gets it: 2,000 tokens, one quote per edge
             t = time.perf_counter()

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from kgr.errors import KgrValidationError
 from kgr.model.embedding import EmbedFn
 from kgr.model.slices import NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, SliceVerification, tier_of
+from kgr.slices.adjacency import adjacency_for
 from kgr.slices.anchors import MAX_ANCHORS, embed_query, resolve_anchors
 from kgr.slices.expand import expand
 from kgr.slices.policies import DEFAULT_POLICY, get_policy
@@ -75,9 +76,13 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         version, graph_hash = state.version, state.hash
         roots = resolve_anchors(graph, anchors, query, query_vector, known=state.anchors)
         weights = (pol.w_confidence, pol.w_votes, pol.w_outcome)
-        exp = expand([a.key for a in roots], pol,
-                     lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, types=state.types,
-                                                                weights=weights))
+        adj = adjacency_for(graph, state)  # the in-memory graph when it is current (kgr.slices.adjacency)
+        if adj is not None:
+            exp = expand([a.key for a in roots], pol, lambda keys, fanout: adj.around(keys, fanout, weights))
+        else:
+            exp = expand([a.key for a in roots], pol,
+                         lambda keys, fanout: promoted_edges_around(graph, keys, fanout=fanout, types=state.types,
+                                                                    weights=weights))
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
         fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)

@@ -11,13 +11,13 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.model.slices import HABITUAL, INHIBITORY, NEUTRAL_WEIGHT, REFLEX, SliceQuote
 from kgr.store.connection import Graph
 from kgr.store.versions import ZERO_HASH, current_state
 
-__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "Quotes", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
+__all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "Quotes", "PromotedGraph", "promoted_graph", "edge_rows", "slice_state", "promoted_edges_around", "entities", "edge_quotes",
            "record_slice", "slice_edges", "write_outcome", "flag_for_review", "outcome_health", "relax_outcomes",
            "decay_outcomes"]
 
@@ -70,6 +70,14 @@ class SliceState(BaseModel):
     hash: str
     types: tuple[str, ...]
     anchors: tuple[EntityRow, ...] = ()
+    outcome_seq: int = 0  # outcome writes so far (they change weights without a new version)
+    created_at: float | None = None  # when the store was initialised (a wiped store starts again)
+
+    @property
+    def markers(self) -> tuple:
+        """What identifies the promoted graph as a slice reads it (an in-memory copy is valid for them):
+        the store's creation time, version, hash, outcome counter and relationship types."""
+        return self.created_at, self.version, self.hash, self.outcome_seq, self.types
 
 
 def slice_state(graph: Graph, keys: Iterable[str] = ()) -> SliceState:
@@ -82,7 +90,7 @@ def slice_state(graph: Graph, keys: Iterable[str] = ()) -> SliceState:
     anchors = sorted({k: EntityRow(key=k, type=t or "", name=n or k) for k, t, n in r["anchors"] or []}.values(),
                      key=lambda e: e.key)
     return SliceState(version=int(r["version"]), hash=r["hash"], types=tuple(sorted(r["types"] or ())),
-                      anchors=tuple(anchors))
+                      anchors=tuple(anchors), outcome_seq=int(r["outcome_seq"]), created_at=r["created_at"])
 
 
 def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, types: Sequence[str],
@@ -96,7 +104,13 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, typ
     w_c, w_v, w_o = weights
     rows = graph.read_value("slice_edges", {"keys": ks, "fanout": fanout, "w_c": w_c, "w_v": w_v, "w_o": w_o,
                                             "neutral": NEUTRAL_WEIGHT}, types=list(types)) or []
-    # built without validation: the fields come typed from one fixed template (hundreds of rows a hop)
+    return edge_rows(rows)
+
+
+def edge_rows(rows: Iterable[Sequence]) -> list[EdgeRow]:
+    """:class:`EdgeRow` of packed rows ``[key, relation, s_key, s_type, s_name, o_key, o_type, o_name,
+    confidence, votes, outcome_weight]``, each entity one object. Built without validation: the
+    fields come typed from fixed templates (hundreds of rows a hop)."""
     ents: dict[str, EntityRow] = {}
 
     def ent(key: str, type_: str | None, name: str | None) -> EntityRow:
@@ -110,6 +124,33 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, typ
         outcome_weight=None if weight is None else float(weight),
         subject=ent(s_key, s_type, s_name), object=ent(o_key, o_type, o_name))
         for key, rel, s_key, s_type, s_name, o_key, o_type, o_name, conf, votes, weight in rows]
+
+
+class PromotedGraph(BaseModel):
+    """Every current promoted edge (:func:`promoted_graph`) as packed rows (the ``slice_edges``
+    shape, as tuples of plain values: nothing for Python's cycle collector to scan), and the
+    markers read after them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rows: list[tuple]
+    markers: tuple = Field(description="as SliceState.markers")
+    complete: bool
+
+
+def promoted_graph(graph: Graph, types: Sequence[str], *, limit: int) -> PromotedGraph:
+    """All current promoted edges of ``types`` (at most ``limit``: ``complete`` says whether that was
+    all), then the store's creation time, version, hash and outcome counter (one read)."""
+    if not types:
+        return PromotedGraph(rows=[], markers=(), complete=False)  # nothing to hold: slices read Neo4j
+    rows = graph.read("slice_graph", {"limit": limit + 1}, types=list(types))
+    if not rows:
+        return PromotedGraph(rows=[], markers=(), complete=False)
+    r = rows[0]
+    packed = r["rows"] or []
+    return PromotedGraph.model_construct(
+        rows=[tuple(x) for x in packed[:limit]], complete=len(packed) <= limit,
+        markers=(r["created_at"], int(r["version"]), r["hash"], int(r["outcome_seq"]), tuple(types)))
 
 
 def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:
