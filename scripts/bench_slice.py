@@ -53,6 +53,12 @@ add_template_dir(ROOT / "scripts" / "cypher")
 RELS = ("KNOWS", "WORKS_AT", "FUNDED_BY", "LOCATED_IN", "PART_OF_ORG", "COLLABORATES_WITH")
 
 
+def rss_mb() -> float:
+    """This process's resident memory, MB (Linux)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def percentile(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
@@ -176,11 +182,12 @@ def main() -> int:
         names, edges = build_graph(graph, args.entities, args.edges, rng)
         result["setup_s"] = round(time.perf_counter() - t, 1)
         anchors = rng.sample(sorted(names), args.queries)
-        t = time.perf_counter()
+        t, rss = time.perf_counter(), rss_mb()
         adj = warm_adjacency(graph)  # the slicer's in-memory graph (kgr.slices.adjacency)
-        result["memory_graph"] = {"seconds": round(time.perf_counter() - t, 2), "edges": adj.edges if adj else 0}
-        print(f"in-memory graph: {result['memory_graph']['edges']} edges read in {result['memory_graph']['seconds']} s",
-              flush=True)
+        result["memory_graph"] = {"seconds": round(time.perf_counter() - t, 2), "edges": adj.edges if adj else 0,
+                                  "rss_mb": round(rss_mb() - rss, 1)}
+        print(f"in-memory graph: {result['memory_graph']['edges']} edges read in {result['memory_graph']['seconds']} s, "
+              f"+{result['memory_graph']['rss_mb']} MB resident", flush=True)
         latency = {}
         for max_nodes in (64, 256, 1024):
             pol = SlicePolicy(name=f"bench{max_nodes}", max_nodes=max_nodes, budget_tokens=1_000_000, fanout=64)
