@@ -42,6 +42,7 @@ class EdgeRow(BaseModel):
     confidence: float
     votes: int
     outcome_weight: float | None = None
+    twin: str | None = None  # element id of its staged edge, when known (the in-memory graph has it)
 
 
 class OutcomeHealth(BaseModel):
@@ -109,8 +110,8 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, typ
 
 def edge_rows(rows: Iterable[Sequence]) -> list[EdgeRow]:
     """:class:`EdgeRow` of packed rows ``[key, relation, s_key, s_type, s_name, o_key, o_type, o_name,
-    confidence, votes, outcome_weight]``, each entity one object. Built without validation: the
-    fields come typed from fixed templates (hundreds of rows a hop)."""
+    confidence, votes, outcome_weight(, twin element id)]``, each entity one object. Built without
+    validation: the fields come typed from fixed templates (hundreds of rows a hop)."""
     ents: dict[str, EntityRow] = {}
 
     def ent(key: str, type_: str | None, name: str | None) -> EntityRow:
@@ -120,10 +121,10 @@ def edge_rows(rows: Iterable[Sequence]) -> list[EdgeRow]:
         return e
 
     return [EdgeRow.model_construct(
-        key=key, relation=rel, confidence=float(conf), votes=int(votes),
-        outcome_weight=None if weight is None else float(weight),
-        subject=ent(s_key, s_type, s_name), object=ent(o_key, o_type, o_name))
-        for key, rel, s_key, s_type, s_name, o_key, o_type, o_name, conf, votes, weight in rows]
+        key=r[0], relation=r[1], confidence=float(r[8]), votes=int(r[9]),
+        outcome_weight=None if r[10] is None else float(r[10]), twin=r[11] if len(r) > 11 else None,
+        subject=ent(r[2], r[3], r[4]), object=ent(r[5], r[6], r[7]))
+        for r in rows]
 
 
 class PromotedGraph(BaseModel):
@@ -176,8 +177,9 @@ def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars:
     then the store's version and hash (one read)."""
     if not edges or per_edge < 1:
         return Quotes(by_edge={}, state=current_state(graph))
-    rows = graph.read("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key}
-                                                for e in edges], "per_edge": per_edge, "chars": chars})
+    rows = graph.read("slice_quotes", {"rows": [{"key": e.key, "s_key": e.subject.key, "o_key": e.object.key,
+                                                 "twin": e.twin} for e in edges],
+                                       "per_edge": per_edge, "chars": chars})
     if not rows:  # before kgr init
         return Quotes(by_edge={}, state=(0, ZERO_HASH))
     out: dict[str, list[SliceQuote]] = {}
