@@ -181,12 +181,12 @@ def edge_quotes(graph: Graph, edges: Sequence[EdgeRow], *, per_edge: int, chars:
                                                  "twin": e.twin} for e in edges],
                                        "per_edge": per_edge, "chars": chars})
     if not rows:  # before kgr init
-        return Quotes(by_edge={}, state=(0, ZERO_HASH))
+        return Quotes.model_construct(by_edge={}, state=(0, ZERO_HASH))
     out: dict[str, list[SliceQuote]] = {}
-    for key, source, chunk_id, document_id, path, quote in rows[0]["rows"]:
-        out.setdefault(key, []).append(SliceQuote(source=source, chunk_id=chunk_id, document_id=document_id,
-                                                  path=path, quote=quote))
-    return Quotes(by_edge=out, state=(int(rows[0]["version"]), rows[0]["hash"]))
+    for key, source, chunk_id, document_id, path, quote in rows[0]["rows"]:  # typed by the template: no validation
+        out.setdefault(key, []).append(SliceQuote.model_construct(source=source, chunk_id=chunk_id,
+                                                                  document_id=document_id, path=path, quote=quote))
+    return Quotes.model_construct(by_edge=out, state=(int(rows[0]["version"]), rows[0]["hash"]))
 
 
 def record_slice(graph: Graph, slice_id: str, policy_id: str, graph_hash: str,
