@@ -52,7 +52,8 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
                 embed: EmbedFn | None = None) -> ContextSlice:
     """The slice around ``anchors`` (entity keys) and/or the entities a ``query`` finds (fulltext,
     and with ``embed`` the nearest name embeddings: :mod:`kgr.slices.anchors`), under ``policy``
-    and ``budget_tokens``. The
+    and ``budget_tokens``. Hops come from the in-memory promoted graph when it is current
+    (:mod:`kgr.slices.adjacency`), else from Neo4j; the slice is the same either way. The
     slice's edges are recorded under its id (:func:`kgr.store.slices.record_slice`) so that outcome
     feedback can name the slice alone.
 
@@ -68,9 +69,9 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
     if budget < 32:
         raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
     count = TokenCounter(model)
-    query_vector = embed_query(embed, query) if embed is not None and query else None
     if len(anchors) > MAX_ANCHORS:
         raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
+    query_vector = embed_query(embed, query) if embed is not None and query else None
     for _ in range(_ATTEMPTS):
         state = slice_state(graph, anchors)  # with the anchors that exist: one read
         version, graph_hash = state.version, state.hash
