@@ -14,6 +14,7 @@ import typer
 from rich.progress import Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
 from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -146,8 +147,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
            verify: Annotated[VerifyChoice, typer.Option(
                help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
                     "that matches the extractor (rules, or llm with --model).")] = "auto",
+           embedding_model: ModelOpt = None, embedding_api_base: ApiBaseOpt = None,
            json_: JsonOpt = False) -> None:
-    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote.
+    """Ingest documents: chunk, extract with the tool-driven loop, stage votes, promote (and, with an
+    embedding model, embed the new entities' names for slices by meaning).
 
     Resumable: chunks already processed are skipped, so re-run an interrupted job as it was. A file
     is a document with a stable id (its path): when it changed since the last run, the chunks its new
@@ -171,7 +174,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         kg.init()
         try:
             report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=_progress(bar),
-                                promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier))
+                                promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier),
+                                embed=embedder(embedding_model, embedding_api_base))
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)

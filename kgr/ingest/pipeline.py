@@ -97,15 +97,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 
-from kgr.errors import KgrNeo4jUnavailable
+from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
 from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path, text_sha256
 from kgr.model.decisions import RoundSummary
+from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
+from kgr.slices.anchors import embed_entities
 
 from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
@@ -145,6 +147,7 @@ def ingest(
     extractor: Extractor | None = None,
     on_progress: Callable[[str, float], None] | None = None,
     promote: Callable[[], RoundSummary] | None = None,
+    embed: EmbedFn | None = None,
 ) -> IngestReport:
     """Ingest files/directories into the store (see the module docstring).
 
@@ -152,7 +155,10 @@ def ingest(
     ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as
     litellm prices the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
-    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides).
+    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). With
+    ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
+    embedding from it yet are embedded last; a failure there is reported (``embedding_error``) and
+    leaves the ingest as it is (``kgr embed`` finishes the names).
 
     Raises
     ------
@@ -168,6 +174,8 @@ def ingest(
     if cfg.prune:
         job.prune(paths)
     job.promote_backlog()
+    if embed is not None:
+        job.embed_names(embed)
     return job.finish()
 
 
@@ -359,6 +367,14 @@ class _Job:
             self.report.promotion.append(summary)
             if summary.settled and not (summary.reread is not None and summary.reread.claims):
                 break  # (a round whose escalated candidates were just re-read has evidence to decide)
+
+    def embed_names(self, embed: EmbedFn) -> None:
+        try:
+            self.report.embedded_entities = embed_entities(self.graph, embed).embedded
+        except KgrNeo4jUnavailable:
+            raise
+        except KgrError as exc:  # derived data: the staged and promoted graph stands without it
+            self.report.embedding_error = str(exc).splitlines()[0][:300]
 
     def finish(self) -> IngestReport:
         r, staged = self.report, self.pipe.staged

@@ -88,6 +88,10 @@ class IngestReport(BaseModel):
     documents_pruned: int = Field(0, description="documents no longer under the given paths, forgotten (--prune)")
     forget_versions: list[int] = Field(default_factory=list, description="the versions those forgets opened")
     promoted_retracted: int = Field(0, description="promoted edges those forgets retired")
+    embedded_entities: int = Field(0, description=(
+        "entity names embedded at the end of the job (with an embedding model configured: kgr.slices.anchors)"))
+    embedding_error: str | None = Field(None, description=(
+        "why embedding the new names failed (the ingest itself stands; kgr embed finishes the names later)"))
     executor: str = Field("inprocess", description="where chunks were drafted: inprocess, process or ray")
     workers: list[str] = Field(default_factory=list, description=(
         "the executor's workers as they started ('node N pid P'); a worker that died was replaced"))
@@ -139,7 +143,7 @@ class IngestReport(BaseModel):
             "tool calls: " + (", ".join(f"{k} {v}" for k, v in sorted(self.tool_calls.items())) or "none")
             + (f"; {self.disambiguation_cached} names resolved from the run's cache" if self.disambiguation_cached else ""),
             f"storage: {self.chunks_processed} chunks staged in {self.transactions} write transactions "
-            "(kgr.store.staging, each chunk with its processed mark)",
+            "(kgr.store.group_commit, each chunk with its processed mark)",
             "rounds per chunk: " + (", ".join(f"{k} {v:g}" for k, v in self.rounds_per_chunk.items()) or "-"),
         ]
         if self.executor != "inprocess":
@@ -150,6 +154,9 @@ class IngestReport(BaseModel):
             lines.append(f"changed documents: {self.chunks_forgotten} vanished chunks forgotten, {self.documents_pruned} "
                          f"documents pruned, {self.promoted_retracted} promoted edges retired (versions "
                          + ", ".join(map(str, self.forget_versions)) + ")")
+        if self.embedded_entities or self.embedding_error:
+            lines.append(f"embeddings: {self.embedded_entities} entity names embedded"
+                         + (f"; not finished: {self.embedding_error} (run kgr embed)" if self.embedding_error else ""))
         if not self.promotion:
             lines.append("promotion: not run")
         for p in self.promotion:

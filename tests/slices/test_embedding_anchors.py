@@ -160,3 +160,45 @@ def test_server_slices_by_meaning_with_its_embedding_model(graph, llm_stub, monk
         assert res.json()["anchors"] == ["Person:ada lovelace"]
     with BackgroundServer(ServerConfig(port=0), graph=graph) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
         assert c.post("/tools/get_context_slice", json={"query": QUERY}).status_code == 404  # fulltext only
+
+
+def test_ingest_embeds_the_new_names_and_survives_an_embedding_failure(graph, llm_stub, tmp_path):
+    """With an embedding model, a job ends by embedding the names it added; when the embedding
+    server refuses, the ingest stands (its chunks processed) and says what is left for kgr embed."""
+    from pathlib import Path
+
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.pipeline import ingest
+    from kgr.model.schema import load_schema
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "examples" / "schema.json")
+    (tmp_path / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London.", encoding="utf-8")
+    emb = LiteLLMEmbedder(MODEL, api_base=llm_stub.base_url)
+    rep = ingest(graph, [tmp_path], schema, config=IngestConfig(max_rounds=1), embed=emb)
+    total = stored.coverage(graph, MODEL)
+    assert rep.chunks_processed == 1 and rep.new_entities > 0
+    assert rep.embedded_entities == total.entities == total.embedded and rep.embedding_error is None
+    assert "entity names embedded" in rep.render()
+
+    (tmp_path / "b.txt").write_text("Grace Hopper worked with Howard Aiken at Harvard.", encoding="utf-8")
+    llm_stub.embedding_errors.append(StubReply.error(400, "no such model"))
+    rep = ingest(graph, [tmp_path], schema, config=IngestConfig(max_rounds=1), embed=emb)
+    assert rep.chunks_processed == 1 and not rep.chunks_failed  # the ingest stands
+    assert rep.embedded_entities == 0 and "embedding request failed" in rep.embedding_error
+    assert "run kgr embed" in rep.render()
+    left = stored.coverage(graph, MODEL)
+    assert left.embedded < left.entities
+    assert embed_entities(graph, emb).embedded == left.entities - left.embedded  # kgr embed finishes them
+
+
+def test_cli_ingest_with_an_embedding_model(graph, llm_stub, neo4j_settings, monkeypatch, tmp_path):
+    from pathlib import Path
+
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    (tmp_path / "a.txt").write_text("Ada Lovelace worked with Charles Babbage in London.", encoding="utf-8")
+    schema = Path(__file__).resolve().parents[2] / "examples" / "schema.json"
+    res = CliRunner().invoke(app, ["ingest", str(tmp_path), "--schema", str(schema), "--max-rounds", "1",
+                                   "--embedding-model", MODEL, "--embedding-api-base", llm_stub.base_url, "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert report["embedded_entities"] == stored.coverage(graph, MODEL).entities > 0
