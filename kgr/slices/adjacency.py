@@ -14,6 +14,7 @@ from memory equals the slice cut from Neo4j (same id; tested on graphs full of t
 promoted-graph hash (every promotion, retirement, merge, forget or rollback moves them), its
 outcome counter (outcome feedback, relax and decay change weights without a version) and the
 relationship types. A slice uses the copy only when its own state read shows the same markers;
+the copy also keeps the complete quote lists slices read (see :meth:`PromotedAdjacency.keep_quotes`);
 otherwise it reads Neo4j as before and the copy is read again in a background thread (one at a
 time per store), so a version change never makes a slice wait for the whole graph. The copy is
 kept for graphs of at most ``KGR_SLICE_CACHE_MAX_EDGES`` promoted edges (default 2,000,000, about
@@ -31,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Sequence
 
-from kgr.model.slices import NEUTRAL_WEIGHT
+from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.connection import Graph
 from kgr.store.slices import EdgeRow, SliceState, edge_rows, promoted_graph, slice_state
 
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: Default most promoted edges held in memory per store.
 DEFAULT_MAX_EDGES = 2_000_000
+#: Most quote lists kept per copy (then it starts again).
+MAX_KEPT_QUOTES = 500_000
 
 
 #: Positions in a packed edge row (the ``slice_edges`` shape).
@@ -73,6 +76,7 @@ class PromotedAdjacency:
             if r[_O_KEY] != r[_S_KEY]:
                 self._incident.setdefault(r[_O_KEY], []).append(i)
         self._ranked: dict[tuple[str, tuple[float, float, float]], list[int]] = {}
+        self._quotes: dict[tuple[str, int, int], list[SliceQuote]] = {}
         self._lock = threading.Lock()
 
     def around(self, keys: Iterable[str], fanout: int, weights: tuple[float, float, float]) -> list[EdgeRow]:
@@ -82,6 +86,31 @@ class PromotedAdjacency:
             for i in self._best(k, weights)[:fanout]:
                 chosen.setdefault(i)
         return edge_rows(self._rows[i] for i in chosen)
+
+    def cached_quotes(self, edges: Sequence[EdgeRow], per_edge: int,
+                      chars: int) -> tuple[dict[str, list[SliceQuote]], list[EdgeRow]]:
+        """The quotes of ``edges`` kept from earlier slices, and the edges whose quotes must be read."""
+        have: dict[str, list[SliceQuote]] = {}
+        missing: list[EdgeRow] = []
+        for e in edges:
+            q = self._quotes.get((e.key, per_edge, chars))
+            if q is None:
+                missing.append(e)
+            else:
+                have[e.key] = q
+        return have, missing
+
+    def keep_quotes(self, by_edge: dict[str, list[SliceQuote]], per_edge: int, chars: int) -> None:
+        """Keep the quote lists that are complete (``per_edge`` of them). A staged edge's sources only
+        grow at the end between versions (a forget, a merge or a rollback opens a version, and so
+        a new copy), so its first ``per_edge`` sources, and their chunks, stay what they are; a
+        shorter list may still grow and is read again next time."""
+        with self._lock:
+            if len(self._quotes) > MAX_KEPT_QUOTES:
+                self._quotes.clear()
+            for key, quotes in by_edge.items():
+                if len(quotes) == per_edge:
+                    self._quotes[(key, per_edge, chars)] = quotes
 
     def _best(self, key: str, weights: tuple[float, float, float]) -> list[int]:
         memo = (key, weights)

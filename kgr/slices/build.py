@@ -87,9 +87,13 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
         fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)
-        read = edge_quotes(graph, ranked[:fits], per_edge=pol.quotes_per_edge, chars=pol.quote_chars)
-        quotes = read.by_edge
+        per_edge, chars = pol.quotes_per_edge, pol.quote_chars
+        known, missing = adj.cached_quotes(ranked[:fits], per_edge, chars) if adj is not None else ({}, ranked[:fits])
+        read = edge_quotes(graph, missing, per_edge=per_edge, chars=chars)
+        quotes = {**known, **read.by_edge}
         if read.state == (version, graph_hash):  # read after everything else: no round came in between
+            if adj is not None:
+                adj.keep_quotes(read.by_edge, per_edge, chars)
             break
     else:  # pragma: no cover - three promotion rounds during one slice
         raise KgrValidationError("the graph kept changing while the slice was cut; try again", field="graph")

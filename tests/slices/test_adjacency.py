@@ -70,6 +70,9 @@ def test_memory_and_neo4j_cut_the_same_slices(graph, monkeypatch):
         from_neo4j = cut(graph, keys[:15], policy, cache=False, monkeypatch=monkeypatch)
         assert not reads
         assert [s.slice_id for s in from_memory] == [s.slice_id for s in from_neo4j]
+        again = cut(graph, keys[:15], policy, cache=True, monkeypatch=monkeypatch)  # quotes now kept in memory
+        assert [s.slice_id for s in again] == [s.slice_id for s in from_neo4j]
+    assert adj._quotes  # (they were)
 
 
 def test_a_copy_is_never_used_after_the_store_moved_on(graph, monkeypatch):
@@ -122,3 +125,23 @@ def test_over_the_limit_or_off_no_copy(graph, monkeypatch):
     monkeypatch.setenv("KGR_SLICE_CACHE_MAX_EDGES", "2000000")
     monkeypatch.setenv("KGR_SLICE_CACHE", "0")
     assert warm_adjacency(graph) is None
+
+
+def test_kept_quotes_are_the_live_ones(graph, monkeypatch):
+    """Quotes are kept with the copy only when complete (quotes_per_edge of them): a staged edge's
+    first sources never change between versions, while a shorter list can still grow, and does."""
+    stage(graph, [TripleAssertion(subject="Ada", subject_type="Person", relation="KNOWS", object="Bob",
+                                  object_type="Person", source=src) for src in ("s1", "s2")])
+    promote_by_quorum(graph, quorum=2)
+    adj = warm_adjacency(graph)
+    three = SlicePolicy(name="three", quotes_per_edge=3)
+    first = build_slice(graph, anchors=["Person:ada"], policy=three)
+    assert [q.source for q in first.edges[0].quotes] == ["s1", "s2"] and not adj._quotes  # 2 < 3: not kept
+    stage(graph, [TripleAssertion(subject="Ada", subject_type="Person", relation="KNOWS", object="Bob",
+                                  object_type="Person", source="s3")])  # staging moves no marker
+    assert adjacency_for(graph, slice_state(graph)) is adj
+    grown = build_slice(graph, anchors=["Person:ada"], policy=three)
+    assert [q.source for q in grown.edges[0].quotes] == ["s1", "s2", "s3"] and adj._quotes  # now complete: kept
+    assert build_slice(graph, anchors=["Person:ada"], policy=three).slice_id == grown.slice_id
+    monkeypatch.setenv("KGR_SLICE_CACHE", "0")
+    assert build_slice(graph, anchors=["Person:ada"], policy=three).slice_id == grown.slice_id
