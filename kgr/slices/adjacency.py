@@ -100,6 +100,11 @@ class PromotedAdjacency:
                 have[e.key] = q
         return have, missing
 
+    def forget_quotes(self) -> None:
+        """Drop the kept quotes (benchmarks measure a first pass with them)."""
+        with self._lock:
+            self._quotes.clear()
+
     def keep_quotes(self, by_edge: dict[str, list[SliceQuote]], per_edge: int, chars: int) -> None:
         """Keep the quote lists that are complete (``per_edge`` of them). A staged edge's sources only
         grow at the end between versions (a forget, a merge or a rollback opens a version, and so
