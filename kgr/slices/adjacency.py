@@ -171,7 +171,7 @@ def adjacency_for(graph: Graph, state: SliceState) -> PromotedAdjacency | None:
     if adj is not None and adj.markers == state.markers:
         return adj
     with h.lock:
-        if h.loading or h.too_big == state.markers:
+        if h.loading or h.too_big == state.markers or getattr(graph, "closed", False):
             return None
         h.loading = True
     threading.Thread(target=_load, args=(graph, h, most), name="kgr-slice-graph", daemon=True).start()
@@ -195,7 +195,11 @@ def _load(graph: Graph, h: _Holder, most: int) -> None:
     """Read the copy: the markers, every edge, the markers again; kept only when they are equal (a
     commit in between would have moved them, and a copy mixing two states is never kept)."""
     try:
+        if getattr(graph, "closed", False):
+            return
         before = slice_state(graph)
+        if getattr(graph, "closed", False):
+            return
         read = promoted_graph(graph, before.types, limit=most)
         if read.markers != before.markers:
             return

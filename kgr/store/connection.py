@@ -120,6 +120,7 @@ class Graph:
         self.database = database
         self.uri = uri
         self.settings = settings
+        self.closed = False  # set by close(); background readers check it before they start
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.Session:
         """A session that shares the bookmarks of :meth:`read`/:meth:`write` (the driver's
@@ -222,6 +223,7 @@ class Graph:
             raise _unavailable(exc, self.uri) from exc
 
     def close(self) -> None:
+        self.closed = True
         self.driver.close()
 
     def __enter__(self) -> "Graph":
