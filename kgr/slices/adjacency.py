@@ -198,6 +198,9 @@ def _load(graph: Graph, h: _Holder, most: int) -> None:
         if getattr(graph, "closed", False):
             return
         before = slice_state(graph)
+        if not before.types:  # no relationship type yet: no promoted edge, an empty copy is exact
+            h.current = PromotedAdjacency([], before.markers)
+            return
         if getattr(graph, "closed", False):
             return
         read = promoted_graph(graph, before.types, limit=most)

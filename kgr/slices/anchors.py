@@ -60,6 +60,12 @@ def embed_query(embed: EmbedFn, query: str) -> QueryVector:
     return QueryVector(model=model_of(embed), vector=[float(x) for x in embed([query])[0]])
 
 
+def check_anchor_count(keys: Sequence[str]) -> None:
+    """Raise :class:`KgrValidationError` for more than :data:`MAX_ANCHORS` keys."""
+    if len(keys) > MAX_ANCHORS:
+        raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
+
+
 def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
                     query_vector: QueryVector | None = None, *,
                     known: Sequence[EntityRow] | None = None) -> list[EntityRow]:
@@ -73,8 +79,7 @@ def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
     KgrValidationError
         More than :data:`MAX_ANCHORS` keys; a query embedding of another dimension than the store's.
     """
-    if len(keys) > MAX_ANCHORS:
-        raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
+    check_anchor_count(keys)
     found = list(known) if known is not None else entities(graph, keys)
     missing = sorted(set(keys) - {e.key for e in found})
     if missing and not query:
