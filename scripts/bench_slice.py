@@ -8,13 +8,16 @@ the edges are **well supported** (3 to 8 votes, confidence 0.85 to 0.99), the re
 facts that passed a quorum of two (2 votes, confidence 0.5 to 0.85). One chunk per four facts holds
 their sentences, for the chunk-retrieval baseline.
 
-1. **Latency**: ``build_slice`` (reads, expansion, packing, token, the slice's record) from random
-   anchors with policies of radius 2 and at most 64, 256 and 1,024 entities (token budget high
-   enough that the entity cap binds), and with the default policy (2,000 tokens); P50 / P99 over
-   ``--queries`` anchors each. Each capped policy runs three times in the same run: hops from the
-   slicer's in-memory graph (read once first, timed apart; :mod:`kgr.slices.adjacency`) with its
-   kept quotes emptied first, the same anchors again (quotes now kept), and hops from Neo4j
-   (``KGR_SLICE_CACHE=0``).
+1. **Latency**: ``build_slice`` (reads, expansion, packing, token; the slice's record queued and
+   written behind the answer, each row waiting for its records at its end) from random anchors
+   with policies of radius 2 and at most 64, 256 and 1,024 entities (token budget high enough that
+   the entity cap binds), and with the default policy (2,000 tokens); P50 / P99 over ``--queries``
+   anchors each. Each capped policy runs three times in the same run: from the slicer's in-memory
+   graph and the sources read with it (read once first, timed apart; :mod:`kgr.slices.adjacency`)
+   with no quote list kept from an earlier slice, the same anchors again, and from Neo4j
+   (``KGR_SLICE_CACHE=0``). Then: the 256 row again with each record written before the answer
+   (``KGR_SLICE_RECORD=sync``), and the capped policies with the in-memory hops but the quotes read
+   from Neo4j (a copy whose sources are not read yet).
 2. **Evidence recall**: a question is a 2-hop path ``a → b → c`` along well-supported edges (a QA
    set built from a KG samples its facts from the supported part); the question names ``a``; the
    context must hold both facts of the path. Under one token budget (``--recall-budgets``, default
@@ -49,6 +52,7 @@ from kgr.slices import build_slice  # noqa: E402
 from kgr.slices.adjacency import warm_adjacency  # noqa: E402
 from kgr.store.admin import reset  # noqa: E402
 from kgr.store.cypher import add_template_dir  # noqa: E402
+from kgr.store.slice_records import flush_slice_records  # noqa: E402
 
 add_template_dir(ROOT / "scripts" / "cypher")
 RELS = ("KNOWS", "WORKS_AT", "FUNDED_BY", "LOCATED_IN", "PART_OF_ORG", "COLLABORATES_WITH")
@@ -186,41 +190,50 @@ def main() -> int:
         t, rss = time.perf_counter(), rss_mb()
         adj = warm_adjacency(graph)  # the slicer's in-memory graph (kgr.slices.adjacency)
         result["memory_graph"] = {"seconds": round(time.perf_counter() - t, 2), "edges": adj.edges if adj else 0,
-                                  "rss_mb": round(rss_mb() - rss, 1)}
-        print(f"in-memory graph: {result['memory_graph']['edges']} edges read in {result['memory_graph']['seconds']} s, "
+                                  "quoted_edges": adj.quoted_edges if adj else 0, "rss_mb": round(rss_mb() - rss, 1)}
+        print(f"in-memory graph: {result['memory_graph']['edges']} edges and the first sources of "
+              f"{result['memory_graph']['quoted_edges']} read in {result['memory_graph']['seconds']} s, "
               f"+{result['memory_graph']['rss_mb']} MB resident", flush=True)
         latency = {}
-        for max_nodes in (64, 256, 1024):
-            pol = SlicePolicy(name=f"bench{max_nodes}", max_nodes=max_nodes, budget_tokens=1_000_000, fanout=64)
-            # hops from memory (quotes read, then the same anchors again with the quotes kept), and
-            # hops from Neo4j (KGR_SLICE_CACHE=0)
+
+        def timed(label: str, pol: SlicePolicy | None) -> None:
+            kw = {} if pol is None else {"policy": pol}
+            build_slice(graph, anchors=[anchors[0]], **kw)  # warm-up
+            times, sizes = [], []
+            for a in anchors:
+                t = time.perf_counter()
+                s = build_slice(graph, anchors=[a], **kw)
+                times.append((time.perf_counter() - t) * 1000)
+                sizes.append(len(s.nodes))
+            flush_slice_records(graph)  # each row pays for its own records
+            row = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
+                   "mean_nodes": round(statistics.fmean(sizes), 1)}
+            latency[label] = row
+            print(f"slice, {label}: P50 {row['p50_ms']} ms, P99 {row['p99_ms']} ms "
+                  f"({row['mean_nodes']} entities on average)", flush=True)
+
+        policies = {n: SlicePolicy(name=f"bench{n}", max_nodes=n, budget_tokens=1_000_000, fanout=64)
+                    for n in (64, 256, 1024)}
+        for max_nodes, pol in policies.items():
+            # hops and quotes from memory on a first pass (no quote list kept from an earlier slice),
+            # the same anchors again, and hops and quotes from Neo4j (KGR_SLICE_CACHE=0)
             for mode in ("memory", "memory-again", "neo4j"):
                 os.environ["KGR_SLICE_CACHE"] = "0" if mode == "neo4j" else "1"
                 if mode == "memory" and adj is not None:
                     adj.forget_quotes()
-                build_slice(graph, anchors=[anchors[0]], policy=pol)  # warm-up
-                times, sizes = [], []
-                for a in anchors:
-                    t = time.perf_counter()
-                    s = build_slice(graph, anchors=[a], policy=pol)
-                    times.append((time.perf_counter() - t) * 1000)
-                    sizes.append(len(s.nodes))
-                row = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
-                       "mean_nodes": round(statistics.fmean(sizes), 1)}
-                latency[f"{max_nodes}-{mode}"] = row
-                print(f"slice, at most {max_nodes} entities, hops from {mode}: P50 {row['p50_ms']} ms, "
-                      f"P99 {row['p99_ms']} ms ({row['mean_nodes']} entities on average)", flush=True)
+                timed(f"{max_nodes}-{mode}", pol)
         os.environ["KGR_SLICE_CACHE"] = "1"
+        os.environ["KGR_SLICE_RECORD"] = "sync"  # the record written before the answer (one commit a slice)
+        timed("256-memory-again-record-sync", policies[256])
+        os.environ["KGR_SLICE_RECORD"] = "behind"
         if adj is not None:
-            adj.forget_quotes()  # the default policy's row: a first pass, quotes read
-        times = []
-        for a in anchors:  # the default policy as an agent gets it: 2,000 tokens, one quote per edge
-            t = time.perf_counter()
-            build_slice(graph, anchors=[a])
-            times.append((time.perf_counter() - t) * 1000)
-        latency["default"] = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2)}
-        print(f"slice, default policy (2,000 tokens): P50 {latency['default']['p50_ms']} ms, "
-              f"P99 {latency['default']['p99_ms']} ms", flush=True)
+            adj.forget_quotes()  # the default policy's row: a first pass
+        timed("default", None)
+        if adj is not None:  # as just after a new version, before the copy's quotes are read: quotes live
+            adj.forget_quotes(preloaded=True)
+            for max_nodes, pol in policies.items():
+                adj.forget_quotes(preloaded=True)
+                timed(f"{max_nodes}-memory-live-quotes", pol)
         result["latency"] = latency
         fact_text = {k: f"{names[s]} {rel.replace('_', ' ').lower()} {names[o]}." for k, (s, rel, o, _) in edges.items()}
         qs = questions(edges, args.queries, rng)

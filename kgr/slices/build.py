@@ -13,10 +13,11 @@ from kgr.slices.adjacency import adjacency_for
 from kgr.slices.anchors import MAX_ANCHORS, check_anchor_count, embed_query, resolve_anchors
 from kgr.slices.expand import expand
 from kgr.slices.policies import DEFAULT_POLICY, get_policy
-from kgr.slices.render import TokenCounter, pack
+from kgr.slices.render import BareLines, TokenCounter, pack
 from kgr.slices.tokens import canonical_string, sign, verify
 from kgr.store.connection import Graph
-from kgr.store.slices import EdgeRow, edge_quotes, promoted_edges_around, record_slice, slice_state
+from kgr.store.slice_records import record_slice
+from kgr.store.slices import EdgeRow, edge_quotes, promoted_edges_around, slice_state
 from kgr.store.versions import current_state
 
 __all__ = ["build_slice", "verify_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
@@ -54,8 +55,8 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
     and with ``embed`` the nearest name embeddings: :mod:`kgr.slices.anchors`), under ``policy``
     and ``budget_tokens``. Hops come from the in-memory promoted graph when it is current
     (:mod:`kgr.slices.adjacency`), else from Neo4j; the slice is the same either way. The
-    slice's edges are recorded under its id (:func:`kgr.store.slices.record_slice`) so that outcome
-    feedback can name the slice alone.
+    slice's edges are recorded under its id so that outcome feedback can name the slice alone; the
+    record is written behind the answer (:mod:`kgr.store.slice_records`).
 
     Raises
     ------
@@ -85,9 +86,13 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
                                                                     weights=weights))
         ranked = [e for _, e in exp.edges]
         # quotes only for the edges that could fit: those whose lines, without their quotes, fit
-        fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False).edges)
+        bare = BareLines(count)
+        fits = len(pack(pol.policy_id, version, roots, ranked, {}, budget, count, exact=False, bare=bare).edges)
         per_edge, chars = pol.quotes_per_edge, pol.quote_chars
         known, missing = adj.cached_quotes(ranked[:fits], per_edge, chars) if adj is not None else ({}, ranked[:fits])
+        if adj is not None and not missing:  # nothing read after the state: the slice is of that state
+            quotes = known
+            break
         read = edge_quotes(graph, missing, per_edge=per_edge, chars=chars)
         quotes = {**known, **read.by_edge}
         if read.state == (version, graph_hash):  # read after everything else: no round came in between
@@ -97,7 +102,7 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
     else:  # pragma: no cover - three promotion rounds during one slice
         raise KgrValidationError("the graph kept changing while the slice was cut; try again", field="graph")
     kept, text, tokens, quoted = pack(pol.policy_id, version, roots, ranked, quotes, budget, count,
-                                      quote_share=pol.quote_share)
+                                      quote_share=pol.quote_share, bare=bare)
     # truncated: a fact, or a kept fact's quotes, left out of the text for the budget
     truncated = len(kept) < len(ranked) or any(e.key in quotes and e.key not in quoted for e in kept)
     prio = {e.key: p for p, e in exp.edges}

@@ -28,13 +28,17 @@ from kgr.model.slices import OutcomeReport, tier_of
 from kgr.store.connection import Graph
 from kgr.store.embeddings import EmbeddingCoverage, coverage
 from kgr.store.slices import (
-    OutcomeHealth, decay_outcomes, flag_for_review, outcome_health, relax_outcomes, slice_edges, write_outcome,
+    OutcomeHealth, decay_outcomes, flag_for_review, outcome_health, relax_outcomes, write_outcome,
 )
+from kgr.store.slice_records import slice_edges
 
 __all__ = ["report_outcome", "doctor", "DoctorReport", "DEFAULT_ETA", "REVIEW_AFTER"]
 
 DEFAULT_ETA = 0.1
 REVIEW_AFTER = 3
+#: Seconds feedback looks again for a slice record not found (issued by another process, maybe still
+#: being written: :mod:`kgr.store.slice_records`).
+RECORD_WAIT = 0.5
 
 
 def report_outcome(graph: Graph, slice_id: str, outcome: int, *, edges: Sequence[str] = (), eta: float = DEFAULT_ETA,
@@ -52,7 +56,7 @@ def report_outcome(graph: Graph, slice_id: str, outcome: int, *, edges: Sequence
         raise KgrValidationError("outcome must be 1 or -1", field="outcome")
     if not 0 < eta <= 1:
         raise KgrValidationError("eta must be in (0, 1]", field="eta")
-    issued = slice_edges(graph, slice_id)
+    issued = slice_edges(graph, slice_id, wait=RECORD_WAIT)
     if issued is None:
         raise KgrNotFound(f"no slice with id {slice_id[:64]!r} was issued by this store")
     by_key = {k: (k, s, o) for k, s, o in issued}

@@ -16,7 +16,7 @@ from kgr.errors import KgrValidationError
 from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.slices import EdgeRow, EntityRow
 
-__all__ = ["TokenCounter", "Packed", "render", "pack"]
+__all__ = ["TokenCounter", "Packed", "BareLines", "render", "pack"]
 
 
 class TokenCounter:
@@ -63,6 +63,29 @@ def render(policy_id: str, version: int, anchors: Sequence[EntityRow], edges: Se
     return "\n".join(_header(policy_id, version, anchors) + [_line(e, quotes.get(e.key, [])) for e in edges]) + "\n"
 
 
+class BareLines:
+    """Each edge's line without quotes and its tokens, made once per slice (packing looks at each
+    edge's bare line several times, and :func:`pack` runs twice a slice)."""
+
+    def __init__(self, count: TokenCounter):
+        self.count = count
+        self._lines: dict[str, tuple[str, int]] = {}
+
+    def line(self, e: EdgeRow) -> str:
+        return self._get(e)[0]
+
+    def cost(self, e: EdgeRow) -> int:
+        """Tokens of the bare line and its newline."""
+        return self._get(e)[1]
+
+    def _get(self, e: EdgeRow) -> tuple[str, int]:
+        got = self._lines.get(e.key)
+        if got is None:
+            line = _line(e, [])
+            got = self._lines[e.key] = (line, self.count(line + "\n"))
+        return got
+
+
 class Packed(NamedTuple):
     """What :func:`pack` kept: the edges, the text and its tokens, and the edges quoted in the text."""
 
@@ -72,10 +95,10 @@ class Packed(NamedTuple):
     quoted: frozenset[str] = frozenset()
 
 
-def _fill(ranked: Sequence[EdgeRow], count: TokenCounter, limit: float, used: int, kept: list[EdgeRow]) -> int:
+def _fill(ranked: Sequence[EdgeRow], bare: BareLines, limit: float, used: int, kept: list[EdgeRow]) -> int:
     """Append to ``kept`` the next edges of ``ranked`` whose bare lines fit under ``limit``; the tokens used."""
     for e in ranked[len(kept):]:
-        cost = count(_line(e, []) + "\n")
+        cost = bare.cost(e)
         if used + cost > limit:
             break
         kept.append(e)
@@ -85,7 +108,7 @@ def _fill(ranked: Sequence[EdgeRow], count: TokenCounter, limit: float, used: in
 
 def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Sequence[EdgeRow],
          quotes: dict[str, list[SliceQuote]], budget: int, count: TokenCounter,
-         *, quote_share: float = 0.25, exact: bool = True) -> Packed:
+         *, quote_share: float = 0.25, exact: bool = True, bare: BareLines | None = None) -> Packed:
     """Facts first, their provenance in a share of the budget, then more facts.
 
     With budget ``B`` and ``quote_share`` ``q``:
@@ -100,29 +123,33 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
        end.
 
     Without ``exact``: the prefix of bare lines that fits in ``B``, with no text (which edges could
-    be in the slice at all). A quote never pushes out a fact that fits in ``(1 − q)·B``.
+    be in the slice at all). A quote never pushes out a fact that fits in ``(1 − q)·B``. ``bare``
+    lets two calls for one slice share the bare lines (they must share ``count``).
 
     Raises
     ------
     KgrValidationError
         Not even the header (the anchors) fits in the budget.
     """
+    if bare is None or bare.count is not count:
+        bare = BareLines(count)
     used = sum(count(h + "\n") for h in _header(policy_id, version, anchors))
     kept: list[EdgeRow] = []
     if not exact:
-        return Packed(kept, "", _fill(ranked, count, budget, used, kept))
-    used = _fill(ranked, count, (1.0 - quote_share) * budget, used, kept)
+        return Packed(kept, "", _fill(ranked, bare, budget, used, kept))
+    used = _fill(ranked, bare, (1.0 - quote_share) * budget, used, kept)
     quoted: dict[str, list[SliceQuote]] = {}
     for e in kept:
         qs = quotes.get(e.key)
         if qs:
-            extra = count(_line(e, qs) + "\n") - count(_line(e, []) + "\n")
+            extra = count(_line(e, qs) + "\n") - bare.cost(e)
             if used + extra <= budget:
                 quoted[e.key] = qs
                 used += extra
-    _fill(ranked, count, budget, used, kept)
+    _fill(ranked, bare, budget, used, kept)
     while True:
-        text = render(policy_id, version, anchors, kept, quoted)
+        text = "\n".join(_header(policy_id, version, anchors) + [
+            _line(e, quoted[e.key]) if e.key in quoted else bare.line(e) for e in kept]) + "\n"
         tokens = count(text)
         if tokens <= budget:
             return Packed(kept, text, tokens, frozenset(quoted))

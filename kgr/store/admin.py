@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
 from kgr.store.cypher import validate_identifiers
+from kgr.store.slice_records import flush_slice_records
 from kgr.store.versions import ZERO_HASH, current_state
 
 __all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset", "SchemaObject", "schema_objects"]
@@ -87,6 +88,8 @@ def fingerprint(graph: Graph) -> str:
 
 
 def reset(graph: Graph) -> None:
-    """Delete all data (not the schema), then recreate the state node."""
+    """Delete all data (not the schema), then recreate the state node (after this process's slice
+    records still queued are written: none lands in the wiped store)."""
+    flush_slice_records(graph)
     graph.run_script("wipe_database")
     graph.run_script("init_schema", {"zero_hash": ZERO_HASH, "now": time.time()})

@@ -22,6 +22,7 @@ switch are retried within ``KGR_NEO4J_RETRY_SECONDS``. A single server accepts `
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -41,6 +42,7 @@ from kgr.store.cypher import render
 __all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _GONE = (ServiceUnavailable, SessionExpired, DatabaseUnavailable, ConnectionError, OSError)
 
 
@@ -121,6 +123,7 @@ class Graph:
         self.uri = uri
         self.settings = settings
         self.closed = False  # set by close(); background readers check it before they start
+        self._before_close: list[Callable[[], None]] = []
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.Session:
         """A session that shares the bookmarks of :meth:`read`/:meth:`write` (the driver's
@@ -222,7 +225,18 @@ class Graph:
         except (*_GONE, AuthError) as exc:
             raise _unavailable(exc, self.uri) from exc
 
+    def before_close(self, fn: Callable[[], None]) -> None:
+        """Have :meth:`close` call ``fn`` first, while the driver is still open (a background writer
+        writes what it holds). A failing ``fn`` is logged; the Graph closes anyway."""
+        self._before_close.append(fn)
+
     def close(self) -> None:
+        hooks, self._before_close = self._before_close, []
+        for fn in hooks:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - closing must not fail on a hook
+                log.warning("while closing the connection to %s: %s", self.uri, exc)
         self.closed = True
         self.driver.close()
 

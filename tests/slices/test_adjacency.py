@@ -5,10 +5,16 @@ the store moved on (a promotion, outcome feedback, a wiped and rebuilt store).""
 from __future__ import annotations
 
 import random
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
+import kgr.slices.build as slice_build
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
+from kgr.model.schema import load_schema
 from kgr.model.slices import SlicePolicy
 from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice, report_outcome
@@ -19,6 +25,7 @@ from kgr.store.slices import promoted_edges_around, slice_state
 from kgr.store.staging import stage
 
 pytestmark = pytest.mark.neo4j
+ROOT = Path(__file__).resolve().parents[2]
 TIGHT = SlicePolicy(name="tight", fanout=3, max_nodes=12, radius=2)
 
 
@@ -63,16 +70,20 @@ def test_memory_and_neo4j_cut_the_same_slices(graph, monkeypatch):
     reads = []
     real_around = PromotedAdjacency.around
     monkeypatch.setattr(PromotedAdjacency, "around", lambda self, *a: reads.append(1) or real_around(self, *a))
+    assert adj.quoted_edges == adj.edges  # every edge's first sources were read with the copy
     for policy in (TIGHT, "default", "wide"):
-        from_memory = cut(graph, keys[:15], policy, cache=True, monkeypatch=monkeypatch)
+        from_memory = cut(graph, keys[:15], policy, cache=True, monkeypatch=monkeypatch)  # quotes preloaded
         assert len(reads) >= 15  # (each slice's hops came from memory)
         reads.clear()
         from_neo4j = cut(graph, keys[:15], policy, cache=False, monkeypatch=monkeypatch)
         assert not reads
         assert [s.slice_id for s in from_memory] == [s.slice_id for s in from_neo4j]
+        adj.forget_quotes(preloaded=True)  # as before the copy's quotes are read: quotes read live, kept
+        live = cut(graph, keys[:15], policy, cache=True, monkeypatch=monkeypatch)
+        assert [s.slice_id for s in live] == [s.slice_id for s in from_neo4j]
         again = cut(graph, keys[:15], policy, cache=True, monkeypatch=monkeypatch)  # quotes now kept in memory
         assert [s.slice_id for s in again] == [s.slice_id for s in from_neo4j]
-    assert adj._quotes  # (they were)
+        assert adj._quotes  # (they were)
 
 
 def test_a_copy_is_never_used_after_the_store_moved_on(graph, monkeypatch):
@@ -145,3 +156,50 @@ def test_kept_quotes_are_the_live_ones(graph, monkeypatch):
     assert build_slice(graph, anchors=["Person:ada"], policy=three).slice_id == grown.slice_id
     monkeypatch.setenv("KGR_SLICE_CACHE", "0")
     assert build_slice(graph, anchors=["Person:ada"], policy=three).slice_id == grown.slice_id
+
+
+def test_quotes_read_with_the_copy_are_the_live_ones(graph, monkeypatch, tmp_path):
+    """The sources and chunk texts read with the copy (kgr.slices.adjacency.preload_quotes) give the
+    quotes slice_quotes reads: documents and paths of a real ingest (files and a JSONL), text cut
+    inside astral characters (Cypher's left() counts code points, as Python does), a policy asking
+    for shorter quotes; and a slice served from them reads no quote at all. An edge with fewer
+    sources than asked is read live, and shows the vote that arrives later."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(ROOT / "examples" / "corpus", corpus)
+    for f in sorted(corpus.glob("*.md"))[:3]:
+        f.write_text("\U0001d504\U0001d521\U0001d51e \U0001F600 " + f.read_text(encoding="utf-8"), encoding="utf-8")
+    ingest(graph, [corpus], load_schema(ROOT / "examples" / "schema.json"), config=IngestConfig(promote=False))
+    promote_by_quorum(graph, quorum=1)
+    adj = warm_adjacency(graph)
+    assert adj is not None and adj.quoted_edges == adj.edges > 20
+    reads = []
+    real = slice_build.edge_quotes
+    monkeypatch.setattr(slice_build, "edge_quotes", lambda *a, **k: reads.append(len(a[1])) or real(*a, **k))
+    anchors = sorted({k for r in adj._rows for k in (r[2], r[5])})[:12]
+    short = SlicePolicy(name="short-quotes", quote_chars=21, quotes_per_edge=2, budget_tokens=8000)
+    for policy in ("default", "wide", short):
+        reads.clear()
+        memory = cut(graph, anchors, policy, cache=True, monkeypatch=monkeypatch)
+        served = [e for s in memory for e in s.edges if e.votes >= (2 if policy != "default" else 1)]
+        live_reads = sum(reads)
+        neo = cut(graph, anchors, policy, cache=False, monkeypatch=monkeypatch)
+        assert [s.slice_id for s in memory] == [s.slice_id for s in neo]
+        assert [[e.quotes for e in s.edges] for s in memory] == [[e.quotes for e in s.edges] for s in neo]
+        assert served and live_reads <= sum(len(s.edges) for s in memory) - len(served)  # only short lists read
+    quotes = [q for s in memory for e in s.edges for q in e.quotes]
+    assert any(q.quote and q.quote.startswith("\U0001d504\U0001d521\U0001d51e \U0001F600") for q in quotes)
+    assert any(q.path and q.path.endswith(".jsonl") for q in quotes) and all(len(q.quote or "") <= 21 for q in quotes)
+    # one source, two asked: read live, and the second vote shows at once (staging moves no marker)
+    monkeypatch.setenv("KGR_SLICE_CACHE", "1")
+    edge = next(e for s in memory for e in s.edges if e.votes == 1)
+    rel, o_key = edge.relation, edge.object
+    reads.clear()
+    before = build_slice(graph, anchors=[edge.subject], policy="wide")
+    assert reads and [q.source for q in next(e for e in before.edges if e.key == edge.key).quotes] == [edge.quotes[0].source]
+    names = {n.key: n for n in before.nodes}
+    stage(graph, [TripleAssertion(subject=names[edge.subject].name, subject_type=names[edge.subject].type,
+                                  relation=rel, object=names[o_key].name, object_type=names[o_key].type,
+                                  source="a-later-source")])
+    assert adjacency_for(graph, slice_state(graph)) is adj
+    after = build_slice(graph, anchors=[edge.subject], policy="wide")
+    assert [q.source for q in next(e for e in after.edges if e.key == edge.key).quotes][-1] == "a-later-source"

@@ -31,8 +31,8 @@ def test_every_unit_shares_the_bookmarks(graph, neo4j_settings):
         manager = g.driver.execute_query_bookmark_manager
         g.read("graph_counts")
         before = set(manager.get_bookmarks())
-        g.write_unit(lambda tx: tx.run("slice_record", {"id": "s", "policy_id": "p", "graph_hash": "h", "edges": [],
-                                                        "now": 1.0}))  # a unit only: its own session
+        g.write_unit(lambda tx: tx.run("slice_record", {"slices": [{"id": "s", "policy_id": "p", "graph_hash": "h",
+                                                                    "edges": [], "now": 1.0}]}))  # a unit only: its own session
         after = set(manager.get_bookmarks())
         assert after and after != before  # the session's commit reached the shared bookmark manager
         create_snapshot(g, "routing-test")
