@@ -8,16 +8,16 @@ the edges are **well supported** (3 to 8 votes, confidence 0.85 to 0.99), the re
 facts that passed a quorum of two (2 votes, confidence 0.5 to 0.85). One chunk per four facts holds
 their sentences, for the chunk-retrieval baseline.
 
-1. **Latency**: ``build_slice`` (reads, expansion, packing, token; the slice's record queued and
-   written behind the answer, each row waiting for its records at its end) from random anchors
-   with policies of radius 2 and at most 64, 256 and 1,024 entities (token budget high enough that
-   the entity cap binds), and with the default policy (2,000 tokens); P50 / P99 over ``--queries``
-   anchors each. Each capped policy runs three times in the same run: from the slicer's in-memory
-   graph and the sources read with it (read once first, timed apart; :mod:`kgr.slices.adjacency`)
-   with no quote list kept from an earlier slice, the same anchors again, and from Neo4j
-   (``KGR_SLICE_CACHE=0``). Then: the 256 row again with each record written before the answer
-   (``KGR_SLICE_RECORD=sync``), and the capped policies with the in-memory hops but the quotes read
-   from Neo4j (a copy whose sources are not read yet).
+1. **Latency**: ``build_slice`` (reads, expansion, packing, token, the slice's record) from random
+   anchors with policies of radius 2 and at most 64, 256 and 1,024 entities (token budget high
+   enough that the entity cap binds), and with the default policy (2,000 tokens); P50 / P99 over
+   ``--queries`` anchors each. Each capped policy cuts every anchor three ways, the order rotating
+   from anchor to anchor: hops and quotes from the slicer's in-memory graph and the sources read
+   with it (read once first, timed apart; :mod:`kgr.slices.adjacency`), the record written behind
+   the answer (the default); the same with the record written before the answer
+   (``KGR_SLICE_RECORD=sync``); and hops and quotes from Neo4j (``KGR_SLICE_CACHE=0``). Then the
+   capped policies with hops from memory but quotes read from Neo4j (a copy whose sources are not
+   read yet).
 2. **Evidence recall**: a question is a 2-hop path ``a → b → c`` along well-supported edges (a QA
    set built from a KG samples its facts from the supported part); the question names ``a``; the
    context must hold both facts of the path. Under one token budget (``--recall-budgets``, default
@@ -196,44 +196,42 @@ def main() -> int:
               f"+{result['memory_graph']['rss_mb']} MB resident", flush=True)
         latency = {}
 
-        def timed(label: str, pol: SlicePolicy | None) -> None:
+        modes = {"memory": {"KGR_SLICE_CACHE": "1", "KGR_SLICE_RECORD": "behind"},
+                 "memory, record sync": {"KGR_SLICE_CACHE": "1", "KGR_SLICE_RECORD": "sync"},
+                 "neo4j": {"KGR_SLICE_CACHE": "0", "KGR_SLICE_RECORD": "behind"}}
+
+        def timed(label: str, pol: SlicePolicy | None, names: list[str]) -> None:
+            """Each anchor cut once in each mode of ``names``, the modes' order rotating from anchor
+            to anchor (a noisy second on a shared machine hits every mode alike)."""
             kw = {} if pol is None else {"policy": pol}
-            build_slice(graph, anchors=[anchors[0]], **kw)  # warm-up
-            times, sizes = [], []
-            for a in anchors:
-                t = time.perf_counter()
-                s = build_slice(graph, anchors=[a], **kw)
-                times.append((time.perf_counter() - t) * 1000)
-                sizes.append(len(s.nodes))
-            flush_slice_records(graph)  # each row pays for its own records
-            row = {"p50_ms": round(percentile(times, 50), 2), "p99_ms": round(percentile(times, 99), 2),
-                   "mean_nodes": round(statistics.fmean(sizes), 1)}
-            latency[label] = row
-            print(f"slice, {label}: P50 {row['p50_ms']} ms, P99 {row['p99_ms']} ms "
-                  f"({row['mean_nodes']} entities on average)", flush=True)
+            times: dict[str, list[float]] = {m: [] for m in names}
+            sizes: dict[str, list[int]] = {m: [] for m in names}
+            for i, a in enumerate([anchors[0]] + anchors):  # the first: warm-up, not timed
+                for m in names[i % len(names):] + names[:i % len(names)]:
+                    os.environ.update(modes[m])
+                    t = time.perf_counter()
+                    s = build_slice(graph, anchors=[a], **kw)
+                    if i:
+                        times[m].append((time.perf_counter() - t) * 1000)
+                        sizes[m].append(len(s.nodes))
+            flush_slice_records(graph)
+            os.environ.update(modes["memory"])
+            for m in names:
+                row = {"p50_ms": round(percentile(times[m], 50), 2), "p99_ms": round(percentile(times[m], 99), 2),
+                       "mean_nodes": round(statistics.fmean(sizes[m]), 1)}
+                latency[f"{label}, {m}"] = row
+                print(f"slice, {label}, {m}: P50 {row['p50_ms']} ms, P99 {row['p99_ms']} ms "
+                      f"({row['mean_nodes']} entities on average)", flush=True)
 
         policies = {n: SlicePolicy(name=f"bench{n}", max_nodes=n, budget_tokens=1_000_000, fanout=64)
                     for n in (64, 256, 1024)}
         for max_nodes, pol in policies.items():
-            # hops and quotes from memory on a first pass (no quote list kept from an earlier slice),
-            # the same anchors again, and hops and quotes from Neo4j (KGR_SLICE_CACHE=0)
-            for mode in ("memory", "memory-again", "neo4j"):
-                os.environ["KGR_SLICE_CACHE"] = "0" if mode == "neo4j" else "1"
-                if mode == "memory" and adj is not None:
-                    adj.forget_quotes()
-                timed(f"{max_nodes}-{mode}", pol)
-        os.environ["KGR_SLICE_CACHE"] = "1"
-        os.environ["KGR_SLICE_RECORD"] = "sync"  # the record written before the answer (one commit a slice)
-        timed("256-memory-again-record-sync", policies[256])
-        os.environ["KGR_SLICE_RECORD"] = "behind"
-        if adj is not None:
-            adj.forget_quotes()  # the default policy's row: a first pass
-        timed("default", None)
+            timed(f"at most {max_nodes}", pol, list(modes))
+        timed("default policy", None, ["memory"])
         if adj is not None:  # as just after a new version, before the copy's quotes are read: quotes live
-            adj.forget_quotes(preloaded=True)
             for max_nodes, pol in policies.items():
                 adj.forget_quotes(preloaded=True)
-                timed(f"{max_nodes}-memory-live-quotes", pol)
+                timed(f"at most {max_nodes}, quotes read live", pol, ["memory"])
         result["latency"] = latency
         fact_text = {k: f"{names[s]} {rel.replace('_', ' ').lower()} {names[o]}." for k, (s, rel, o, _) in edges.items()}
         qs = questions(edges, args.queries, rng)
