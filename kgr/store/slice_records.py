@@ -22,6 +22,7 @@ without waiting. What that means for a reader of records (:func:`slice_edges`):
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -92,10 +93,19 @@ class SliceRecorder:
                         "those slice ids will not find them", self.pending())
 
     def _run(self) -> None:
+        try:
+            self._write_queued()
+        finally:  # however it ends, the next record starts a writer again, and no flush waits on this one
+            with self._cond:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+                self._cond.notify_all()
+
+    def _write_queued(self) -> None:
         while True:
             with self._cond:
                 if not self._cond.wait_for(lambda: self._queue, IDLE_SECONDS):
-                    self._thread = None
+                    self._thread = None  # under the lock: a record queued from now on starts a new writer
                     return
                 batch, self._queue = self._queue[:BATCH], self._queue[BATCH:]
                 self._writing = len(batch)
@@ -118,6 +128,16 @@ class SliceRecorder:
 
 _RECORDERS: "weakref.WeakKeyDictionary[Graph, SliceRecorder]" = weakref.WeakKeyDictionary()
 _RECORDERS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A process that ends without closing its Graph still writes its queued records (the writer
+    threads are daemons: they would be stopped mid-queue)."""
+    with _RECORDERS_LOCK:
+        recorders = list(_RECORDERS.values())
+    for rec in recorders:
+        rec._close()
 
 
 def _recorder(graph: Graph, create: bool = True) -> SliceRecorder | None:
@@ -153,7 +173,7 @@ def slice_edges(graph: Graph, slice_id: str, *, wait: float = 0.0) -> list[tuple
     """The edges ``(key, s_key, o_key)`` of an issued slice; None when no slice has that id. This
     process's queued records are written first; a record not found is looked for again for up to
     ``wait`` seconds (one issued by another process may still be on its way)."""
-    flush_slice_records(graph)
+    flush_slice_records(graph, CLOSE_SECONDS)
     deadline = time.monotonic() + wait
     while True:
         rows = graph.read("slice_read_record", {"id": slice_id})

@@ -143,3 +143,23 @@ def test_a_record_the_database_refuses_is_logged_and_dropped(caplog):
         assert "lost-slice-id" in caplog.text and "unavailable" in caplog.text
     finally:
         gone.close()
+
+
+def test_a_process_that_never_closes_its_connection_still_writes_its_records(graph, neo4j_settings):
+    """The writer threads are daemons; an exit hook writes what is queued before they stop."""
+    import os
+    import subprocess
+    import sys
+
+    built(graph)
+    code = ("from kgr.connect import connect\n"
+            "from kgr.slices import build_slice\n"
+            "g = connect()\n"
+            "print(build_slice(g, anchors=['Person:ada']).slice_id)\n")  # no close: the process just ends
+    env = {**os.environ, "NEO4J_URI": neo4j_settings.uri, "NEO4J_DATABASE": neo4j_settings.database,
+           "KGR_SLICE_KEY": "records-slice-key-0123456789"}
+    if neo4j_settings.password is not None:
+        env.update(NEO4J_USERNAME=neo4j_settings.username, NEO4J_PASSWORD=neo4j_settings.password)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(slice_edges(graph, proc.stdout.strip())) == 2
