@@ -15,9 +15,11 @@ their sentences, for the chunk-retrieval baseline.
    from anchor to anchor: hops and quotes from the slicer's in-memory graph and the sources read
    with it (read once first, timed apart; :mod:`kgr.slices.adjacency`), the record written behind
    the answer (the default); the same with the record written before the answer
-   (``KGR_SLICE_RECORD=sync``); and hops and quotes from Neo4j (``KGR_SLICE_CACHE=0``). Then the
+   (``KGR_SLICE_RECORD=sync``); and hops and quotes from Neo4j (``KGR_SLICE_CACHE=0``). Then: the
    capped policies with hops from memory but quotes read from Neo4j (a copy whose sources are not
-   read yet).
+   read yet); and the 256 policy in a process that also imported the tool server, before and after
+   freezing the objects alive so far out of the cycle collector's scans (``gc.freeze``, what ``kgr
+   serve`` does once started).
 2. **Evidence recall**: a question is a 2-hop path ``a → b → c`` along well-supported edges (a QA
    set built from a KG samples its facts from the supported part); the question names ``a``; the
    context must hold both facts of the path. Under one token budget (``--recall-budgets``, default
@@ -35,6 +37,7 @@ The benchmark WIPES the database ``NEO4J_URI`` points at; it refuses to run with
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -232,6 +235,17 @@ def main() -> int:
             for max_nodes, pol in policies.items():
                 adj.forget_quotes(preloaded=True)
                 timed(f"at most {max_nodes}, quotes read live", pol, ["memory"])
+            adj = warm_adjacency(graph)  # the quotes again
+        # a process that also imported the tool server (mcp, starlette, uvicorn: three times the
+        # objects the collector scans in each full pass), then froze them as kgr serve does
+        from kgr.server.app import freeze_startup_objects
+
+        gc.collect()
+        print(f"objects the collector tracks, with the server's imports: {len(gc.get_objects())}", flush=True)
+        timed("at most 256, with kgr serve's imports", policies[256], ["memory"])
+        freeze_startup_objects()
+        timed("at most 256, with kgr serve's imports frozen (as kgr serve does)", policies[256], ["memory"])
+        gc.unfreeze()
         result["latency"] = latency
         fact_text = {k: f"{names[s]} {rel.replace('_', ' ').lower()} {names[o]}." for k, (s, rel, o, _) in edges.items()}
         qs = questions(edges, args.queries, rng)

@@ -18,7 +18,9 @@ thread (tests, benchmarks, embedding); :func:`run_stdio` serves MCP on stdin/std
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
+import os
 import socket
 import threading
 import time
@@ -40,7 +42,7 @@ from kgr.server.security import BearerAuthMiddleware, BodyLimitMiddleware, Serve
 from kgr.server.service import ToolService
 from kgr.store.connection import Graph, Neo4jSettings
 
-__all__ = ["build_app", "run_http", "run_stdio", "BackgroundServer", "HostCheckMiddleware", "bind_socket"]
+__all__ = ["build_app", "run_http", "run_stdio", "freeze_startup_objects", "BackgroundServer", "HostCheckMiddleware", "bind_socket"]
 
 log = logging.getLogger("kgr.server")
 
@@ -140,6 +142,19 @@ def _uvicorn_server(app: ASGIApp, log_level: str) -> Any:
     return uvicorn.Server(cfg)
 
 
+def freeze_startup_objects() -> int:
+    """Move every object alive once the server has started (the imported modules: litellm, pydantic
+    schemas, the driver; about 50,000 objects) into the cycle collector's permanent generation, and
+    return how many. They live as long as the server; left in place, each full collection scans
+    them again (17–25 ms a pass on the benchmark machine: the slices' P99). Objects made later are
+    collected as usual; ``KGR_GC_FREEZE=0`` skips this."""
+    if os.environ.get("KGR_GC_FREEZE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return 0
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 def run_http(config: ServerConfig, *, graph: Graph | None = None, schema: KGSchema | None = None,
              settings: Neo4jSettings | None = None, log_level: str = "info",
              on_ready: Callable[[str], None] | None = None) -> None:
@@ -161,6 +176,7 @@ def run_http(config: ServerConfig, *, graph: Graph | None = None, schema: KGSche
         log.warning("Neo4j not reachable at startup (%s); store tools will retry on demand", type(exc).__name__)
     sock = bind_socket(config.host, config.port)
     server = _uvicorn_server(build_app(service), log_level)
+    freeze_startup_objects()
     url = _url(sock, config.host)
     if on_ready is not None:
         on_ready(url)
@@ -183,6 +199,7 @@ def run_stdio(config: ServerConfig, *, graph: Graph | None = None, schema: KGSch
     except Exception as exc:  # noqa: BLE001 - as in run_http
         log.warning("Neo4j not reachable at startup (%s); store tools will retry on demand", type(exc).__name__)
     mcp_server = build_mcp_server(service)
+    freeze_startup_objects()
 
     async def main() -> None:
         async with stdio_server() as (read, write):

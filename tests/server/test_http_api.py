@@ -240,3 +240,21 @@ def test_openai_sdk_drives_the_json_api(http_server, graph, llm_stub):
     stored = json.loads(messages[2]["content"])
     assert stored["storage_status"]["relations_storage"]["stored_count"] == 3
     assert graph.read("graph_counts")[0]["votes"] == 3
+
+
+def test_startup_objects_leave_the_collectors_scans(monkeypatch):
+    """kgr serve freezes what is alive after startup (gc.freeze): full collections then scan only
+    what came later; KGR_GC_FREEZE=0 leaves the collector alone."""
+    import gc
+
+    from kgr.server.app import freeze_startup_objects
+
+    try:
+        monkeypatch.setenv("KGR_GC_FREEZE", "0")
+        assert freeze_startup_objects() == 0 and gc.get_freeze_count() == 0
+        monkeypatch.setenv("KGR_GC_FREEZE", "1")
+        frozen = freeze_startup_objects()
+        assert frozen == gc.get_freeze_count() > 10_000  # this process's modules, at least
+        assert len(gc.get_objects(generation=2)) < frozen  # what a full pass still scans
+    finally:
+        gc.unfreeze()
