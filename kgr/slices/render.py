@@ -59,8 +59,14 @@ def _line(e: EdgeRow, quotes: Sequence[SliceQuote]) -> str:
 
 
 def render(policy_id: str, version: int, anchors: Sequence[EntityRow], edges: Sequence[EdgeRow],
-           quotes: dict[str, list[SliceQuote]]) -> str:
-    return "\n".join(_header(policy_id, version, anchors) + [_line(e, quotes.get(e.key, [])) for e in edges]) + "\n"
+           quotes: dict[str, list[SliceQuote]], bare: "BareLines | None" = None) -> str:
+    """The slice's text: the header, then one line per edge with its ``quotes`` (``bare``: the
+    slice's bare lines, made once)."""
+    def line(e: EdgeRow) -> str:
+        qs = quotes.get(e.key)
+        return _line(e, qs) if qs or bare is None else bare.line(e)
+
+    return "\n".join(_header(policy_id, version, anchors) + [line(e) for e in edges]) + "\n"
 
 
 class BareLines:
@@ -148,8 +154,7 @@ def pack(policy_id: str, version: int, anchors: Sequence[EntityRow], ranked: Seq
                 used += extra
     _fill(ranked, bare, budget, used, kept)
     while True:
-        text = "\n".join(_header(policy_id, version, anchors) + [
-            _line(e, quoted[e.key]) if e.key in quoted else bare.line(e) for e in kept]) + "\n"
+        text = render(policy_id, version, anchors, kept, quoted, bare)
         tokens = count(text)
         if tokens <= budget:
             return Packed(kept, text, tokens, frozenset(quoted))

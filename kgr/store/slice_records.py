@@ -64,6 +64,8 @@ class SliceRecorder:
         self._cond = threading.Condition()
         self._queue: list[dict] = []
         self._writing = 0  # records taken by the writer and not written yet
+        self._submitted = 0  # records queued so far, and of them written or dropped (in order):
+        self._done = 0  # a flush waits for those queued before it, not for a queue that keeps filling
         self._thread: threading.Thread | None = None
         self.written = 0
         self.dropped = 0
@@ -73,6 +75,7 @@ class SliceRecorder:
         with self._cond:
             self._cond.wait_for(lambda: len(self._queue) < MAX_QUEUED)
             self._queue.append(record)
+            self._submitted += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="kgr-slice-records", daemon=True)
                 self._thread.start()
@@ -83,9 +86,10 @@ class SliceRecorder:
             return len(self._queue) + self._writing
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every record queued so far is written (or dropped); False on timeout."""
+        """Wait until every record queued before this call is written (or dropped); False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queue and not self._writing, timeout)
+            target = self._submitted
+            return self._cond.wait_for(lambda: self._done >= target, timeout)
 
     def _close(self) -> None:
         if not self.flush(CLOSE_SECONDS):
@@ -95,7 +99,7 @@ class SliceRecorder:
     def _run(self) -> None:
         try:
             self._write_queued()
-        finally:  # however it ends, the next record starts a writer again, and no flush waits on this one
+        finally:  # however it ends, the next record starts a writer again
             with self._cond:
                 if self._thread is threading.current_thread():
                     self._thread = None
@@ -122,6 +126,7 @@ class SliceRecorder:
                             ", ".join(r["id"] for r in batch[:5]) + (" …" if len(batch) > 5 else ""))
             finally:
                 with self._cond:
+                    self._done += len(batch)
                     self._writing = 0
                     self._cond.notify_all()
 

@@ -163,3 +163,30 @@ def test_a_process_that_never_closes_its_connection_still_writes_its_records(gra
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert len(slice_edges(graph, proc.stdout.strip())) == 2
+
+
+def test_a_flush_waits_for_the_records_before_it_not_for_a_queue_that_keeps_filling(graph):
+    stop = threading.Event()
+
+    def issue() -> None:  # a busy server: records keep coming
+        i = 0
+        while not stop.is_set():
+            record_slice(graph, f"busy-{i}", "p", "h", [("k", "s", "o")])
+            i += 1
+
+    before = [f"before-{i}" for i in range(50)]
+    for sid in before:
+        record_slice(graph, sid, "p", "h", [("k", "s", "o")])
+    t = threading.Thread(target=issue)
+    t.start()
+    try:
+        time.sleep(0.3)
+        started = time.monotonic()
+        assert flush_slice_records(graph, timeout=20)
+        waited = time.monotonic() - started
+        assert t.is_alive() and waited < 10  # returned while records were still arriving
+        assert all(slice_edges(graph, sid) == [("k", "s", "o")] for sid in before[::10])
+    finally:
+        stop.set()
+        t.join()
+        flush_slice_records(graph, timeout=60)
