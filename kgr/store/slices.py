@@ -151,7 +151,12 @@ def promoted_graph(graph: Graph, types: Sequence[str], *, limit: int) -> Promote
     packed = r["rows"] or []
     return PromotedGraph.model_construct(
         rows=[tuple(x) for x in packed[:limit]], complete=len(packed) <= limit,
-        markers=(r["created_at"], int(r["version"]), r["hash"], int(r["outcome_seq"]), tuple(types)))
+        markers=_markers(r, types))
+
+
+def _markers(r: dict, types: Sequence[str]) -> tuple:
+    """:attr:`SliceState.markers` of a record with the ``state_markers`` columns, for ``types``."""
+    return r["created_at"], int(r["version"]), r["hash"], int(r["outcome_seq"]), tuple(types)
 
 
 class PromotedQuotes(BaseModel):
@@ -178,7 +183,7 @@ def promoted_quotes(graph: Graph, types: Sequence[str], *, limit: int, per_edge:
     return PromotedQuotes.model_construct(
         sources={key: tuple(sources) for key, sources in r["edges"] or []},
         chunks={cid: (doc, path, text) for cid, doc, path, text in r["chunks"] or []},
-        markers=(r["created_at"], int(r["version"]), r["hash"], int(r["outcome_seq"]), tuple(types)))
+        markers=_markers(r, types))
 
 
 def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:

@@ -19,7 +19,6 @@ if TYPE_CHECKING:  # the pure tools must not need the driver
 __all__ = ["ToolContext", "EmbedFn"]
 
 
-
 @dataclass
 class ToolContext:
     """Per-session resources of the tools.
