@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -40,7 +39,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 from kgr.agent.protocol import STORAGE, ProtocolGuard, system_prompt, user_prompt
 from kgr.agent.report import AgentReport, ChunkRun, TranscriptEntry
 from kgr.errors import KgrError, KgrExtractionError, KgrValidationError
-from kgr.extract.llm_client import RetryPolicy, response_cost
+from kgr.extract.llm_client import RetryPolicy, load_litellm, response_cost
 from kgr.ingest.chunking import Chunk, ChunkingConfig, chunk_document
 from kgr.ingest.loaders import Document, iter_documents
 from kgr.model.canonical import entity_key
@@ -107,13 +106,7 @@ class AgentConfig(BaseModel):
 
 
 def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        import litellm
-    except ImportError as exc:  # pragma: no cover - litellm is a declared extra
-        raise KgrExtractionError("the agent needs litellm; install it with: pip install kgr[llm]") from exc
-    litellm.suppress_debug_info = True
-    return litellm
+    return load_litellm("the agent")
 
 
 def _transient(exc: BaseException) -> bool:

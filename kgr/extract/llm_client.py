@@ -15,8 +15,8 @@ from kgr.errors import KgrExtractionError
 from kgr.extract.base import TokenUsage
 
 
-__all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing", "provider_errors",
-           "classify_failure", "retry_after", "response_cost", "message_text", "http_status", "placeholder_priced"]
+__all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "warm_up_litellm", "prepare_pricing",
+           "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status", "placeholder_priced"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
@@ -25,8 +25,11 @@ NO_KEY = "kgr-no-key"
 _LITELLM: Any = None
 
 
-def load_litellm():
-    """Import litellm quietly and offline (see the module docstring); once per process."""
+def load_litellm(needed_by: str = "the LLM extractor"):
+    """Import litellm quietly and offline (see the module docstring); once per process.
+
+    kgr's only import of litellm: importing it anywhere else before this runs would let litellm
+    fetch its price map from the network (with retries that sleep seconds when there is none)."""
     global _LITELLM
     if _LITELLM is not None:
         return _LITELLM
@@ -34,10 +37,20 @@ def load_litellm():
     try:
         import litellm
     except ImportError as exc:  # pragma: no cover - litellm is a declared extra
-        raise KgrExtractionError("the LLM extractor needs litellm; install it with: pip install kgr[llm]") from exc
+        raise KgrExtractionError(f"{needed_by} needs litellm; install it with: pip install kgr[llm]") from exc
     litellm.suppress_debug_info = True
     _LITELLM = litellm
     return litellm
+
+
+def warm_up_litellm() -> None:
+    """Import litellm and the OpenAI SDK's resource modules, which the first request through an
+    OpenAI-SDK provider would otherwise import (~0.3 s of CPU): a worker pays them in its start."""
+    load_litellm()
+    try:
+        import openai.resources  # noqa: F401
+    except ImportError:  # pragma: no cover - a dependency of litellm
+        pass
 
 
 #: Models kgr registered with a zero-price placeholder entry (litellm had no price for them).

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kgr.errors import KgrValidationError
+from kgr.extract.llm_client import load_litellm
 from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.slices import EdgeRow, EntityRow
 
@@ -25,8 +26,7 @@ class TokenCounter:
     def __init__(self, model: str | None = None):
         self.model = None
         if model:
-            import litellm
-
+            litellm = load_litellm("counting tokens with a model's tokenizer")
             name = model.split("/", 1)[-1]
             if model in litellm.model_cost or name in litellm.model_cost:
                 self.model = model
@@ -37,9 +37,7 @@ class TokenCounter:
 
     def __call__(self, text: str) -> int:
         if self.model:
-            import litellm
-
-            return int(litellm.token_counter(model=self.model, text=text))
+            return int(load_litellm().token_counter(model=self.model, text=text))
         return -(-len(text) // 4)
 
 

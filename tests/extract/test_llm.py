@@ -344,6 +344,50 @@ def test_no_dead_litellm_settings(monkeypatch):
     assert not hasattr(litellm, "telemetry")  # the extractor sets no attribute litellm does not have
 
 
+
+def test_kgr_imports_litellm_only_through_load_litellm():
+    """Any other ``import litellm`` could run before the offline switch and let litellm fetch its
+    price map from the network (the ingestion workers and the token counter once did)."""
+    import ast
+    from pathlib import Path
+
+    import kgr
+
+    offenders = []
+    for path in Path(kgr.__file__).parent.rglob("*.py"):
+        if path.name == "llm_client.py" and path.parent.name == "extract":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "litellm" or n.startswith("litellm.") for n in names):
+                offenders.append(f"{path.relative_to(Path(kgr.__file__).parent)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_token_counter_and_worker_warm_up_import_litellm_offline():
+    """In a fresh interpreter without the switch set and no way out (a dead proxy), counting tokens
+    and a worker's warm-up import litellm offline, and the warm-up brings the OpenAI SDK's resources."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    env.update(HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9", LITELLM_LOG="WARNING")
+    code = (
+        "import os, sys\n"
+        "from kgr.slices.render import TokenCounter\n"
+        "assert TokenCounter('openai/gpt-4o-mini')('hello world') > 0\n"
+        "from kgr.extract.llm_client import warm_up_litellm\n"
+        "warm_up_litellm()\n"
+        "print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'), 'openai.resources' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"]
+    assert "cost map" not in run.stderr
+
+
 # -- pieces ------------------------------------------------------------------------------------------
 
 

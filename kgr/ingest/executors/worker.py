@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
+from kgr.extract.llm_client import warm_up_litellm
 from kgr.ingest.chunking import Chunk
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients
@@ -61,7 +62,7 @@ class DraftWorker:
 
     def __init__(self, spec: WorkerSpec):
         if spec.config.extractor == "llm":  # its seconds of import belong to the start, not to the first chunks
-            import litellm  # noqa: F401
+            warm_up_litellm()
         self.graph = open_graph(spec.settings)
         extractor = spec.extractor if spec.extractor is not None else make_extractor(spec.config)
         self.drafter = ChunkDrafter(self.graph, spec.schema, extractor, spec.config, spec.known_before)
