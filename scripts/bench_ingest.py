@@ -63,6 +63,8 @@ REPLY = {
     "relations": {"BORN_IN": [{"subject": "Charles Babbage", "object": "London"}],
                   "DESIGNED": [{"subject": "Charles Babbage", "object": "Difference Engine"}]},
 }
+#: the stub as a litellm model: through the OpenAI SDK (``openai/``, what a user of OpenAI's API names)
+DEFAULT_MODEL = "openai/stub-model"
 TEXT = "Record {tag}. Charles Babbage was born in London. Charles Babbage designed the Difference Engine."
 
 
@@ -215,17 +217,17 @@ class Accounting:
 
 
 def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: float, workdir: Path,
-                      executor: str = "inprocess", workers: int | None = None) -> dict:
+                      executor: str = "inprocess", workers: int | None = None, model: str = DEFAULT_MODEL) -> dict:
     from kgr.engine import Engine
     from kgr.ingest.config import IngestConfig
     from kgr.ingest.pipeline import ingest
 
     ideal = concurrency / latency
     n = max(4 * concurrency, round(ideal * seconds))
-    cfg = IngestConfig(extractor="llm", model="openai/stub-model", api_base=stub.base_url, api_key="bench",
+    cfg = IngestConfig(extractor="llm", model=model, api_base=stub.base_url, api_key="bench",
                        timeout=30, concurrency=concurrency, max_rounds=1, promote=False, executor=executor,
                        workers=workers)
-    tag = f"{executor}{workers or ''}-{concurrency}"
+    tag = f"{executor}{workers or ''}-{concurrency}-{model.split('/')[0]}"
     _reset()
     warm = _write_jsonl(workdir / f"warm-{tag}.jsonl", [f"w{tag}-{i}" for i in range(2 * concurrency)])
     corpus = _write_jsonl(workdir / f"run-{tag}.jsonl", [f"r{tag}-{i}" for i in range(n)])
@@ -238,7 +240,7 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
         raise SystemExit(f"{tag}: {len(rep.chunks_failed)} chunks failed: {rep.chunks_failed[:1]}")
     busy = rep.seconds - rep.executor_start_seconds
     cps = rep.chunks_processed / busy
-    row = {"executor": executor, "workers": workers, "concurrency": concurrency, "chunks": n,
+    row = {"model": model, "executor": executor, "workers": workers, "concurrency": concurrency, "chunks": n,
            "seconds": round(busy, 2), "start_seconds": rep.executor_start_seconds,
            "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
            "llm_calls": rep.llm_calls, "transactions": rep.transactions,
@@ -250,13 +252,13 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
     return row
 
 
-def bench_bare_llm(stub: Stub, concurrency: int, latency: float, seconds: float) -> dict:
+def bench_bare_llm(stub: Stub, concurrency: int, latency: float, seconds: float, model: str = DEFAULT_MODEL) -> dict:
     """The same calls without the pipeline: ``aextract`` through litellm only."""
     from kgr.extract.llm import LLMExtractor
     from kgr.model.schema import load_schema
 
     schema = load_schema(SCHEMA_PATH)
-    ex = LLMExtractor("openai/stub-model", api_base=stub.base_url, api_key="bench", timeout=30)
+    ex = LLMExtractor(model, api_base=stub.base_url, api_key="bench", timeout=30)
     ideal = concurrency / latency
     n = max(4 * concurrency, round(ideal * seconds))
 
@@ -278,7 +280,7 @@ def bench_bare_llm(stub: Stub, concurrency: int, latency: float, seconds: float)
         return wall, time.process_time() - cpu0
 
     wall, cpu = asyncio.run(both())
-    return {"concurrency": concurrency, "calls": n, "calls_per_second": round(n / wall, 1),
+    return {"model": model, "concurrency": concurrency, "calls": n, "calls_per_second": round(n / wall, 1),
             "ratio": round(n / wall / ideal, 3), "cpu_ms_per_call": round(1000 * cpu / n, 2)}
 
 
@@ -419,6 +421,31 @@ def bench_memory(megabytes: int, concurrency: int, promote: bool, timeout: float
     return result
 
 
+def _throughput_level(results: dict, args: argparse.Namespace, stub: Stub, c: int, counts: list[int], model: str,
+                      work: Path) -> None:
+    """One concurrency level with one model name: in process, each worker count, the bare ceiling."""
+    row = bench_concurrency(stub, c, args.latency, args.seconds, work, model=model)
+    results["pipeline"].append(row)
+    print(f"{model}: pipeline   c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal {row['ideal']:6.1f} "
+          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, CPU ms/chunk {row['cpu_ms_per_chunk']}, "
+          f"{row['cores_busy']} cores busy, {row['transactions']} transactions)", flush=True)
+    if args.executor != "inprocess":
+        for w in counts:
+            row = bench_concurrency(stub, c, args.latency, args.seconds, work, args.executor, w, model)
+            results["executor"].append(row)
+            print(f"{model}: {args.executor:8s} w={w} c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal "
+                  f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (CPU ms/chunk {row['cpu_ms_per_chunk']}, "
+                  f"{row['cores_busy']} cores busy, {row['transactions']} transactions, workers started in "
+                  f"{row['start_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
+                  flush=True)
+    if args.skip_bare:
+        return
+    bare = bench_bare_llm(stub, c, args.latency, args.seconds, model)
+    results["bare_litellm"].append(bare)
+    print(f"{model}: bare LLM   c={c:3d}: {bare['calls_per_second']:7.1f} calls/s  = {bare['ratio']:.0%} of ideal "
+          f"({bare['cpu_ms_per_call']} ms CPU/call)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--concurrency", default="1,8,32", help="comma-separated concurrency levels")
@@ -431,6 +458,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--executor", choices=["inprocess", "process", "ray"], default="inprocess",
                     help="also run the throughput levels with this executor (beside in-process)")
     ap.add_argument("--workers", default="1,2,4", help="comma-separated worker counts (process/ray executors)")
+    ap.add_argument("--model", default=DEFAULT_MODEL,
+                    help="comma-separated litellm names for the stub, each run in turn (e.g. "
+                         "openai/stub-model,hosted_vllm/stub-model: the OpenAI SDK route, litellm's own HTTP route)")
     ap.add_argument("--skip-bare", action="store_true", help="skip the bare litellm ceiling")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
@@ -456,27 +486,9 @@ def main(argv: list[str] | None = None) -> None:
                     ray.init(include_dashboard=False, configure_logging=False, log_to_driver=False,
                              num_cpus=max(counts))  # logical CPUs: one per actor at most
                 results["executor"] = []
-                for c in levels:
-                    row = bench_concurrency(stub, c, args.latency, args.seconds, work)
-                    results["pipeline"].append(row)
-                    print(f"pipeline   c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal {row['ideal']:6.1f} "
-                          f"= {row['ratio']:.0%}  ({row['chunks']} chunks, CPU ms/chunk {row['cpu_ms_per_chunk']}, "
-                          f"{row['cores_busy']} cores busy, {row['transactions']} transactions)", flush=True)
-                    if args.executor != "inprocess":
-                        for w in counts:
-                            row = bench_concurrency(stub, c, args.latency, args.seconds, work, args.executor, w)
-                            results["executor"].append(row)
-                            print(f"{args.executor:8s} w={w} c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal "
-                                  f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (CPU ms/chunk {row['cpu_ms_per_chunk']}, "
-                                  f"{row['cores_busy']} cores busy, {row['transactions']} transactions, workers started in "
-                                  f"{row['start_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
-                                  flush=True)
-                    if args.skip_bare:
-                        continue
-                    bare = bench_bare_llm(stub, c, args.latency, args.seconds)
-                    results["bare_litellm"].append(bare)
-                    print(f"bare LLM   c={c:3d}: {bare['calls_per_second']:7.1f} calls/s  = {bare['ratio']:.0%} of ideal "
-                          f"({bare['cpu_ms_per_call']} ms CPU/call)", flush=True)
+                for model in [m.strip() for m in args.model.split(",") if m.strip()]:
+                    for c in levels:
+                        _throughput_level(results, args, stub, c, counts, model, work)
             finally:
                 stub.stop()
         if not args.skip_memory:

@@ -54,7 +54,7 @@ from kgr.model.tools import (
 )
 from kgr.tools._kg import distinct_entities, distinct_relations
 from kgr.tools.context import ToolContext
-from kgr.tools.quality import evaluate
+from kgr.tools.quality import score_and_codes
 from kgr.tools.registry import tool
 
 __all__ = [
@@ -282,15 +282,15 @@ def query_iterative_feedback(params: IterativeFeedbackInput, *, context: ToolCon
     rounds = list(params.extraction_history)
     if not rounds or rounds[-1] != params.extracted_kg:
         rounds.append(params.extracted_kg)
-    reports = [evaluate(kg, schema, params.text) for kg in rounds]
-    q = [rep.output.overall_score for rep in reports]
+    scored = [score_and_codes(kg, schema, params.text) for kg in rounds]
+    q = [score for score, _ in scored]
     n = len(rounds)
     improvements = [_r(100.0 * (b - a)) for a, b in zip(q, q[1:])]
     recent = improvements[-1] if improvements else 0.0
     average = _r(sum(improvements) / len(improvements)) if improvements else 0.0
     trend = trend_of(improvements)
 
-    round_codes = [set(rep.codes) for rep in reports]
+    round_codes = [set(codes) for _, codes in scored]
     patterns = _problem_patterns(round_codes, _feedback_issues(params.feedback_history))
     recurring = patterns.recurring_issues
     focus = focus_of(n, params.max_iterations)

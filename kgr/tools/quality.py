@@ -45,6 +45,8 @@ endpoint cannot be told, so it could not be stored).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kgr.model.canonical import name_key, variant_key
@@ -462,10 +464,16 @@ def evaluate(kg: ExtractedKG, schema: ToolSchema, text: str,
         "consistency": ConsistencyResult, "completeness": CompletenessResult,
         "accuracy": AccuracyResult, "schema_compliance": SchemaComplianceResult,
     }
-    ev = EvaluationResults(**{
-        a: models[a](score=_r(r.score), issues=r.issues, details=r.details)  # type: ignore[arg-type]
-        for a, r in results.items()
-    })
+
+    def results_model() -> EvaluationResults:  # built twice, nothing shared: cheaper than a deep copy
+        return EvaluationResults(**{
+            a: models[a](score=_r(r.score), issues=list(r.issues),  # type: ignore[arg-type]
+                         details=type(r.details)(**{k: list(v) if isinstance(v, list) else v  # type: ignore[arg-type]
+                                                    for k, v in r.details}))  # type: ignore[attr-defined]
+            for a, r in results.items()
+        })
+
+    ev = results_model()
     by_deficit = sorted(wanted, key=lambda a: (-WEIGHTS[a] * (1.0 - results[a].score), ASPECTS.index(a)))
     suggestions = [results[a].suggestion for a in by_deficit if results[a].suggestion]
     if not suggestions:
@@ -476,9 +484,46 @@ def evaluate(kg: ExtractedKG, schema: ToolSchema, text: str,
         overall_score=_r(overall),
         quality_level=quality_level(overall),
         improvement_suggestions=suggestions,  # type: ignore[arg-type]
-        detailed_metrics=ev.model_copy(deep=True),
+        detailed_metrics=results_model(),
     )
-    return QualityReport(output=out, codes=[c for a in wanted for c in results[a].codes])
+    report = QualityReport(output=out, codes=[c for a in wanted for c in results[a].codes])
+    if aspects is None or len(wanted) == len(ASPECTS):
+        _remember_score(kg, schema, text, report)
+    return report
+
+
+#: (overall score, issue codes) of the latest full evaluations, by content: the feedback tool scores
+#: the extraction the quality tool has usually just scored (the ingestion loop and an agent call them
+#: one after the other, each with its own validated copy of the input)
+_SCORES: OrderedDict[tuple, tuple[float, tuple[str, ...]]] = OrderedDict()
+_SCORES_LOCK = threading.Lock()
+_SCORES_KEPT = 256
+
+
+def _content_key(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple:
+    return (text, tuple(schema.entity_schema), tuple(schema.relation_schema),
+            tuple((t, tuple(names)) for t, names in kg.entities.items()),
+            tuple((t, tuple((p.subject, p.object) for p in pairs)) for t, pairs in kg.relations.items()))
+
+
+def _remember_score(kg: ExtractedKG, schema: ToolSchema, text: str, report: QualityReport) -> None:
+    key = _content_key(kg, schema, text)
+    with _SCORES_LOCK:
+        _SCORES[key] = (report.output.overall_score, tuple(report.codes))
+        _SCORES.move_to_end(key)
+        while len(_SCORES) > _SCORES_KEPT:
+            _SCORES.popitem(last=False)
+
+
+def score_and_codes(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple[str, ...]]:
+    """The overall score and issue codes of a full :func:`evaluate`, remembered from a recent
+    evaluation of the same content (text, schema, extraction) when there is one."""
+    with _SCORES_LOCK:
+        hit = _SCORES.get(_content_key(kg, schema, text))
+    if hit is not None:
+        return hit
+    report = evaluate(kg, schema, text)
+    return report.output.overall_score, tuple(report.codes)
 
 
 @tool(read_only=True, idempotent=True)

@@ -441,3 +441,35 @@ def test_unreachable_server_is_a_connection_error(llm_stub_factory):
     with pytest.raises(KgrExtractionError, match="connection failed on each of 2 attempt") as info:
         ex.extract(TEXT, SCHEMA)
     assert info.value.reason == "connection_error"
+
+
+# -- litellm's own HTTP route for OpenAI-compatible servers -------------------------------------------------
+
+
+def test_hosted_vllm_route_without_the_openai_sdk(llm_stub):
+    """``hosted_vllm/<name>`` reaches an OpenAI-compatible server through litellm's own HTTP client
+    (no OpenAI SDK: about 1.3 ms less CPU per call, see the README); the extractor behaves as with
+    ``openai/``: the request, usage, unpriced accounting, retries of 429 and 5xx, the repair, and a
+    401 that is not retried, async and sync. (litellm's ``aiohttp_openai/`` route loses the usage.)"""
+    ex = LLMExtractor("hosted_vllm/stub-model", api_base=llm_stub.base_url, api_key="stub-key", retry=FAST, timeout=5.0)
+    llm_stub.enqueue(StubReply.error(429, "slow down", retry_after=0), StubReply.error(503),
+                     StubReply.text("not json", usage={"prompt_tokens": 10, "completion_tokens": 5}),
+                     StubReply.json(GOOD, usage={"prompt_tokens": 120, "completion_tokens": 30}))
+    result = asyncio.run(ex.aextract(TEXT, SCHEMA))
+    assert triples(result) == {("Charles Babbage", "BORN_IN", "London"),
+                               ("Charles Babbage", "DESIGNED", "Analytical Engine")}
+    assert result.llm_calls == 4 and len(llm_stub.requests) == 4
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (120 + 10, 30 + 5)  # + the bad reply's
+    assert result.cost_usd == 0.0 and result.unpriced_calls == 2
+    first = llm_stub.requests[0]
+    assert first.path == "/v1/chat/completions" and first.body["model"] == "stub-model"
+    assert first.headers["authorization"] == "Bearer stub-key"
+    assert TEXT in first.messages[-1]["content"]
+    assert "invalid JSON" in llm_stub.requests[-1].messages[-1]["content"]
+
+    llm_stub.enqueue(StubReply.error(401, "invalid api key"))
+    with pytest.raises(KgrExtractionError, match="HTTP 401") as info:
+        asyncio.run(ex.aextract(TEXT, SCHEMA))
+    assert info.value.reason == "request_error" and len(llm_stub.requests) == 5
+    llm_stub.enqueue(StubReply.error(500), StubReply.json(GOOD))
+    assert len(triples(ex.extract(TEXT, SCHEMA))) == 2 and len(llm_stub.requests) == 7
