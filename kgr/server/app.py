@@ -18,9 +18,7 @@ thread (tests, benchmarks, embedding); :func:`run_stdio` serves MCP on stdin/std
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
-import os
 import socket
 import threading
 import time
@@ -35,6 +33,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kgr.gc_freeze import freeze_startup_objects
 from kgr.model.schema import KGSchema
 from kgr.server.http_api import api_routes, error_response, http_exception_handler
 from kgr.server.mcp_server import build_mcp_server
@@ -42,7 +41,7 @@ from kgr.server.security import BearerAuthMiddleware, BodyLimitMiddleware, Serve
 from kgr.server.service import ToolService
 from kgr.store.connection import Graph, Neo4jSettings
 
-__all__ = ["build_app", "run_http", "run_stdio", "freeze_startup_objects", "BackgroundServer", "HostCheckMiddleware", "bind_socket"]
+__all__ = ["build_app", "run_http", "run_stdio", "BackgroundServer", "HostCheckMiddleware", "bind_socket"]
 
 log = logging.getLogger("kgr.server")
 
@@ -140,19 +139,6 @@ def _uvicorn_server(app: ASGIApp, log_level: str) -> Any:
     cfg = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
                          backlog=2048, timeout_keep_alive=30, server_header=False, date_header=False)
     return uvicorn.Server(cfg)
-
-
-def freeze_startup_objects() -> int:
-    """Move every object alive once the server has started (the imported modules: litellm, pydantic
-    schemas, the driver; about 50,000 objects) into the cycle collector's permanent generation, and
-    return how many. They live as long as the server; left in place, each full collection scans
-    them again (17–25 ms a pass on the benchmark machine: the slices' P99). Objects made later are
-    collected as usual; ``KGR_GC_FREEZE=0`` skips this."""
-    if os.environ.get("KGR_GC_FREEZE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return 0
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 def run_http(config: ServerConfig, *, graph: Graph | None = None, schema: KGSchema | None = None,

@@ -69,9 +69,24 @@ def _check_context(context: Mapping[str, object]) -> None:
 def render(name: str, **identifiers: object) -> str:
     """Render ``cypher/<name>.cypher.j2`` with validated identifiers.
 
+    The text of a (name, identifiers) pair is kept once rendered (the last 4,096): the same
+    statements are sent thousands of times, and rendering costs ~20 µs where a lookup costs ~1 µs.
+
     >>> "MERGE" in render("stage_votes")
     True
     """
+    try:
+        key = tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in identifiers.items()))
+        hash(key)
+    except TypeError:  # a set (rendered as given, not kept), or a dict...: which validation refuses
+        _check_context(identifiers)
+        return _env().get_template(f"{name}.cypher.j2").render(**identifiers)
+    return _rendered(name, key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rendered(name: str, key: tuple) -> str:
+    identifiers = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
     _check_context(identifiers)
     return _env().get_template(f"{name}.cypher.j2").render(**identifiers)
 
@@ -86,6 +101,7 @@ def add_template_dir(path: str | os.PathLike[str]) -> None:
     if where not in _EXTRA_DIRS:
         _EXTRA_DIRS.append(where)
         _env.cache_clear()
+        _rendered.cache_clear()
 
 
 def template_names() -> list[str]:

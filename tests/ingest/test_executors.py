@@ -187,3 +187,23 @@ def test_executor_errors_are_clear_and_an_extractor_object_travels(graph, tmp_pa
         ingest(bare, [corpus], SCHEMA, config=cfg)
     rep = ingest(graph, [corpus], SCHEMA, config=cfg, extractor=RulesExtractor())
     assert rep.chunks_processed == 6 and rep.new_votes > 0 and rep.executor == "process"
+
+
+def test_a_worker_freezes_what_its_start_made(graph, monkeypatch):
+    """A worker process leaves its imports and drafter (litellm's tables with the LLM extractor) to
+    the collector's permanent generation once started, so full collections do not scan them per
+    chunk; KGR_GC_FREEZE=0 in the job's environment leaves its collector alone."""
+    from kgr.ingest.executors import open_remote
+
+    cfg = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1",
+                       executor="process", workers=2, promote=False)
+    frozen = []
+    for setting in ("1", "0"):
+        monkeypatch.setenv("KGR_GC_FREEZE", setting)
+        drafts = open_remote(graph, SCHEMA, cfg, time.time())
+        try:
+            frozen.append([s.frozen for s in drafts.slots])
+        finally:
+            drafts.close()
+    assert all(n > 100_000 for n in frozen[0]), frozen  # litellm's objects, in each worker
+    assert frozen[1] == [0, 0]

@@ -247,7 +247,7 @@ def test_startup_objects_leave_the_collectors_scans(monkeypatch):
     what came later; KGR_GC_FREEZE=0 leaves the collector alone."""
     import gc
 
-    from kgr.server.app import freeze_startup_objects
+    from kgr.gc_freeze import freeze_startup_objects
 
     try:
         monkeypatch.setenv("KGR_GC_FREEZE", "0")

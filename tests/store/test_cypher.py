@@ -66,3 +66,30 @@ def test_an_extra_template_dir_is_searched_after_the_package(tmp_path, monkeypat
         assert "KgrState" in render("state_read")  # the package's own template wins its name
     finally:
         cypher._env.cache_clear()
+
+
+def test_rendered_text_is_kept_per_name_and_identifiers(monkeypatch):
+    """A statement is rendered once per (name, identifiers); other identifiers render afresh, and a
+    refused identifier is refused every time (nothing is kept for it)."""
+    import kgr.store.cypher as cypher
+    from kgr.errors import KgrIdentifierError
+
+    cypher._rendered.cache_clear()
+    first = cypher.render("slice_graph", types=["BORN_IN", "WORKS_AT"])
+    calls = []
+    real = cypher._env
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(cypher, "_env", counting)
+    assert cypher.render("slice_graph", types=("BORN_IN", "WORKS_AT")) == first  # a tuple is the same key
+    assert calls == []
+    other = cypher.render("slice_graph", types=["BORN_IN"])
+    assert other != first and "BORN_IN" in other and calls == [1]
+    for _ in range(2):
+        with pytest.raises(KgrIdentifierError):
+            cypher.render("slice_graph", types=["BORN IN"])
+    assert cypher.render("slice_graph", types={"BORN_IN"}) == other  # a set: rendered, not kept
+    assert calls == [1, 1]
