@@ -77,7 +77,10 @@ class ChunkDrafter:
     ``known_before`` (epoch seconds): fuzzy disambiguation matches only entities that existed then
     (the job's start), so that chunk order, and so concurrency or the executor, cannot change what a
     name resolves to. ``config.concurrency`` chunks are in extraction at once (the rounds; the
-    disambiguation lookup runs outside that limit, so LLM requests never wait on the database).
+    disambiguation lookup runs outside that limit, so LLM requests never wait on the database), or
+    twice that with an extractor that bounds its own requests (``max_concurrency``, the LLM
+    extractor: ``config.concurrency`` requests in flight): a chunk parsing its reply or running the
+    tools then holds no request slot, and the next chunk's request leaves at once.
     """
 
     def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, config: IngestConfig,
@@ -94,6 +97,9 @@ class ChunkDrafter:
                                                    thread_name_prefix="kgr-extract")
         self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
         self._sem: asyncio.Semaphore | None = None
+        bounded = bool(getattr(extractor, "max_concurrency", None))
+        #: chunks in extraction at once (see the class docstring)
+        self.admitted = config.concurrency * (2 if bounded else 1)
 
     def close(self, *, wait: bool = True) -> None:
         """Stop the thread pools (``wait=False``: do not wait for calls still retrying)."""
@@ -105,7 +111,7 @@ class ChunkDrafter:
         extractor or a tool: the chunk stays unprocessed). :class:`~kgr.errors.KgrNeo4jUnavailable`
         and bugs propagate."""
         if self._sem is None:
-            self._sem = asyncio.Semaphore(self.config.concurrency)
+            self._sem = asyncio.Semaphore(self.admitted)
         out = ChunkOutcome(chunk_id=chunk.id)
         try:
             async with self._sem:

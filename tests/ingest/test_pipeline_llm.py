@@ -247,3 +247,22 @@ def test_config_model_implies_the_llm_extractor():
         IngestConfig(extractor="rules", model="openai/stub-model")
     with pytest.raises(ValidationError, match="give both 'input_cost_per_token' and 'output_cost_per_token'"):
         IngestConfig(model="openai/stub-model", input_cost_per_token=1e-6)
+
+
+def test_concurrency_bounds_llm_requests_in_flight_not_chunks_in_their_tools(graph, tmp_path, llm_stub_factory):
+    """``concurrency`` is the number of LLM requests in flight: reached and never passed, while the
+    drafter admits twice that many chunks, so a chunk running its tools holds no request slot (a
+    request-bounded extractor); an extractor without its own bound gets ``concurrency`` chunks."""
+    from kgr.extract import RulesExtractor
+    from kgr.ingest.config import make_extractor
+    from kgr.ingest.drafting import ChunkDrafter
+
+    stub = llm_stub_factory(default=StubReply.json(GOOD, usage=USAGE), latency=0.08)
+    cfg = _config(stub, concurrency=3)
+    rep = ingest(graph, [_corpus(tmp_path, [f"c{i}" for i in range(24)])], SCHEMA, config=cfg)
+    assert rep.chunks_processed == 24 and rep.chunks_failed == []
+    assert stub.max_inflight == 3
+    for extractor, admitted in ((make_extractor(cfg), 6), (RulesExtractor(), 3)):
+        drafter = ChunkDrafter(graph, SCHEMA, extractor, cfg, 0.0)
+        drafter.close()
+        assert drafter.admitted == admitted
