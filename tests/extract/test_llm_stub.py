@@ -120,3 +120,13 @@ def test_stop_releases_the_port():
     stub.stop()
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/v1/models", timeout=1)
+
+
+def test_a_benchmark_stub_keeps_a_bounded_request_log(llm_stub_factory):
+    """``keep_requests`` bounds the log (the command line keeps none), while every request is counted."""
+    for keep, kept in ((2, ["c", "d"]), (0, [])):
+        stub = llm_stub_factory(default=StubReply.text("{}"), keep_requests=keep)
+        for tag in "abcd":
+            assert post(stub, messages=[{"role": "user", "content": tag}]).status_code == 200
+        assert stub.served == 4
+        assert [r.messages[-1]["content"] for r in stub.requests] == kept

@@ -150,6 +150,10 @@ class LLMStub:
         returning one. None: HTTP 500 "no scripted reply left".
     host, port:
         Where to listen; port 0 picks a free one.
+    keep_requests:
+        How many of the latest requests :attr:`requests` keeps; None: all (tests). The command
+        line keeps none: a benchmark's stub serves tens of thousands of requests, and kept bodies
+        would grow its memory and its collector's pauses, which every request in flight waits out.
     """
 
     def __init__(
@@ -159,6 +163,7 @@ class LLMStub:
         default: StubReply | Callable[[dict[str, Any]], StubReply] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep_requests: int | None = None,
     ):
         self.latency = latency
         self.default = default
@@ -166,7 +171,9 @@ class LLMStub:
         self._port = port
         self._queue: deque[StubReply] = deque()
         self._lock = threading.Lock()
-        self._requests: list[RecordedRequest] = []
+        self._requests: deque[RecordedRequest] = deque(maxlen=keep_requests)
+        #: requests served so far (kept or not)
+        self.served = 0
         self._ids = itertools.count(1)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -305,6 +312,9 @@ class LLMStub:
         return body
 
     def _log(self, request: Request, body: Any) -> None:
+        self.served += 1
+        if self._requests.maxlen == 0:
+            return
         self._requests.append(RecordedRequest(request.method, request.url.path, dict(request.headers), body,
                                               time.monotonic()))
 
@@ -476,12 +486,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every call")
     parser.add_argument("--reply-file", help="JSON file whose content every call returns as the assistant message")
+    parser.add_argument("--keep-requests", type=int, default=0,
+                        help="latest requests kept in memory (default 0: none; a long benchmark would grow)")
     args = parser.parse_args(argv)
     content = '{"entities": {}, "relations": {}}'
     if args.reply_file:
         with open(args.reply_file, encoding="utf-8") as fh:
             content = fh.read()
-    stub = LLMStub(latency=args.latency, default=StubReply.text(content), host=args.host, port=args.port).start()
+    stub = LLMStub(latency=args.latency, default=StubReply.text(content), host=args.host, port=args.port,
+                   keep_requests=args.keep_requests).start()
     print(f"LLM stub listening on {stub.base_url}", flush=True)
     try:
         while True:
