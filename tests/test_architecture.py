@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1] / "kgr"
 
 #: The layer order, lowest first. ``kgr`` itself (the package's ``__init__``, ``__version__``) is below all.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"kgr.errors", "kgr.text"}),
+    frozenset({"kgr.errors", "kgr.text", "kgr.gc_freeze", "kgr.litellm_offline"}),
     frozenset({"kgr.model"}),
     frozenset({"kgr.gauge"}),
     frozenset({"kgr.store", "kgr.runtime"}),

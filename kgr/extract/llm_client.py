@@ -4,15 +4,14 @@ retry policy and how a provider failure is classified (conventions in :mod:`kgr.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import threading
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgr.errors import KgrExtractionError
 from kgr.extract.base import TokenUsage
+from kgr.litellm_offline import load_litellm
 
 
 __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "warm_up_litellm", "prepare_pricing",
@@ -20,27 +19,6 @@ __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "warm_up_litell
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
-
-
-_LITELLM: Any = None
-
-
-def load_litellm(needed_by: str = "the LLM extractor"):
-    """Import litellm quietly and offline (see the module docstring); once per process.
-
-    kgr's only import of litellm: importing it anywhere else before this runs would let litellm
-    fetch its price map from the network (with retries that sleep seconds when there is none)."""
-    global _LITELLM
-    if _LITELLM is not None:
-        return _LITELLM
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        import litellm
-    except ImportError as exc:  # pragma: no cover - litellm is a declared extra
-        raise KgrExtractionError(f"{needed_by} needs litellm; install it with: pip install kgr[llm]") from exc
-    litellm.suppress_debug_info = True
-    _LITELLM = litellm
-    return litellm
 
 
 def warm_up_litellm() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kgr.errors import KgrValidationError
-from kgr.extract.llm_client import load_litellm
+from kgr.litellm_offline import load_litellm
 from kgr.model.slices import NEUTRAL_WEIGHT, SliceQuote
 from kgr.store.slices import EdgeRow, EntityRow
 

@@ -45,12 +45,11 @@ endpoint cannot be told, so it could not be stored).
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from kgr.model.canonical import name_key, variant_key
 from kgr.model.kg import ExtractedKG
+from kgr.tools import _score_memo as score_memo
 from kgr.model.tools import (
     AccuracyDetails,
     AccuracyResult,
@@ -488,42 +487,8 @@ def evaluate(kg: ExtractedKG, schema: ToolSchema, text: str,
     )
     report = QualityReport(output=out, codes=[c for a in wanted for c in results[a].codes])
     if aspects is None or len(wanted) == len(ASPECTS):
-        _remember_score(kg, schema, text, report)
+        score_memo.remember(kg, schema, text, out.overall_score, report.codes)
     return report
-
-
-#: (overall score, issue codes) of the latest full evaluations, by content: the feedback tool scores
-#: the extraction the quality tool has usually just scored (the ingestion loop and an agent call them
-#: one after the other, each with its own validated copy of the input)
-_SCORES: OrderedDict[tuple, tuple[float, tuple[str, ...]]] = OrderedDict()
-_SCORES_LOCK = threading.Lock()
-_SCORES_KEPT = 256
-
-
-def _content_key(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple:
-    return (text, tuple(schema.entity_schema), tuple(schema.relation_schema),
-            tuple((t, tuple(names)) for t, names in kg.entities.items()),
-            tuple((t, tuple((p.subject, p.object) for p in pairs)) for t, pairs in kg.relations.items()))
-
-
-def _remember_score(kg: ExtractedKG, schema: ToolSchema, text: str, report: QualityReport) -> None:
-    key = _content_key(kg, schema, text)
-    with _SCORES_LOCK:
-        _SCORES[key] = (report.output.overall_score, tuple(report.codes))
-        _SCORES.move_to_end(key)
-        while len(_SCORES) > _SCORES_KEPT:
-            _SCORES.popitem(last=False)
-
-
-def score_and_codes(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple[str, ...]]:
-    """The overall score and issue codes of a full :func:`evaluate`, remembered from a recent
-    evaluation of the same content (text, schema, extraction) when there is one."""
-    with _SCORES_LOCK:
-        hit = _SCORES.get(_content_key(kg, schema, text))
-    if hit is not None:
-        return hit
-    report = evaluate(kg, schema, text)
-    return report.output.overall_score, tuple(report.codes)
 
 
 @tool(read_only=True, idempotent=True)

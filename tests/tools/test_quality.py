@@ -180,27 +180,28 @@ def test_unicode_and_cjk() -> None:
 def test_remembered_scores_follow_the_content(monkeypatch) -> None:
     """The feedback tool reuses a recent full evaluation only for the same text, schema and
     extraction; a partial evaluation is not remembered; the two result blocks share nothing."""
+    import kgr.tools._score_memo as memo
     import kgr.tools.quality as quality
     from kgr.model.kg import ExtractedKG
     from kgr.model.tools import ToolSchema
 
-    monkeypatch.setattr(quality, "_SCORES", type(quality._SCORES)())
+    monkeypatch.setattr(memo, "_SCORES", type(memo._SCORES)())
     schema = ToolSchema(entity_schema=["Person", "Place"], relation_schema=["BORN_IN"])
     good = ExtractedKG.model_validate({"entities": {"Person": ["Ada Lovelace"], "Place": ["London"]},
                                        "relations": {"BORN_IN": [{"subject": "Ada Lovelace", "object": "London"}]}})
     text = "Ada Lovelace was born in London."
     partial = quality.evaluate(good, schema, text, ["accuracy"])
-    assert len(quality._SCORES) == 0 and partial.output.evaluation_aspects == ["accuracy"]
+    assert len(memo._SCORES) == 0 and partial.output.evaluation_aspects == ["accuracy"]
     full = quality.evaluate(good, schema, text)
-    assert quality.score_and_codes(good, schema, text) == (full.output.overall_score, tuple(full.codes))
+    assert memo.score_and_codes(good, schema, text) == (full.output.overall_score, tuple(full.codes))
     calls = []
-    monkeypatch.setattr(quality, "evaluate", lambda *a, **k: calls.append(a) or full)
-    quality.score_and_codes(good.model_copy(deep=True), ToolSchema(**schema.model_dump()), str(text))
+    monkeypatch.setattr(quality, "evaluate", lambda *a, **k: calls.append(a) or full)  # what the memo imports
+    memo.score_and_codes(good.model_copy(deep=True), ToolSchema(**schema.model_dump()), str(text))
     assert calls == []  # equal content, other objects: remembered
     for other in ((good, schema, "Ada Lovelace lived in London."),
                   (ExtractedKG.model_validate({"entities": {"Person": ["Ada Lovelace"]}}), schema, text),
                   (good, ToolSchema(entity_schema=["Person", "Place"], relation_schema=[]), text)):
-        quality.score_and_codes(*other)
+        memo.score_and_codes(*other)
     assert len(calls) == 3  # any other text, extraction or schema is evaluated afresh
     out = full.output
     assert out.detailed_metrics == out.evaluation_results
