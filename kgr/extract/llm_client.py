@@ -15,7 +15,8 @@ from kgr.litellm_offline import load_litellm
 
 
 __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "warm_up_litellm", "prepare_pricing",
-           "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status", "placeholder_priced"]
+           "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status",
+           "placeholder_priced"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"

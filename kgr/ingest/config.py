@@ -33,7 +33,9 @@ class IngestConfig(BaseModel):
                                 description="API key (llm extractor); default: the provider's environment variable")
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds per LLM request (each attempt)")
     max_attempts: int = Field(4, ge=1, le=20, description="LLM requests per call, retries of transient errors included")
-    concurrency: int = Field(4, ge=1, le=256, description="chunks (and so LLM requests) in flight at once")
+    concurrency: int = Field(4, ge=1, le=256, description=(
+        "LLM requests in flight at once (the llm extractor admits twice as many chunks to extraction); chunks "
+        "in extraction at once with the rules extractor"))
     commit_chunks: int = Field(32, ge=1, le=1000, description="most chunks committed together in one write transaction")
     commit_linger: float | None = Field(None, ge=0, le=5, description=(
         "seconds the writer waits for more drafted chunks when fewer than commit_chunks are ready (fewer, larger "
