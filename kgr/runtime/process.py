@@ -115,12 +115,20 @@ def pid_alive(pid: int) -> bool:
 
 
 def cmdline(pid: int) -> list[str]:
-    """The argv of ``pid`` ([] when unknown): /proc on Linux, ``ps`` elsewhere (split on spaces)."""
+    """The argv of ``pid`` ([] when unknown): /proc on Linux, ``ps`` elsewhere (split on spaces).
+
+    A process in the middle of ``execve`` (just started) shows an empty command line for an
+    instant: it is read again, for up to 0.2 s."""
     if Path("/proc/self/cmdline").exists():
-        try:
-            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return []
+        raw = b""
+        for _ in range(20):
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                return []
+            if raw:
+                break
+            time.sleep(0.01)
         return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
     try:  # macOS and other systems without /proc
         out = subprocess.run(
