@@ -14,22 +14,12 @@ from kgr.extract.base import TokenUsage
 from kgr.litellm_offline import load_litellm
 
 
-__all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "warm_up_litellm", "prepare_pricing",
+__all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing",
            "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status",
            "placeholder_priced"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
-
-
-def warm_up_litellm() -> None:
-    """Import litellm and the OpenAI SDK's resource modules, which the first request through an
-    OpenAI-SDK provider would otherwise import (~0.3 s of CPU): a worker pays them in its start."""
-    load_litellm()
-    try:
-        import openai.resources  # noqa: F401
-    except ImportError:  # pragma: no cover - a dependency of litellm
-        pass
 
 
 #: Models kgr registered with a zero-price placeholder entry (litellm had no price for them).

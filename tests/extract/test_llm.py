@@ -378,7 +378,7 @@ def test_token_counter_and_worker_warm_up_import_litellm_offline():
         "import os, sys\n"
         "from kgr.slices.render import TokenCounter\n"
         "assert TokenCounter('openai/gpt-4o-mini')('hello world') > 0\n"
-        "from kgr.extract.llm_client import warm_up_litellm\n"
+        "from kgr.litellm_offline import warm_up_litellm\n"
         "warm_up_litellm()\n"
         "print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'), 'openai.resources' in sys.modules)\n"
     )

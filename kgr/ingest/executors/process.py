@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import gc
 import itertools
 import multiprocessing as mp
 import os
@@ -60,7 +59,7 @@ async def _serve(conn: Connection) -> None:
     except BaseException as exc:  # noqa: BLE001 - reported to the job, which raises it
         conn.send(("init-error", portable(exc)))
         return
-    freeze_startup_objects()  # litellm's ~450,000 objects out of every full collection (KGR_GC_FREEZE=0: not)
+    frozen = freeze_startup_objects()  # litellm's ~450,000 objects out of every full collection
     done = asyncio.Event()
     tasks: set[asyncio.Task] = set()
 
@@ -96,7 +95,7 @@ async def _serve(conn: Connection) -> None:
         except (EOFError, OSError):  # the job is gone
             done.set()
 
-    send(("ready", os.getpid(), gc.get_freeze_count()))
+    send(("ready", os.getpid(), frozen))
     loop.add_reader(conn.fileno(), readable)
     try:
         await done.wait()

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
-from kgr.extract.llm_client import warm_up_litellm
 from kgr.ingest.chunking import Chunk
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients
 from kgr.ingest.report import ChunkOutcome
+from kgr.litellm_offline import warm_up_litellm
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Neo4jSettings, open_graph
 
