@@ -6,7 +6,7 @@ Two parts:
    with a fixed latency (default 0.2 s per call) and one canned extraction. For each concurrency
    (default 1, 8, 32), the database is wiped, a warm-up batch is ingested, then ``N`` one-chunk
    documents are ingested in-process with the LLM extractor (``max_rounds=1``: one LLM call per
-   chunk, then the density/coverage/quality/feedback tools, disambiguation against Neo4j and the
+   chunk, then the quality tool (the only one a last round runs), disambiguation against Neo4j and the
    staging transaction). Reported: chunks per second and its ratio to the ideal ``concurrency /
    latency``, CPU milliseconds per chunk of the ingesting process, and for comparison the ceiling of
    bare ``LLMExtractor.aextract`` calls through litellm at the same concurrency (no tools, no Neo4j).
@@ -151,16 +151,37 @@ def _cpu_ticks(pid: int) -> int:
         return 0
 
 
-def _neo4j_pid() -> int | None:
+def _listening_pid(port: int) -> int | None:
+    """The process listening on TCP ``port`` (``/proc/net/tcp*``: the socket's inode, then the process
+    holding a descriptor on it), or None."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"java" in cmd and b"neo4j" in cmd.lower():
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+            if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in fds):
                 return int(entry)
+        except OSError:
+            continue
     return None
+
+
+def _neo4j_pid() -> int | None:
+    """The Neo4j that ``NEO4J_URI`` reaches (the process listening on its Bolt port): with a test
+    server running beside the benchmark's, the first Java process found may be the wrong one."""
+    from urllib.parse import urlsplit
+
+    return _listening_pid(urlsplit(os.environ.get("NEO4J_URI", "")).port or 7687)
 
 
 class Accounting:

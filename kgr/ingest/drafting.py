@@ -40,6 +40,7 @@ from kgr.ingest.assertions import (
     tool_schema, unique_exact,
 )
 from kgr.ingest.config import IngestConfig
+from kgr.ingest.loop_lane import LoopLane
 from kgr.ingest.report import MAX_LISTED, ChunkFailure, ChunkOutcome, Rejection
 
 __all__ = ["ChunkDrafter", "Drafted", "close_llm_clients", "failed_outcome"]
@@ -81,6 +82,11 @@ class ChunkDrafter:
     twice that with an extractor that bounds its own requests (``max_concurrency``, the LLM
     extractor: ``config.concurrency`` requests in flight): a chunk parsing its reply or running the
     tools then holds no request slot, and the next chunk's request leaves at once.
+
+    A chunk's CPU steps on the loop (after its extraction, each agent tool, building its rows) take
+    turns through a :class:`~kgr.ingest.loop_lane.LoopLane`, one step per loop iteration, so LLM
+    replies and requests about to leave wait behind one step, not behind every chunk whose reply
+    came back at the same moment.
     """
 
     def __init__(self, graph: Graph, schema: KGSchema, extractor: Extractor, config: IngestConfig,
@@ -97,6 +103,7 @@ class ChunkDrafter:
                                                    thread_name_prefix="kgr-extract")
         self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
         self._sem: asyncio.Semaphore | None = None
+        self._lane = LoopLane()  # the CPU steps' turns (see the class docstring)
         bounded = bool(getattr(extractor, "max_concurrency", None))
         #: chunks in extraction at once (see the class docstring)
         self.admitted = config.concurrency * (2 if bounded else 1)
@@ -142,13 +149,18 @@ class ChunkDrafter:
         extractor_name = ""
         score: float | None = None
 
-        def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
+        lane = self._lane
+
+        async def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
+            await lane.turn()
             calls[name] += 1
             return run_tool(name, payload, context=self.ctx)
 
         while True:
             out.rounds += 1
+            last = out.rounds >= cfg.max_rounds  # no round can follow: nothing left to decide
             res = await self._extract_once(text, guidance)
+            await lane.turn()
             out.llm_calls += res.llm_calls
             out.prompt_tokens += res.usage.prompt_tokens
             out.completion_tokens += res.usage.completion_tokens
@@ -159,23 +171,24 @@ class ChunkDrafter:
             proposals.extend(proposals_of(res))
             kg = merge_kg(kg, res.kg)
             base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
-            density: ExtractionDensityOutput = tool("query_extraction_density", base)
-            if density.needs_more_extraction and out.rounds < cfg.max_rounds:
-                guidance = density.recommendations or None
-                history.append(base["extracted_kg"])
-                continue
-            coverage: CoverageFeedbackOutput = tool("query_coverage_feedback", base)
-            quality: QualityMetricsOutput = tool("query_quality_metrics", base)
+            history.append(base["extracted_kg"])
+            if not last:
+                density: ExtractionDensityOutput = await tool("query_extraction_density", base)
+                if density.needs_more_extraction:
+                    guidance = density.recommendations or None
+                    continue
+            quality: QualityMetricsOutput = await tool("query_quality_metrics", base)
             score = quality.overall_score
-            fb: IterativeFeedbackOutput = tool("query_iterative_feedback", {
-                **base, "extraction_history": [*history, base["extracted_kg"]], "feedback_history": feedback[-50:],
+            if last:
+                break
+            fb: IterativeFeedbackOutput = await tool("query_iterative_feedback", {
+                **base, "extraction_history": history, "feedback_history": feedback[-50:],
                 "max_iterations": cfg.max_rounds})
             feedback.extend(quality.improvement_suggestions[:5])
-            history.append(base["extracted_kg"])
-            if fb.should_continue_iteration and out.rounds < cfg.max_rounds:
-                guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
-                continue
-            break
+            if not fb.should_continue_iteration:
+                break
+            coverage: CoverageFeedbackOutput = await tool("query_coverage_feedback", base)
+            guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
 
         out.tool_calls = dict(calls)
         return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
@@ -187,6 +200,7 @@ class ChunkDrafter:
         kg, rejections = draft.kg, draft.rejections
         calls = draft.calls
         final = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else kg
+        await self._lane.turn()
         assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve)
         rejections.extend(bad)
         entities: list[tuple[str, str]] = []

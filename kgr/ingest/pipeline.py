@@ -3,10 +3,12 @@
 Per chunk, following Agentic-KGR's protocol (Appendix A.4):
 
 1. **extract** with the configured extractor (rules or LLM);
-2. **density** (mandatory): while ``needs_more_extraction`` and rounds < ``max_rounds``,
+2. **density** (mandatory while rounds < ``max_rounds``): while ``needs_more_extraction``,
    re-extract with the density tool's recommendations as guidance (results are merged);
-3. **coverage** and **quality**, then **iterative feedback**: continue (another round, guided by
-   the coverage and feedback recommendations) or stop — ``max_rounds`` bounds all rounds together;
+3. **quality**, then **iterative feedback**: continue (another round, guided by the coverage
+   tool's and the feedback's recommendations) or stop — ``max_rounds`` bounds all rounds together.
+   The last round allowed runs only the quality tool (its score is stored with the chunk): density,
+   feedback and coverage decide whether and how another round runs, and none can follow;
 4. **disambiguation** against Neo4j (its ``final_kg`` is what gets stored); names this run already
    resolved to a unique exact match are not looked up again (``disambiguation_cache``, see
    ``ChunkDrafter._disambiguate``: the graph is the same with and without it);

@@ -1,0 +1,89 @@
+"""The per-chunk drafting loop: which tools a round runs, and its CPU steps taking turns on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+import kgr.ingest.drafting as drafting
+from kgr.extract import RulesExtractor
+from kgr.ingest.chunking import chunk_text
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.drafting import ChunkDrafter, Drafted
+from kgr.model.schema import load_schema
+from kgr.tools.context import ToolContext
+from kgr.tools.registry import call_tool
+
+SCHEMA = load_schema(Path(__file__).resolve().parents[2] / "examples" / "schema.json")
+TEXT = "Charles Babbage was born in London. Charles Babbage designed the Difference Engine."
+
+
+class AsyncRules(RulesExtractor):
+    """The rules extractor, awaited on the loop (as the LLM extractor is)."""
+
+    async def aextract(self, chunk_text, schema, *, guidance=None):
+        await asyncio.sleep(0)
+        return self.extract(chunk_text, schema, guidance=guidance)
+
+
+def _chunks(n: int):
+    return [next(chunk_text(f"Record {i}. {TEXT}", f"doc-{i}")) for i in range(n)]
+
+
+@pytest.mark.neo4j
+def test_the_last_round_runs_only_the_quality_tool(graph):
+    drafter = ChunkDrafter(graph, SCHEMA, RulesExtractor(), IngestConfig(max_rounds=1, concurrency=2), time.time())
+    try:
+        chunk = _chunks(1)[0]
+        out = asyncio.run(drafter.draft(chunk))
+    finally:
+        drafter.close()
+    assert isinstance(out, Drafted)
+    # density, coverage and feedback only decide whether another round runs: with none left, they do not run
+    assert out.outcome.tool_calls == {"query_quality_metrics": 1, "query_entity_disambiguation": 1}
+    kg = RulesExtractor().extract(chunk.text, SCHEMA).kg
+    quality = call_tool("query_quality_metrics", {
+        "text": chunk.text, "schema": {"entity_schema": sorted(SCHEMA.entity_types),
+                                       "relation_schema": sorted(SCHEMA.relation_types)},
+        "extracted_kg": kg.model_dump()}, context=ToolContext(schema=SCHEMA))
+    assert out.quality == pytest.approx(quality["overall_score"] / 100.0)
+
+
+@pytest.mark.neo4j
+def test_chunks_cpu_steps_take_turns_one_per_loop_iteration(graph, monkeypatch):
+    """A probe that yields once per iteration (as an LLM reply's callback would) never waits behind
+    more than one tool step, although eight chunks have their tool steps ready at the same moment."""
+    steps = 0
+    real = drafting.run_tool
+
+    def counting(name, payload, *, context):
+        nonlocal steps
+        if name != "query_entity_disambiguation":  # that one runs in the lookup pool, off the loop
+            steps += 1
+        return real(name, payload, context=context)
+
+    monkeypatch.setattr(drafting, "run_tool", counting)
+    drafter = ChunkDrafter(graph, SCHEMA, AsyncRules(), IngestConfig(max_rounds=2, concurrency=8), time.time())
+
+    async def main() -> tuple[list[int], list]:
+        tasks = [asyncio.create_task(drafter.draft(c)) for c in _chunks(8)]
+        seen, last = [], 0
+        while not all(t.done() for t in tasks):
+            await asyncio.sleep(0)
+            seen.append(steps - last)
+            last = steps
+        return seen, await asyncio.gather(*tasks)
+
+    try:
+        seen, results = asyncio.run(main())
+    finally:
+        drafter.close()
+    assert all(isinstance(r, Drafted) for r in results)
+    assert steps == sum(sum(n for name, n in r.outcome.tool_calls.items()
+                            if name != "query_entity_disambiguation") for r in results) >= 16
+    assert max(seen) == 1
+    # every tool step and every chunk's reply and rows took a turn
+    assert drafter._lane.released >= steps + 2 * len(results)  # noqa: SLF001
