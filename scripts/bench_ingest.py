@@ -12,7 +12,8 @@ Two parts:
    bare ``LLMExtractor.aextract`` calls through litellm at the same concurrency (no tools, no Neo4j).
    With ``--executor process|ray`` the same runs are made with chunks drafted by ``--workers``
    worker processes (default 1,2,4) at each total concurrency, beside the in-process figures of the
-   same run; the throughput excludes the workers' start (``executor_start_seconds``, reported), and
+   same run; the throughput excludes the workers' start and stop (``executor_start_seconds`` and
+   ``executor_stop_seconds``, reported), and
    each worker's peak resident set (``VmHWM``) is read from ``/proc`` while it runs. Every run also
    accounts the CPU it cost per chunk in each process involved (the job, the workers, the stub,
    Neo4j; ``/proc/PID/stat``) and the cores that kept busy, which says whether a run is bound by the
@@ -259,10 +260,11 @@ def bench_concurrency(stub: Stub, concurrency: int, latency: float, seconds: flo
             rep = ingest(kg.graph, [corpus], kg.schema, config=cfg)
     if rep.chunks_failed or rep.chunks_processed != n:
         raise SystemExit(f"{tag}: {len(rep.chunks_failed)} chunks failed: {rep.chunks_failed[:1]}")
-    busy = rep.seconds - rep.executor_start_seconds
+    busy = rep.seconds - rep.executor_start_seconds - rep.executor_stop_seconds
     cps = rep.chunks_processed / busy
     row = {"model": model, "executor": executor, "workers": workers, "concurrency": concurrency, "chunks": n,
            "seconds": round(busy, 2), "start_seconds": rep.executor_start_seconds,
+           "stop_seconds": rep.executor_stop_seconds,
            "chunks_per_second": round(cps, 1), "ideal": round(ideal, 1), "ratio": round(cps / ideal, 3),
            "llm_calls": rep.llm_calls, "transactions": rep.transactions,
            "cpu_ms_per_chunk": acct.ms_per_chunk(n, rep.executor_start_seconds)}
@@ -457,7 +459,7 @@ def _throughput_level(results: dict, args: argparse.Namespace, stub: Stub, c: in
             print(f"{model}: {args.executor:8s} w={w} c={c:3d}: {row['chunks_per_second']:7.1f} chunks/s of ideal "
                   f"{row['ideal']:6.1f} = {row['ratio']:.0%}  (CPU ms/chunk {row['cpu_ms_per_chunk']}, "
                   f"{row['cores_busy']} cores busy, {row['transactions']} transactions, workers started in "
-                  f"{row['start_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
+                  f"{row['start_seconds']} s, stopped in {row['stop_seconds']} s, worker peak RSS {row.get('worker_peak_rss_mb')} MB)",
                   flush=True)
     if args.skip_bare:
         return

@@ -345,7 +345,10 @@ class _Job:
             gone = isinstance(sys.exc_info()[1], KgrNeo4jUnavailable)
             if gone:  # end the calls still retrying now: the job stops within the retry bound
                 self.graph.close()
+            closing = time.perf_counter()
             self.pipe.close(wait=not gone)
+            if self.pipe.remote is not None:
+                self.report.executor_stop_seconds = round(time.perf_counter() - closing, 3)
 
     def submit(self, chunk: Chunk, done_ids: set[str]) -> None:
         if chunk.id in done_ids or chunk.id in self.seen:

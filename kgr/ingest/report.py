@@ -97,6 +97,8 @@ class IngestReport(BaseModel):
         "the executor's workers as they started ('node N pid P'); a worker that died was replaced"))
     worker_restarts: int = Field(0, description="workers that died and were replaced during the run")
     executor_start_seconds: float = Field(0.0, description="of ``seconds``, the time the workers took to start")
+    executor_stop_seconds: float = Field(0.0, description=(
+        "of ``seconds``, the time the workers took to stop after the last chunk was written"))
     seconds: float = 0.0
     chunks_per_second: float = 0.0
 
@@ -148,7 +150,7 @@ class IngestReport(BaseModel):
         ]
         if self.executor != "inprocess":
             lines.append(f"executor {self.executor}: {len(self.workers)} workers, started in "
-                         f"{self.executor_start_seconds:.1f} s"
+                         f"{self.executor_start_seconds:.1f} s, stopped in {self.executor_stop_seconds:.1f} s"
                          + (f", {self.worker_restarts} replaced after dying" if self.worker_restarts else ""))
         if self.forget_versions:
             lines.append(f"changed documents: {self.chunks_forgotten} vanished chunks forgotten, {self.documents_pruned} "

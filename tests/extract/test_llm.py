@@ -388,6 +388,36 @@ def test_token_counter_and_worker_warm_up_import_litellm_offline():
     assert "cost map" not in run.stderr
 
 
+def test_a_workers_warm_up_prepares_its_route_without_sending_a_request(llm_stub):
+    """The warm-up loads what the first request through ``hosted_vllm/`` would load (the route's
+    modules, litellm's tokenizer) with a mock completion: the stub sees only the real request that
+    follows, and that request imports none of them."""
+    import os
+    import subprocess
+    import sys
+
+    llm_stub.reply_json({"entities": {}, "relations": {}})
+    code = (
+        "import sys\n"
+        "from kgr.litellm_offline import warm_up_litellm\n"
+        f"warm_up_litellm('hosted_vllm/stub-model', {llm_stub.base_url!r})\n"
+        "main = vars(sys.modules['litellm.main'])\n"
+        "print('encoding' in main, 'litellm.llms.hosted_vllm.chat.transformation' in sys.modules)\n"
+        "before = set(sys.modules)\n"
+        "from kgr.extract.llm import LLMExtractor\n"
+        "from kgr.model.schema import KGSchema\n"
+        f"ex = LLMExtractor('hosted_vllm/stub-model', api_base={llm_stub.base_url!r}, api_key='k')\n"
+        "ex.extract('Ada Lovelace was born in London.', KGSchema())\n"
+        "new = sorted(m for m in set(sys.modules) - before if m.startswith(('litellm.llms', 'tiktoken')))\n"
+        "print(new)\n"
+    )
+    env = {**os.environ, "LITELLM_LOG": "WARNING"}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["True True", "[]"]
+    assert llm_stub.served == 1  # the mock completion never left the process
+
+
 # -- pieces ------------------------------------------------------------------------------------------
 
 

@@ -98,6 +98,10 @@ def test_process_executor_gives_the_in_process_graph_with_the_rules_extractor(gr
     assert got[0].chunks_processed == 150 and got[0].chunks_failed == []
     assert got[0].executor == "process" and len(got[0].workers) == 2
     assert got[0].transactions < 150  # the job's writer commits groups of chunks
+    # the workers' start and stop are reported as parts of the job's time (a benchmark leaves them out)
+    assert 0 < got[0].executor_start_seconds and 0 < got[0].executor_stop_seconds
+    assert got[0].executor_start_seconds + got[0].executor_stop_seconds < got[0].seconds
+    assert ref[0].executor_stop_seconds == 0 and "stopped in" in got[0].render()
     assert got[1:] == ref[1:]  # staged fingerprint, promoted state, everything after the round
     assert _process_counts(graph) == {1: 150}
 

@@ -62,7 +62,7 @@ class DraftWorker:
 
     def __init__(self, spec: WorkerSpec):
         if spec.config.extractor == "llm":  # its seconds of import belong to the start, not to the first chunks
-            warm_up_litellm()
+            warm_up_litellm(spec.config.model, spec.config.api_base)
         self.graph = open_graph(spec.settings)
         extractor = spec.extractor if spec.extractor is not None else make_extractor(spec.config)
         self.drafter = ChunkDrafter(self.graph, spec.schema, extractor, spec.config, spec.known_before)
