@@ -152,37 +152,14 @@ def _cpu_ticks(pid: int) -> int:
         return 0
 
 
-def _listening_pid(port: int) -> int | None:
-    """The process listening on TCP ``port`` (``/proc/net/tcp*``: the socket's inode, then the process
-    holding a descriptor on it), or None."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            f = row.split()
-            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                inodes.add(f"socket:[{f[9]}]")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-            if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in fds):
-                return int(entry)
-        except OSError:
-            continue
-    return None
-
-
 def _neo4j_pid() -> int | None:
     """The Neo4j that ``NEO4J_URI`` reaches (the process listening on its Bolt port): with a test
     server running beside the benchmark's, the first Java process found may be the wrong one."""
     from urllib.parse import urlsplit
 
-    return _listening_pid(urlsplit(os.environ.get("NEO4J_URI", "")).port or 7687)
+    from kgr.runtime.health import port_owner
+
+    return port_owner(urlsplit(os.environ.get("NEO4J_URI", "")).port or 7687)
 
 
 class Accounting:
