@@ -169,6 +169,30 @@ def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, r
     assert got[1:] == ref[1:]
 
 
+def test_ray_workers_channel_refuses_a_stranger(graph, ray_cluster):
+    """Chunks reach the Ray actors over sockets they open to the job, authenticated with a key made
+    for the job: a connection without the key is refused, and the job goes on drafting."""
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    from kgr.ingest.chunking import chunk_text
+    from kgr.ingest.drafting import Drafted
+    from kgr.ingest.executors import open_remote
+
+    drafts = open_remote(graph, SCHEMA, IngestConfig(executor="ray", workers=2, concurrency=4, promote=False),
+                         time.time())
+    try:
+        assert len({w.split()[1] for w in drafts.placement}) == 2  # one actor on each node
+        with pytest.raises(AuthenticationError):
+            Client(drafts.listener.address, authkey=b"not the job's key")
+        chunks = [c for i in range(6) for c in chunk_text(f"Ada Lovelace met Charles Babbage in London ({i}).", f"d{i}")]
+        done = [drafts.submit(c).result(timeout=60) for c in chunks]
+        assert all(isinstance(d, Drafted) and d.chunk.id == c.id for d, c in zip(done, chunks))
+        assert drafts.restarts == 0
+    finally:
+        drafts.close()
+
+
 def test_executor_errors_are_clear_and_an_extractor_object_travels(graph, tmp_path):
     """An extractor given as an object is pickled to the workers (and must pickle); a Graph opened
     on a driver of the caller's has no settings for the workers to connect with."""

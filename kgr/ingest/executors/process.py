@@ -33,7 +33,7 @@ from kgr.ingest.chunking import Chunk
 from kgr.ingest.drafting import failed_outcome
 from kgr.ingest.executors.worker import DraftWorker, WorkerSpec, portable
 
-__all__ = ["ProcessDrafts", "serve"]
+__all__ = ["ProcessDrafts", "WorkerSlot", "serve", "serve_async"]
 
 #: seconds a worker may take to start (import kgr and the extractor, open its Graph)
 START_TIMEOUT = 120.0
@@ -49,10 +49,12 @@ def serve(conn: Connection) -> None:
     (:func:`~kgr.gc_freeze.freeze_startup_objects`). Everything runs on one event loop in the main
     thread: the socket is read when the loop sees it readable."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the job's to handle: it stops the workers
-    asyncio.run(_serve(conn))
+    asyncio.run(serve_async(conn))
 
 
-async def _serve(conn: Connection) -> None:
+async def serve_async(conn: Connection) -> None:
+    """:func:`serve`'s protocol on the running event loop (a Ray actor's host calls it too:
+    :mod:`kgr.ingest.executors.ray_actors`)."""
     loop = asyncio.get_running_loop()
     try:
         worker = DraftWorker(conn.recv())
@@ -107,8 +109,9 @@ async def _serve(conn: Connection) -> None:
         await worker.aclose()
 
 
-class _Slot:
-    """One worker process and the chunks it holds; replaced when it dies."""
+class WorkerSlot:
+    """One worker and the chunks it holds; replaced when it dies. ``spawn`` starts a local process
+    (a Ray actor in :class:`~kgr.ingest.executors.ray_actors.RayDrafts`'s subclass)."""
 
     def __init__(self, owner: "ProcessDrafts", index: int):
         self.owner, self.index = owner, index
@@ -198,18 +201,23 @@ class _Slot:
 class ProcessDrafts:
     """:class:`~kgr.ingest.chunk_loop.RemoteDrafts` over ``workers`` local processes.
 
+    (:class:`~kgr.ingest.executors.ray_actors.RayDrafts` is this class with Ray actors in place of
+    the processes: ``slot_class`` says how a worker starts.)
+
     Raises
     ------
     KgrRuntimeError, KgrNeo4jUnavailable
         A worker could not start (the error it raised, e.g. the database does not answer it).
     """
 
+    slot_class: type[WorkerSlot] = WorkerSlot
+
     def __init__(self, spec: WorkerSpec, workers: int, *, max_restarts: int = 3):
         self.spec, self.max_restarts = spec, max_restarts
         self.lock = threading.Lock()
         self.closing = False
         self._seq = itertools.count()
-        self.slots = [_Slot(self, i) for i in range(workers)]
+        self.slots = [self.slot_class(self, i) for i in range(workers)]
         self.pids: list[int | None] = []
         try:
             for s in self.slots:

@@ -1,57 +1,44 @@
-"""``executor="ray"``: chunks drafted by Ray actors, one :class:`DraftWorker` each (``kgr[ray]``).
+"""``executor="ray"``: chunks drafted by workers that Ray places on the cluster (``kgr[ray]``).
 
-The actors are spread over the cluster's nodes (``SPREAD`` scheduling); each drafts up to its share
-of the concurrency at once on its own event loop, and its drafted chunks come back to the job as
-Ray object references, which the job's writer commits. An actor that dies is restarted by Ray
-(``max_restarts``) and the drafts it held are retried (``max_task_retries``): drafting only reads the
-database, so a retried chunk is written once, by the job. Past the retries a chunk is reported
-failed (unmarked: a re-run retries it).
+Ray starts the workers, one :class:`DraftActor` each, spread over the cluster's nodes (``SPREAD``
+scheduling). Chunks do not travel as Ray actor calls: each actor connects back to the job over a
+socket of its own (``multiprocessing.connection``, authenticated with a key made for the job) and
+serves the process executor's protocol on it (:func:`kgr.ingest.executors.process.serve_async`: drafts
+up to its share of the concurrency at once on its own event loop, answers each chunk as it is
+done). A Ray actor call per chunk cost about 1 ms more CPU in the actor and 0.4 ms more in the job
+than this channel, and its requests held their LLM slot 270 ms against 240-250 (README, "Past one
+process"). So Ray places and hosts the workers; the job's :class:`~kgr.ingest.executors.process.
+ProcessDrafts` sends them chunks, and replaces a worker that dies (a new actor, which gets every
+chunk the dead one held): drafting only reads the database, so a chunk drafted twice is written
+once, by the job. After ``max_restarts`` deaths of one worker its chunks are reported failed
+(unmarked: a re-run retries them).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures as cf
 import os
 import threading
+from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from kgr.errors import KgrRuntimeError, KgrValidationError
-from kgr.gc_freeze import freeze_startup_objects
-from kgr.ingest.chunking import Chunk
-from kgr.ingest.drafting import failed_outcome
-from kgr.ingest.executors.worker import DraftWorker, WorkerSpec, portable
+from kgr.ingest.executors.process import START_TIMEOUT, ProcessDrafts, serve_async, WorkerSlot
 
 __all__ = ["RayDrafts", "DraftActor"]
 
-#: restarts of one actor, and retries of one draft, before the chunk is reported failed
-MAX_RESTARTS = 3
-
 
 class DraftActor:
-    """The actor's class (made remote by :class:`RayDrafts`): a :class:`DraftWorker` behind async
-    methods, all on the actor's event loop."""
+    """The actor's class (made remote by :class:`RayDrafts`): a worker host."""
 
-    def __init__(self, spec: WorkerSpec):
-        self.worker = DraftWorker(spec)
-        freeze_startup_objects()  # litellm's ~450,000 objects out of every full collection
-
-    def where(self) -> str:
+    def serve(self, address: tuple[str, int], authkey: bytes, token: str) -> None:
+        """Connect to the job, introduce this worker (``token``, ``"node N pid P"``), then serve
+        the process executor's protocol until the job says stop or goes away."""
         import ray
 
-        return f"node {ray.get_runtime_context().get_node_id()[:12]} pid {os.getpid()}"
-
-    async def draft(self, chunk: Chunk) -> tuple[str, Any]:
-        """``("ok", drafted)`` or ``("raise", exc)`` (errors as values: Ray would wrap them)."""
-        try:
-            return "ok", await self.worker.draft(chunk)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - handed to the job
-            return "raise", portable(exc)
-
-    async def forget_names(self) -> None:
-        self.worker.forget_names()
+        conn = Client(tuple(address), authkey=authkey)
+        conn.send((token, f"node {ray.get_runtime_context().get_node_id()[:12]} pid {os.getpid()}"))
+        asyncio.run(serve_async(conn))
 
 
 def _ray() -> Any:
@@ -62,85 +49,130 @@ def _ray() -> Any:
     return ray
 
 
-class RayDrafts:
+class _ActorSlot(WorkerSlot):
+    """A worker that is a Ray actor: started by Ray, reached over the socket it opens to the job."""
+
+    owner: "RayDrafts"
+    where = ""  # "node N pid P", once connected
+
+    def spawn(self) -> None:
+        owner = self.owner
+        self.ready.clear()
+        self.proc = None
+        token = os.urandom(16).hex()
+        self.actor = owner.actor_class.remote()
+        self.call = self.actor.serve.remote(owner.listener.address, owner.authkey, token)
+        threading.Thread(target=self._attach, args=(token,), name=f"kgr-ray-worker-{self.index}", daemon=True).start()
+
+    def _attach(self, token: str) -> None:
+        """Wait for the actor's connection, send it the spec and every chunk this slot holds, then
+        read its answers (the process slot's reader)."""
+        arrived = self.owner.connection(token)
+        if arrived is None:
+            self.error = KgrRuntimeError(f"ingestion actor {self.index} did not connect in {START_TIMEOUT:.0f} s")
+            self.ready.set()
+            return
+        conn, self.where = arrived
+        with self.owner.lock:
+            conn.send(self.owner.spec)
+            self.conn = conn
+            for seq, (chunk, _) in sorted(self.outstanding.items()):  # a replacement's: the dead one's
+                self.send(("draft", seq, chunk))
+        self._read(conn)
+
+
+class RayDrafts(ProcessDrafts):
     """:class:`~kgr.ingest.chunk_loop.RemoteDrafts` over Ray actors.
 
     ``spec_for(workers)`` gives the workers' spec once their number is known (default: the cluster's
     CPUs). Connects to ``address`` (default: ``RAY_ADDRESS``, else a local Ray started for the job and
-    stopped with it) unless Ray is already initialised in this process.
+    stopped with it) unless Ray is already initialised in this process. The job listens for its
+    actors on a free port of its node's address (``ray.util.get_node_ip_address()``, or
+    ``KGR_RAY_JOB_HOST`` where the cluster reaches the job by another name), so the cluster's nodes
+    must be able to connect to the job's machine, as they must to a Ray driver. The key travels to
+    the actors as their task's argument, as the workers' spec does.
     """
+
+    slot_class = _ActorSlot
 
     def __init__(self, spec_for: Any, workers: int | None, address: str | None):
         ray = self.ray = _ray()
         self._owns = False
+        self._arrived: dict[str, tuple[Connection, str]] = {}
+        self._arrival = threading.Condition()
+        self.listener: Listener | None = None
+        self.slots: list[WorkerSlot] = []
+        self.lock, self.closing = threading.Lock(), False
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=True, configure_logging=False)
             self._owns = True
         try:
             cpus = float(ray.cluster_resources().get("CPU", 1))
             n = workers or max(1, int(cpus))
+            self.authkey = os.urandom(32)
+            host = os.environ.get("KGR_RAY_JOB_HOST") or ray.util.get_node_ip_address()
+            self.listener = Listener((host, 0), authkey=self.authkey)
+            threading.Thread(target=self._accept, name="kgr-ray-listener", daemon=True).start()
             # a CPU each while the cluster has them (so SPREAD places them over the nodes), a share otherwise
-            actor = ray.remote(DraftActor).options(
-                max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS, num_cpus=min(1.0, cpus / n),
-                scheduling_strategy="SPREAD", max_concurrency=1000)
-            spec = spec_for(n)
-            self.actors = [actor.remote(spec) for _ in range(n)]
-            self.placement = self._get([a.where.remote() for a in self.actors])
+            self.actor_class = ray.remote(DraftActor).options(
+                max_restarts=0, max_task_retries=0, num_cpus=min(1.0, cpus / n), scheduling_strategy="SPREAD")
         except BaseException:
-            self.close()
+            self.close(wait=False)
             raise
-        self._load = [0] * n
-        self._lock = threading.Lock()
-        self._started = set(self.placement)
+        super().__init__(spec_for(n), n)
+
+    def _accept(self) -> None:
+        """The listener's thread: each arriving actor's connection, by its token."""
+        assert self.listener is not None
+        while True:
+            try:
+                conn = self.listener.accept()
+            except OSError:  # closed: the job ends
+                if self.closing:
+                    return
+                continue
+            except Exception:  # noqa: BLE001 - a stranger without the job's key (AuthenticationError)
+                continue
+            try:
+                token, where = conn.recv()
+            except Exception:  # noqa: BLE001 - not one of the job's actors after all: dropped
+                conn.close()
+                continue
+            with self._arrival:
+                self._arrived[token] = (conn, where)
+                self._arrival.notify_all()
+
+    def connection(self, token: str) -> tuple[Connection, str] | None:
+        """The connection of the actor started with ``token`` and its ``"node N pid P"`` (None: it
+        did not connect in time, or the job is closing)."""
+        with self._arrival:
+            self._arrival.wait_for(lambda: token in self._arrived or self.closing, timeout=START_TIMEOUT)
+            return self._arrived.pop(token, None)
 
     @property
-    def restarts(self) -> int:
-        """Actors that Ray restarted (their pid changed); asked of the actors at the end of the run."""
-        try:
-            now = self.ray.get([a.where.remote() for a in self.actors], timeout=30)
-        except Exception:  # noqa: BLE001 - an actor gone for good counts as restarted
-            return len(self.actors)
-        return sum(1 for w in now if w not in self._started)
-
-    def _get(self, refs: list) -> list:
-        try:
-            return self.ray.get(refs)
-        except self.ray.exceptions.RayActorError as exc:  # an actor's __init__ raised
-            cause = getattr(exc, "cause", None) or exc
-            raise KgrRuntimeError(f"an ingestion actor could not start: {str(cause).splitlines()[0][:300]}") from exc
-
-    def submit(self, chunk: Chunk) -> cf.Future:
-        with self._lock:
-            i = min(range(len(self.actors)), key=lambda k: self._load[k])
-            self._load[i] += 1
-        ref = self.actors[i].draft.remote(chunk)
-        out: cf.Future = cf.Future()
-
-        def done(f: cf.Future) -> None:
-            with self._lock:
-                self._load[i] -= 1
-            try:
-                kind, value = f.result()
-            except Exception as exc:  # noqa: BLE001 - the actor died more often than it is retried
-                out.set_result(failed_outcome(chunk, KgrRuntimeError(
-                    f"ingestion actor {i} failed: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")))
-                return
-            if kind == "ok":
-                out.set_result(value)
-            else:
-                out.set_exception(value)
-
-        ref.future().add_done_callback(done)
-        return out
-
-    def forget_names(self) -> None:
-        self.ray.get([a.forget_names.remote() for a in self.actors])
+    def placement(self) -> list[str]:
+        return [s.where for s in self.slots]  # type: ignore[attr-defined]
 
     def close(self, *, wait: bool = True) -> None:
-        for a in getattr(self, "actors", []):
+        with self.lock:
+            self.closing = True
+            for s in self.slots:
+                if s.conn is not None and not s.dead:
+                    s.send(("stop",))
+        with self._arrival:
+            self._arrival.notify_all()
+        calls = [s.call for s in self.slots if getattr(s, "call", None) is not None]
+        if calls:
             try:
-                self.ray.kill(a)
+                self.ray.wait(calls, num_returns=len(calls), timeout=30 if wait else 2)
+            except Exception:  # noqa: BLE001 - a worker already gone
+                pass
+        for s in self.slots:
+            try:
+                self.ray.kill(s.actor)  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 - already gone
                 pass
+        if self.listener is not None:
+            self.listener.close()
         if self._owns:
             self.ray.shutdown()
