@@ -70,6 +70,11 @@ class _ActorSlot(WorkerSlot):
         arrived = self.owner.connection(token)
         if arrived is None:
             self.error = KgrRuntimeError(f"ingestion actor {self.index} did not connect in {START_TIMEOUT:.0f} s")
+            with self.owner.lock:  # a replacement that never came: its chunks fail, as a process slot's do
+                self.dead = True
+                lost, self.outstanding = self.outstanding, {}
+            for _, fut in lost.values():
+                fut.set_exception(self.error)
             self.ready.set()
             return
         conn, self.where = arrived
