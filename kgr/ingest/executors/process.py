@@ -113,6 +113,8 @@ class WorkerSlot:
     """One worker and the chunks it holds; replaced when it dies. ``spawn`` starts a local process
     (a Ray actor in :class:`~kgr.ingest.executors.ray_actors.RayDrafts`'s subclass)."""
 
+    kind = "ingestion worker process"  # in messages
+
     def __init__(self, owner: "ProcessDrafts", index: int):
         self.owner, self.index = owner, index
         self.outstanding: dict[int, tuple[Chunk, cf.Future]] = {}
@@ -184,15 +186,25 @@ class WorkerSlot:
             self.deaths += 1
             lost: dict[int, tuple[Chunk, cf.Future]] = {}
             if self.error is not None or self.deaths > self.owner.max_restarts:
-                self.dead = True
-                lost, self.outstanding = self.outstanding, {}
+                lost = self.abandon()
             else:
                 self.spawn()
                 for seq, (chunk, _) in sorted(self.outstanding.items()):
                     self.send(("draft", seq, chunk))
-        why = KgrRuntimeError(f"ingestion worker process {self.index} died {self.deaths} times")
+        self.fail(lost)
+
+    def abandon(self) -> dict[int, tuple[Chunk, cf.Future]]:
+        """Under the owner's lock: the slot stays empty from now on; the chunks it held."""
+        self.dead = True
+        lost, self.outstanding = self.outstanding, {}
+        return lost
+
+    def fail(self, lost: dict[int, tuple[Chunk, cf.Future]]) -> None:
+        """Answer the chunks an abandoned slot held: its start's error when a replacement could not
+        start (the database went away, ...), else each chunk's failed outcome."""
+        why = KgrRuntimeError(f"{self.kind} {self.index} died {self.deaths} times")
         for chunk, fut in lost.values():
-            if self.error is not None:  # a replacement could not start (the database went away, ...)
+            if self.error is not None:
                 fut.set_exception(self.error)
             else:
                 fut.set_result(failed_outcome(chunk, why))
@@ -263,12 +275,16 @@ class ProcessDrafts:
         for s in live:
             s.forgot.wait(60)
 
-    def close(self, *, wait: bool = True) -> None:
+    def stop_workers(self) -> None:
+        """Mark the executor closing and tell every live worker to stop."""
         with self.lock:
             self.closing = True
             for s in self.slots:
                 if s.conn is not None and not s.dead:
                     s.send(("stop",))
+
+    def close(self, *, wait: bool = True) -> None:
+        self.stop_workers()
         for s in self.slots:
             if s.proc is None:
                 continue

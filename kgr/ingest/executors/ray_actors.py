@@ -23,7 +23,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from kgr.errors import KgrRuntimeError, KgrValidationError
-from kgr.ingest.executors.process import START_TIMEOUT, ProcessDrafts, serve_async, WorkerSlot
+from kgr.ingest.executors.process import START_TIMEOUT, ProcessDrafts, WorkerSlot, serve_async
 
 __all__ = ["RayDrafts", "DraftActor"]
 
@@ -53,6 +53,7 @@ class _ActorSlot(WorkerSlot):
     """A worker that is a Ray actor: started by Ray, reached over the socket it opens to the job."""
 
     owner: "RayDrafts"
+    kind = "ingestion actor"
     where = ""  # "node N pid P", once connected
 
     def spawn(self) -> None:
@@ -69,12 +70,10 @@ class _ActorSlot(WorkerSlot):
         read its answers (the process slot's reader)."""
         arrived = self.owner.connection(token)
         if arrived is None:
-            self.error = KgrRuntimeError(f"ingestion actor {self.index} did not connect in {START_TIMEOUT:.0f} s")
+            self.error = KgrRuntimeError(f"{self.kind} {self.index} did not connect in {START_TIMEOUT:.0f} s")
             with self.owner.lock:  # a replacement that never came: its chunks fail, as a process slot's do
-                self.dead = True
-                lost, self.outstanding = self.outstanding, {}
-            for _, fut in lost.values():
-                fut.set_exception(self.error)
+                lost = self.abandon()
+            self.fail(lost)
             self.ready.set()
             return
         conn, self.where = arrived
@@ -159,11 +158,7 @@ class RayDrafts(ProcessDrafts):
         return [s.where for s in self.slots]  # type: ignore[attr-defined]
 
     def close(self, *, wait: bool = True) -> None:
-        with self.lock:
-            self.closing = True
-            for s in self.slots:
-                if s.conn is not None and not s.dead:
-                    s.send(("stop",))
+        self.stop_workers()
         with self._arrival:
             self._arrival.notify_all()
         calls = [s.call for s in self.slots if getattr(s, "call", None) is not None]
