@@ -154,7 +154,7 @@ def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, r
     assert len(got[0].workers) == 2 and len(nodes) == 2  # one actor on each node
     assert got[1:] == ref[1:]
 
-    # the stub LLM, and an actor's process SIGKILLed a third of the way: Ray restarts it and retries
+    # the stub LLM, and an actor's process SIGKILLed a third of the way: a new actor takes its chunks
     stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE), latency=0.05)
     llm = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
                        timeout=10, max_attempts=2, max_rounds=1, concurrency=8, promote=False)
