@@ -142,9 +142,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
                     "processes, or in Ray actors (pip install 'kgr[ray]'). Writes stay in this process.")] = "inprocess",
            workers: Annotated[int | None, typer.Option(
                help="Worker processes or Ray actors; --concurrency is shared among them (default: the CPUs of the "
-                    "machine, or of the Ray cluster).")] = None,
+                    "machine, as many as its available memory holds at 350 MiB each, or of the Ray cluster).")] = None,
            ray_address: Annotated[str | None, typer.Option(
-               help="Ray cluster address (default: RAY_ADDRESS, else a local Ray started for the job).")] = None,
+               help="Ray cluster address: host:port of its GCS, or ray://host:port with ray[client] (default: "
+                    "RAY_ADDRESS, else a local Ray started for the job).")] = None,
            verify: Annotated[VerifyChoice, typer.Option(
                help="Re-read the chunks of candidates the calibrated policy escalates: auto = the verifier "
                     "that matches the extractor (rules, or llm with --model).")] = "auto",

@@ -64,9 +64,11 @@ class IngestConfig(BaseModel):
         "processes, or in Ray actors (the kgr[ray] extra); writes are this process's in every case"))
     workers: int | None = Field(None, ge=1, le=1024, description=(
         "worker processes or Ray actors (process and ray executors; concurrency is shared among them); "
-        "default: the machine's CPUs (process), the Ray cluster's CPUs (ray)"))
+        "default: the machine's CPUs, as many as its available memory holds at 350 MiB each (process), "
+        "the Ray cluster's CPUs (ray)"))
     ray_address: str | None = Field(None, description=(
-        "the Ray cluster to run on (ray executor); default: RAY_ADDRESS, else a local Ray started for the job"))
+        "the Ray cluster to run on (ray executor): host:port of its GCS, or ray://host:port (Ray Client, "
+        "needs ray[client]); default: RAY_ADDRESS, else a local Ray started for the job"))
     policy: PolicyName = Field(
         DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 

@@ -169,6 +169,24 @@ def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, r
     assert got[1:] == ref[1:]
 
 
+def test_ray_workers_beyond_the_clusters_memory_are_refused(graph, tmp_path, ray_cluster):
+    """1024 actors at 350 MiB each are more than the test cluster's memory: refused before any starts."""
+    import ray
+
+    from kgr.errors import KgrValidationError
+
+    assert 1024 * 350 * 2**20 > ray.cluster_resources()["memory"]
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 4)
+    reset(graph)
+    before = _pids("DraftActor")
+    with pytest.raises(KgrValidationError, match="1024 workers need about 350.0 GiB .* the Ray cluster has") as info:
+        ingest(graph, [corpus], SCHEMA, config=IngestConfig(executor="ray", workers=1024, promote=False))
+    assert info.value.field == "workers"
+    time.sleep(1)  # an actor Ray had been asked for would be starting by now
+    assert _pids("DraftActor") == before
+    assert graph.driver.execute_query("MATCH (n) WHERE n:Chunk OR n:Document RETURN count(n) AS n").records[0]["n"] == 0
+
+
 def test_ray_workers_channel_refuses_a_stranger(graph, ray_cluster):
     """Chunks reach the Ray actors over sockets they open to the job, authenticated with a key made
     for the job: a connection without the key is refused, and the job goes on drafting."""
@@ -235,3 +253,28 @@ def test_a_worker_freezes_what_its_start_made(graph, monkeypatch):
             drafts.close()
     assert all(n > 100_000 for n in frozen[0]), frozen  # litellm's objects, in each worker
     assert frozen[1] == [0, 0]
+
+
+def test_worker_processes_are_bounded_by_the_available_memory(graph, tmp_path, monkeypatch):
+    """More workers than the available memory holds (350 MiB each) is refused before any starts or
+    anything is written; the default (one per CPU) is capped to what fits instead."""
+    from kgr.errors import KgrValidationError
+    from kgr.ingest.executors import open_remote
+    from kgr.ingest.executors import process as proc_mod
+
+    assert proc_mod.available_mb() is not None and proc_mod.available_mb() > 0  # Linux: /proc/meminfo
+    monkeypatch.setattr(proc_mod, "available_mb", lambda: 2 * proc_mod.WORKER_MB + 100)
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 4)
+    reset(graph)
+    with pytest.raises(KgrValidationError, match="3 workers need about 1.0 GiB .* this machine has .* use at most 2") as info:
+        ingest(graph, [corpus], SCHEMA, config=IngestConfig(executor="process", workers=3, promote=False))
+    assert info.value.field == "workers"
+    assert _pids("kgr.ingest.executors", parent=os.getpid()) == []
+    assert graph.driver.execute_query("MATCH (n) WHERE n:Chunk OR n:Document RETURN count(n) AS n").records[0]["n"] == 0
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    drafts = open_remote(graph, SCHEMA, IngestConfig(executor="process", promote=False), time.time())
+    try:
+        assert len(drafts.slots) == 2  # 8 CPUs, memory for 2
+    finally:
+        drafts.close()

@@ -11,7 +11,6 @@ shared among the workers (``ceil(concurrency / workers)`` each).
 from __future__ import annotations
 
 import math
-import os
 import pickle
 
 from kgr.errors import KgrValidationError
@@ -55,9 +54,9 @@ def open_remote(graph: Graph, schema: KGSchema, config: IngestConfig, known_befo
                           extractor=extractor)
 
     if config.executor == "process":
-        from kgr.ingest.executors.process import ProcessDrafts
+        from kgr.ingest.executors.process import ProcessDrafts, worker_count
 
-        n = config.workers or os.cpu_count() or 1
+        n = worker_count(config.workers)
         return ProcessDrafts(spec_for(n), n)
     if config.executor == "ray":
         from kgr.ingest.executors.ray_actors import RayDrafts

@@ -27,16 +27,56 @@ import sys
 import threading
 from multiprocessing.connection import Connection
 
-from kgr.errors import KgrRuntimeError
+from kgr.errors import KgrRuntimeError, KgrValidationError
 from kgr.gc_freeze import freeze_startup_objects
 from kgr.ingest.chunking import Chunk
 from kgr.ingest.drafting import failed_outcome
 from kgr.ingest.executors.worker import DraftWorker, WorkerSpec, portable
 
-__all__ = ["ProcessDrafts", "WorkerSlot", "serve", "serve_async"]
+__all__ = ["ProcessDrafts", "WorkerSlot", "available_mb", "serve", "serve_async", "worker_count"]
 
 #: seconds a worker may take to start (import kgr and the extractor, open its Graph)
 START_TIMEOUT = 120.0
+
+#: MiB a worker process is counted for when sizing the pool: its peak RSS measured 279-297 MB with the
+#: LLM extractor (``scripts/bench_ingest.py``), rounded up
+WORKER_MB = 350
+
+
+def available_mb() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in MiB; ``None`` where there is no such file."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def worker_count(requested: int | None, *, default: int | None = None, memory_mb: float | None = None,
+                 where: str = "this machine") -> int:
+    """How many workers to start: ``requested``, else ``default`` (the machine's CPUs), at most as
+    many as ``memory_mb`` (default: :func:`available_mb`) holds at :data:`WORKER_MB` each. A default
+    is capped; a request beyond it is refused: a thousand interpreters would have the kernel kill
+    processes, the database among them, instead of the job failing.
+
+    Raises
+    ------
+    KgrValidationError
+        ``requested`` workers need more memory than ``where`` has available.
+    """
+    avail = available_mb() if memory_mb is None else memory_mb
+    most = None if not avail else max(1, int(avail // WORKER_MB))
+    if requested is None:
+        n = default or os.cpu_count() or 1
+        return n if most is None else min(n, most)
+    if most is not None and requested > most:
+        raise KgrValidationError(
+            f"{requested} workers need about {requested * WORKER_MB / 1024:.1f} GiB ({WORKER_MB} MiB each) "
+            f"and {where} has {avail / 1024:.1f} GiB available: use at most {most}", field="workers")
+    return requested
 
 
 def serve(conn: Connection) -> None:

@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import threading
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from kgr.errors import KgrRuntimeError, KgrValidationError
-from kgr.ingest.executors.process import START_TIMEOUT, ProcessDrafts, WorkerSlot, serve_async
+from kgr.ingest.executors.process import START_TIMEOUT, ProcessDrafts, WorkerSlot, serve_async, worker_count
 
-__all__ = ["RayDrafts", "DraftActor"]
+__all__ = ["RayDrafts", "DraftActor", "check_ray_address"]
+
+#: seconds to wait for a TCP connection to the cluster's address before calling it unreachable
+CONNECT_TIMEOUT = 5.0
 
 
 class DraftActor:
@@ -47,6 +51,44 @@ def _ray() -> Any:
     except ImportError as exc:
         raise KgrValidationError("the ray executor needs Ray: pip install 'kgr[ray]'", field="executor") from exc
     return ray
+
+
+def check_ray_address(address: str | None) -> None:
+    """Fail fast, and clearly, on a cluster address Ray would wait minutes for.
+
+    ``address`` (else ``RAY_ADDRESS``) is ``host:port`` (the cluster's GCS, for a job on one of its
+    nodes) or ``ray://host:port`` (Ray Client, for a job outside the cluster, which needs
+    ``ray[client]``); ``None``, ``auto`` and ``local`` are left to Ray. An address nothing listens on
+    makes ``ray.init`` retry for minutes while it logs warnings; a TCP connection with a
+    :data:`CONNECT_TIMEOUT` bound says so at once.
+
+    Raises
+    ------
+    KgrValidationError
+        The address is not ``[ray://]host:port``, or it is a ``ray://`` address and Ray Client is
+        not installed.
+    KgrRuntimeError
+        Nothing accepts a connection at the address.
+    """
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None or address.strip().lower() in ("auto", "local"):
+        return
+    target = address.strip()
+    client = target.startswith("ray://")
+    host, sep, port = target.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise KgrValidationError(f"Ray address {address!r} is not host:port or ray://host:port", field="ray_address")
+    if client:
+        try:
+            import grpc  # noqa: F401 - what Ray Client needs beyond ray
+        except ImportError as exc:
+            raise KgrValidationError(f"the Ray Client address {address!r} needs Ray Client: "
+                                     "pip install 'ray[client]'", field="ray_address") from exc
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise KgrRuntimeError(f"cannot reach the Ray cluster at {address} ({exc}); is it running, and does "
+                              "this machine reach it?") from exc
 
 
 class _ActorSlot(WorkerSlot):
@@ -108,11 +150,14 @@ class RayDrafts(ProcessDrafts):
         self.slots: list[WorkerSlot] = []
         self.lock, self.closing = threading.Lock(), False
         if not ray.is_initialized():
+            check_ray_address(address)
             ray.init(address=address, include_dashboard=False, log_to_driver=True, configure_logging=False)
             self._owns = True
         try:
-            cpus = float(ray.cluster_resources().get("CPU", 1))
-            n = workers or max(1, int(cpus))
+            resources = ray.cluster_resources()
+            cpus = float(resources.get("CPU", 1))
+            n = worker_count(workers, default=max(1, int(cpus)), memory_mb=float(resources.get("memory", 0)) / 2**20,
+                             where="the Ray cluster")
             self.authkey = os.urandom(32)
             host = os.environ.get("KGR_RAY_JOB_HOST") or ray.util.get_node_ip_address()
             self.listener = Listener((host, 0), authkey=self.authkey)
