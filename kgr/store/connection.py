@@ -31,7 +31,7 @@ import neo4j
 from neo4j import GraphDatabase, RoutingControl
 import tenacity
 from neo4j.exceptions import (
-    AuthError, ClientError, CypherSyntaxError, DatabaseUnavailable, ServiceUnavailable,
+    AuthError, ClientError, ConfigurationError, CypherSyntaxError, DatabaseUnavailable, ServiceUnavailable,
     SessionExpired, TransientError,
 )
 from pydantic import BaseModel, ConfigDict
@@ -262,6 +262,11 @@ class Tx:
         return [r.data() for r in result]
 
 
+def _bad_uri(uri: str, exc: BaseException) -> KgrValidationError:
+    return KgrValidationError(f"Neo4j URI {uri!r} cannot be used ({exc}); give bolt://HOST:7687, or "
+                              "neo4j://HOST:7687 for a cluster (neo4j+s:// for Aura)", field="uri")
+
+
 def open_graph(settings: Neo4jSettings) -> Graph:
     """Open a :class:`Graph` on the server ``settings.uri`` names, and check that it answers.
 
@@ -271,7 +276,9 @@ def open_graph(settings: Neo4jSettings) -> Graph:
     Raises
     ------
     KgrValidationError
-        ``settings.uri`` is not set.
+        ``settings.uri`` is not set, or is not a URI the driver accepts (a scheme other than
+        ``bolt``/``neo4j`` and their ``+s``/``+ssc`` forms, a malformed address), or
+        ``KGR_NEO4J_RETRY_SECONDS`` is not a number of seconds.
     KgrNeo4jUnavailable
         The database does not answer (the message names the URI, never the password).
     """
@@ -280,15 +287,28 @@ def open_graph(settings: Neo4jSettings) -> Graph:
         raise KgrValidationError("no Neo4j URI given (set NEO4J_URI, or use kgr.connect.connect for the managed "
                                  "Neo4j)", field="uri")
     auth = (settings.username, settings.password) if settings.password is not None else None
-    retry = float(os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30"))
-    driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry,
-                                  notifications_min_severity="OFF")
+    raw_retry = os.environ.get("KGR_NEO4J_RETRY_SECONDS", "30")
+    try:
+        retry = float(raw_retry)
+    except ValueError:
+        retry = -1.0
+    if not 0 <= retry < float("inf"):
+        raise KgrValidationError(f"KGR_NEO4J_RETRY_SECONDS must be a number of seconds >= 0, got {raw_retry!r}",
+                                 field="KGR_NEO4J_RETRY_SECONDS")
+    try:
+        driver = GraphDatabase.driver(uri, auth=auth, connection_timeout=10, max_transaction_retry_time=retry,
+                                      notifications_min_severity="OFF")
+    except (ConfigurationError, ValueError) as exc:  # an unsupported scheme, a malformed address
+        raise _bad_uri(uri, exc) from exc
     graph = Graph(driver, settings.database, uri=uri, settings=settings)
     try:
         graph.ping()
     except KgrNeo4jUnavailable:
         driver.close()
         raise
+    except ValueError as exc:  # an address the driver cannot resolve: "bolt://host:notaport"
+        driver.close()
+        raise _bad_uri(uri, exc) from exc
     except ClientError as exc:
         driver.close()
         raise KgrNeo4jUnavailable(f"Neo4j at {uri} refused the connection: {exc.message}") from exc

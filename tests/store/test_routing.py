@@ -93,3 +93,32 @@ def test_the_cli_tests_pass_through_the_neo4j_scheme(graph):
     assert "through the neo4j:// routing scheme" in proc.stdout
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail and " skipped" not in tail, tail
+
+
+@pytest.mark.parametrize("uri, says", [
+    ("http://127.0.0.1:7474", "URI scheme 'http' is not supported"),
+    ("bolt://127.0.0.1:notaport", "Cannot resolve address"),
+    ("neo4j://127.0.0.1:7687?x", "Invalid parameters"),
+])
+def test_a_uri_the_driver_cannot_use_is_a_clear_error(uri, says, monkeypatch, tmp_path):
+    """Not a traceback: the command names the URI, what is wrong with it, and the forms that work."""
+    from kgr.errors import KgrValidationError
+    from kgr.store.connection import open_graph
+
+    with pytest.raises(KgrValidationError, match="give bolt://HOST:7687, or neo4j://HOST:7687") as info:
+        open_graph(Neo4jSettings(uri=uri))
+    assert says in str(info.value) and info.value.field == "uri"
+    monkeypatch.setenv("NEO4J_URI", uri)
+    res = CliRunner().invoke(app, ["status"])
+    assert res.exit_code == 1, res.output
+    assert f"Neo4j URI '{uri}' cannot be used" in res.output and "Traceback" not in res.output
+
+
+def test_a_retry_period_that_is_not_seconds_is_a_clear_error(neo4j_settings, monkeypatch):
+    from kgr.errors import KgrValidationError
+    from kgr.store.connection import open_graph
+
+    for bad in ("abc", "-1", "inf"):
+        monkeypatch.setenv("KGR_NEO4J_RETRY_SECONDS", bad)
+        with pytest.raises(KgrValidationError, match=f"must be a number of seconds >= 0, got '{bad}'"):
+            open_graph(neo4j_settings)
