@@ -503,3 +503,44 @@ def test_hosted_vllm_route_without_the_openai_sdk(llm_stub):
     assert info.value.reason == "request_error" and len(llm_stub.requests) == 5
     llm_stub.enqueue(StubReply.error(500), StubReply.json(GOOD))
     assert len(triples(ex.extract(TEXT, SCHEMA))) == 2 and len(llm_stub.requests) == 7
+
+
+# -- the worker's route to an OpenAI-compatible server -------------------------------------------------
+
+
+def test_which_models_a_worker_sends_through_litellms_http_handler():
+    from kgr.litellm_offline import OPENAI_HTTP_SWITCH as SWITCH, openai_http_route
+
+    base = "http://127.0.0.1:8000/v1"
+    assert openai_http_route("openai/m", base, {}) is True  # a self-hosted OpenAI-compatible server
+    assert openai_http_route("openai/gpt-4o-mini", None, {}) is None  # OpenAI's API keeps the SDK
+    assert openai_http_route("hosted_vllm/m", base, {}) is None  # already on the handler
+    assert openai_http_route("anthropic/claude", base, {}) is None and openai_http_route(None, base, {}) is None
+    # the job's own setting wins, read as litellm reads it (only "true" is on)
+    assert [openai_http_route("openai/m", base, {SWITCH: v}) for v in ("true", " TRUE ", "false", "1", "")] == \
+        [True, True, False, False, False]
+
+
+def test_both_openai_routes_give_the_same_extraction_usage_cost_and_failures(llm_stub, monkeypatch):
+    """The worker's route (litellm's HTTP handler) and the SDK's, over real HTTP: the same request
+    body, the same parsed result, tokens and price, the same retried 429 and unretried 401."""
+    from kgr.litellm_offline import OPENAI_HTTP_SWITCH, set_openai_http_route
+
+    monkeypatch.setenv(OPENAI_HTTP_SWITCH, "false")  # restored after the test
+    seen = {}
+    for on in (False, True):
+        set_openai_http_route(on)
+        llm_stub.reset()
+        llm_stub.enqueue(StubReply.error(429, "slow down", retry_after=0),
+                         StubReply.json(GOOD, usage={"prompt_tokens": 1000, "completion_tokens": 40}),
+                         StubReply.error(401, "invalid api key"))
+        ex = LLMExtractor("openai/gpt-4o-mini", api_base=llm_stub.base_url, api_key="stub-key", retry=FAST)
+        result = asyncio.run(ex.aextract(TEXT, SCHEMA))
+        with pytest.raises(KgrExtractionError, match="HTTP 401") as info:
+            ex.extract(TEXT, SCHEMA)
+        agents = {r.headers["user-agent"].split("/")[0].removeprefix("Async") for r in llm_stub.requests}
+        seen[on] = (triples(result), result.kg.entities, result.usage, result.cost_usd, result.llm_calls,
+                    info.value.reason, len(llm_stub.requests), llm_stub.requests[1].body["messages"], agents)
+    assert seen[False][-1] == {"OpenAI"} and seen[True][-1] == {"litellm"}
+    assert seen[True][:-1] == seen[False][:-1]
+    assert seen[True][3] > 0 and seen[True][4] == 2 and seen[True][5] == "request_error" and seen[True][6] == 3

@@ -16,6 +16,7 @@ import pytest
 
 from kgr.ingest.config import IngestConfig
 from kgr.ingest.pipeline import ingest
+from kgr.litellm_offline import OPENAI_HTTP_SWITCH
 from kgr.model.schema import load_schema
 from kgr.store.admin import fingerprint, reset
 from kgr.store.versions import current_state
@@ -106,7 +107,13 @@ def test_process_executor_gives_the_in_process_graph_with_the_rules_extractor(gr
     assert _process_counts(graph) == {1: 150}
 
 
-def test_process_executor_with_the_stub_llm_survives_a_killed_worker(graph, tmp_path, llm_stub_factory):
+def _agents(requests) -> set[str]:
+    """Who sent ``requests``: ``OpenAI`` (the OpenAI SDK's client) or ``litellm`` (its HTTP handler)."""
+    return {r.headers["user-agent"].split("/")[0].removeprefix("Async") for r in requests}
+
+
+def test_process_executor_with_the_stub_llm_survives_a_killed_worker(graph, tmp_path, llm_stub_factory, monkeypatch):
+    monkeypatch.delenv(OPENAI_HTTP_SWITCH, raising=False)  # litellm's default in process, kgr's in the workers
     n = 160
     corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, n)
     stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE), latency=0.05)
@@ -114,15 +121,29 @@ def test_process_executor_with_the_stub_llm_survives_a_killed_worker(graph, tmp_
                         timeout=10, max_attempts=2, max_rounds=1, concurrency=8, promote=False)
     ref = _outcome(graph, corpus, base)
     assert ref[0].llm_calls == n
+    asked = len(stub.requests)
     killed: list[int] = []
     got = _outcome(graph, corpus, base.model_copy(update={"executor": "process", "workers": 2}),
                    during=_killer("kgr.ingest.executors", n // 3, killed, parent=os.getpid()))
     assert len(killed) == 1, "no worker was killed: the run ended first"
+    # the job in process asked through the OpenAI SDK, the workers through litellm's HTTP handler
+    assert _agents(stub.requests[:asked]) == {"OpenAI"} and _agents(stub.requests[asked:]) == {"litellm"}
     assert got[0].chunks_processed == n and got[0].chunks_failed == []
     assert got[0].worker_restarts == 1
     assert got[0].llm_calls >= n  # the killed worker's chunks were asked again ...
     assert _process_counts(graph) == {1: n}  # ... and written once
     assert got[1:] == ref[1:]
+
+
+def test_the_jobs_environment_keeps_its_workers_on_the_openai_sdk(graph, tmp_path, llm_stub_factory, monkeypatch):
+    """EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false in the job: its workers ask through the SDK."""
+    corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 12)
+    stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE))
+    monkeypatch.setenv(OPENAI_HTTP_SWITCH, "false")
+    cfg = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
+                       max_rounds=1, concurrency=4, promote=False, executor="process", workers=2)
+    got = _outcome(graph, corpus, cfg)
+    assert got[0].chunks_processed == 12 and _agents(stub.requests) == {"OpenAI"}
 
 
 # -- a two-node Ray cluster ---------------------------------------------------------------------------
@@ -143,7 +164,9 @@ def ray_cluster():
     cluster.shutdown()
 
 
-def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, ray_cluster, llm_stub_factory):
+def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, ray_cluster, llm_stub_factory,
+                                                               monkeypatch):
+    monkeypatch.delenv(OPENAI_HTTP_SWITCH, raising=False)
     n = 120
     corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, n)
     base = IngestConfig(concurrency=4, promote=False)
@@ -159,10 +182,13 @@ def test_ray_executor_on_two_nodes_gives_the_in_process_graph(graph, tmp_path, r
     llm = IngestConfig(extractor="llm", model="openai/gpt-4o-mini", api_base=stub.base_url, api_key="stub-key",
                        timeout=10, max_attempts=2, max_rounds=1, concurrency=8, promote=False)
     ref = _outcome(graph, corpus, llm)
+    asked = len(stub.requests)
     killed: list[int] = []
     got = _outcome(graph, corpus, llm.model_copy(update={"executor": "ray", "workers": 2}),
                    during=_killer("DraftActor", n // 3, killed))
     assert len(killed) == 1, "no actor was killed: the run ended first"
+    # the job's choice of route reached the actors (their nodes' environment does not set it)
+    assert _agents(stub.requests[:asked]) == {"OpenAI"} and _agents(stub.requests[asked:]) == {"litellm"}
     assert got[0].chunks_processed == n and got[0].chunks_failed == []
     assert got[0].worker_restarts == 1
     assert _process_counts(graph) == {1: n}

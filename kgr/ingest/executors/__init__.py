@@ -18,6 +18,7 @@ from kgr.extract.base import Extractor
 from kgr.ingest.chunk_loop import RemoteDrafts
 from kgr.ingest.config import IngestConfig
 from kgr.ingest.executors.worker import WorkerSpec
+from kgr.litellm_offline import openai_http_route
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
 
@@ -47,11 +48,13 @@ def open_remote(graph: Graph, schema: KGSchema, config: IngestConfig, known_befo
             raise KgrValidationError(f"the extractor cannot be sent to the workers ({exc}); name it in the config",
                                      field="executor") from exc
     settings = graph.settings
+    llm = extractor if extractor is not None else config if config.extractor == "llm" else None
+    openai_http = openai_http_route(getattr(llm, "model", None), getattr(llm, "api_base", None))
 
     def spec_for(workers: int) -> WorkerSpec:
         share = config.model_copy(update={"concurrency": math.ceil(config.concurrency / workers)})
         return WorkerSpec(settings=settings, schema=schema, config=share, known_before=known_before,
-                          extractor=extractor)
+                          extractor=extractor, openai_http=openai_http)
 
     if config.executor == "process":
         from kgr.ingest.executors.process import ProcessDrafts, worker_count

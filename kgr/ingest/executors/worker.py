@@ -22,7 +22,7 @@ from kgr.ingest.chunking import Chunk
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter, Drafted, close_llm_clients
 from kgr.ingest.report import ChunkOutcome
-from kgr.litellm_offline import warm_up_litellm
+from kgr.litellm_offline import set_openai_http_route, warm_up_litellm
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Neo4jSettings, open_graph
 
@@ -34,13 +34,16 @@ class WorkerSpec:
     """Everything a worker needs, picklable. ``config.concurrency`` is the worker's own share.
 
     ``settings`` carries the database password when one is set: it travels to the workers as the
-    job's arguments do (a socket to a local process, Ray's task arguments on a cluster)."""
+    job's arguments do (a socket to a local process, Ray's task arguments on a cluster).
+    ``openai_http`` is :func:`~kgr.litellm_offline.openai_http_route` decided by the job, so a Ray
+    node's workers follow the job's environment, not the node's."""
 
     settings: Neo4jSettings
     schema: KGSchema
     config: IngestConfig
     known_before: float
     extractor: Extractor | None = None
+    openai_http: bool | None = None
 
 
 def portable(exc: BaseException) -> BaseException:
@@ -61,6 +64,7 @@ class DraftWorker:
     the host's event loop."""
 
     def __init__(self, spec: WorkerSpec):
+        set_openai_http_route(spec.openai_http)
         if spec.config.extractor == "llm":  # its seconds of import belong to the start, not to the first chunks
             warm_up_litellm(spec.config.model, spec.config.api_base)
         self.graph = open_graph(spec.settings)
