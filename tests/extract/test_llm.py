@@ -42,6 +42,17 @@ GOOD = {
 FAST = RetryPolicy(max_attempts=3, initial_backoff=0.01, max_backoff=0.05, jitter=0.0)
 
 
+@pytest.fixture(params=["openai-sdk", "litellm-http"])
+def llm_stub(request, llm_stub_factory, monkeypatch):
+    """The stub, and litellm's route for ``openai/`` models: the OpenAI SDK's client (in process, by
+    default) or litellm's HTTP handler (an ingestion worker's, :func:`kgr.litellm_offline.openai_http_route`).
+    Every test below that talks to the stub runs through both."""
+    from kgr.litellm_offline import OPENAI_HTTP_SWITCH
+
+    monkeypatch.setenv(OPENAI_HTTP_SWITCH, "true" if request.param == "litellm-http" else "false")
+    return llm_stub_factory()
+
+
 def make(stub, **kw) -> LLMExtractor:
     kw.setdefault("retry", FAST)
     kw.setdefault("timeout", 5.0)
@@ -388,7 +399,7 @@ def test_token_counter_and_worker_warm_up_import_litellm_offline():
     assert "cost map" not in run.stderr
 
 
-def test_a_workers_warm_up_prepares_its_route_without_sending_a_request(llm_stub):
+def test_a_workers_warm_up_prepares_its_route_without_sending_a_request(llm_stub_factory):
     """The warm-up loads what the first request through ``hosted_vllm/`` would load (the route's
     modules, litellm's tokenizer) with a mock completion: the stub sees only the real request that
     follows, and that request imports none of them."""
@@ -396,6 +407,7 @@ def test_a_workers_warm_up_prepares_its_route_without_sending_a_request(llm_stub
     import subprocess
     import sys
 
+    llm_stub = llm_stub_factory()
     llm_stub.reply_json({"entities": {}, "relations": {}})
     code = (
         "import sys\n"
@@ -521,12 +533,13 @@ def test_which_models_a_worker_sends_through_litellms_http_handler():
         [True, True, False, False, False]
 
 
-def test_both_openai_routes_give_the_same_extraction_usage_cost_and_failures(llm_stub, monkeypatch):
+def test_both_openai_routes_give_the_same_extraction_usage_cost_and_failures(llm_stub_factory, monkeypatch):
     """The worker's route (litellm's HTTP handler) and the SDK's, over real HTTP: the same request
     body, the same parsed result, tokens and price, the same retried 429 and unretried 401."""
     from kgr.litellm_offline import OPENAI_HTTP_SWITCH, set_openai_http_route
 
     monkeypatch.setenv(OPENAI_HTTP_SWITCH, "false")  # restored after the test
+    llm_stub = llm_stub_factory()
     seen = {}
     for on in (False, True):
         set_openai_http_route(on)
