@@ -7,19 +7,22 @@ no request leaves the machine except to the model, whichever kgr module needs li
 LLM extractor, the agent, an ingestion worker's warm start, the slices' token counter). A test
 checks that no other module imports litellm.
 
-It also holds the process-wide litellm switch an ingestion worker sets for an OpenAI-compatible
-server (:func:`openai_http_route`).
+It also holds the process-wide litellm switch that the processes kgr owns (an ingestion worker,
+``kgr ingest``'s) set for an OpenAI-compatible server (:func:`openai_http_route`).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
 
 from kgr.errors import KgrExtractionError
 
-__all__ = ["load_litellm", "warm_up_litellm", "OPENAI_HTTP_SWITCH", "openai_http_route", "set_openai_http_route"]
+__all__ = ["load_litellm", "warm_up_litellm", "OPENAI_HTTP_SWITCH", "openai_http_route", "set_openai_http_route",
+           "openai_http_route_during"]
 
 #: litellm's switch (an environment variable, read on every call; only ``true`` turns it on) that
 #: sends ``openai/`` chat requests through litellm's own HTTP handler, the one ``hosted_vllm/`` uses,
@@ -106,3 +109,20 @@ def set_openai_http_route(on: bool | None) -> None:
     """Set litellm's switch in this process (a worker's, at its start): ``None`` leaves it alone."""
     if on is not None:
         os.environ[OPENAI_HTTP_SWITCH] = "true" if on else "false"
+
+
+@contextmanager
+def openai_http_route_during(model: str | None, api_base: str | None) -> Iterator[bool | None]:
+    """litellm's switch set as :func:`openai_http_route` says for the length of a block, then put
+    back as it was (``kgr ingest``'s process: its extractor and verifier share the model and
+    ``api_base``). Yields the decision."""
+    on = openai_http_route(model, api_base)
+    before = os.environ.get(OPENAI_HTTP_SWITCH)
+    set_openai_http_route(on)
+    try:
+        yield on
+    finally:
+        if before is None:
+            os.environ.pop(OPENAI_HTTP_SWITCH, None)
+        else:
+            os.environ[OPENAI_HTTP_SWITCH] = before

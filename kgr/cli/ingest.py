@@ -162,6 +162,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     """
     from kgr.errors import KgrNeo4jUnavailable
     from kgr.ingest.pipeline import ingest as run_ingest
+    from kgr.litellm_offline import openai_http_route_during
 
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
@@ -175,9 +176,10 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
                                              TimeElapsedColumn(), console=err, transient=True) as bar:
         kg.init()
         try:
-            report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=_progress(bar),
-                                promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier),
-                                embed=embedder(embedding_model, embedding_api_base))
+            with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
+                report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=_progress(bar),
+                                    promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier),
+                                    embed=embedder(embedding_model, embedding_api_base))
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)

@@ -533,6 +533,27 @@ def test_which_models_a_worker_sends_through_litellms_http_handler():
         [True, True, False, False, False]
 
 
+def test_kgr_ingests_switch_holds_for_the_job_and_is_put_back(monkeypatch):
+    import os
+
+    from kgr.litellm_offline import OPENAI_HTTP_SWITCH as SWITCH, openai_http_route_during
+
+    base = "http://127.0.0.1:8000/v1"
+    monkeypatch.delenv(SWITCH, raising=False)
+    with openai_http_route_during("openai/m", base) as on:
+        assert on is True and os.environ[SWITCH] == "true"
+    assert SWITCH not in os.environ
+    with pytest.raises(RuntimeError), openai_http_route_during("openai/m", base):
+        raise RuntimeError("the job failed")
+    assert SWITCH not in os.environ  # put back on failure too
+    monkeypatch.setenv(SWITCH, "no")  # the user's own value: off, and left as written
+    with openai_http_route_during("openai/m", base) as on:
+        assert on is False and os.environ[SWITCH] == "false"
+    assert os.environ[SWITCH] == "no"
+    with openai_http_route_during("hosted_vllm/m", base) as on:
+        assert on is None and os.environ[SWITCH] == "no"
+
+
 def test_both_openai_routes_give_the_same_extraction_usage_cost_and_failures(llm_stub_factory, monkeypatch):
     """The worker's route (litellm's HTTP handler) and the SDK's, over real HTTP: the same request
     body, the same parsed result, tokens and price, the same retried 429 and unretried 401."""

@@ -203,6 +203,9 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
 
 def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, llm_stub_factory, monkeypatch):
     import json
+    import os
+
+    from kgr.litellm_offline import OPENAI_HTTP_SWITCH
 
     from typer.testing import CliRunner
 
@@ -211,6 +214,7 @@ def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, ll
     monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
     if neo4j_settings.password is not None:
         monkeypatch.setenv("NEO4J_PASSWORD", neo4j_settings.password)
+    monkeypatch.delenv(OPENAI_HTTP_SWITCH, raising=False)
     stub = llm_stub_factory(default=StubReply.json(GOOD, usage=USAGE))
     corpus = _corpus(tmp_path, ["NORMAL-1", "NORMAL-2"])
     schema = str(Path(_ROOT) / "examples" / "schema.json")
@@ -222,6 +226,10 @@ def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, ll
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["chunks_processed"] == 2 and report["llm_calls"] == 2 == len(stub.requests)
+    # an openai/ model with --api-base: kgr ingest's process asks through litellm's HTTP handler, and
+    # puts litellm's process-wide switch back as it found it (unset here) when the job ends
+    assert {r.headers["user-agent"].split("/")[0] for r in stub.requests} == {"litellm"}
+    assert OPENAI_HTTP_SWITCH not in os.environ
     # the prices given on the command line price the model litellm does not know
     assert report["unpriced_llm_calls"] == 0
     assert report["cost_usd"] == pytest.approx(2 * (100 * 1e-6 + 20 * 4e-6), rel=1e-9)
