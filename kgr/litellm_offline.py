@@ -84,7 +84,7 @@ def warm_up_litellm(model: str | None = None, api_base: str | None = None) -> No
             pass
 
 
-def openai_http_route(model: str | None, api_base: str | None, environ: Mapping[str, str] = os.environ) -> bool | None:
+def openai_http_route(model: object, api_base: object, environ: Mapping[str, str] = os.environ) -> bool | None:
     """Whether an ingestion worker sends ``model``'s requests through litellm's HTTP handler.
 
     Only an ``openai/`` model with an ``api_base`` (a self-hosted OpenAI-compatible server) is
@@ -99,8 +99,8 @@ def openai_http_route(model: str | None, api_base: str | None, environ: Mapping[
     completions; what the handler does not send is the SDK's ``OpenAI-Organization`` header, which a
     self-hosted server does not read. OpenAI's own API (no ``api_base``) keeps the SDK.
     """
-    if not (model and model.startswith("openai/") and api_base):
-        return None
+    if not (isinstance(model, str) and model.startswith("openai/") and isinstance(api_base, str) and api_base):
+        return None  # (a custom extractor's ``model`` may be anything: a loaded model object, say)
     value = environ.get(OPENAI_HTTP_SWITCH)
     return True if value is None else value.strip().lower() == "true"
 

@@ -528,6 +528,7 @@ def test_which_models_a_worker_sends_through_litellms_http_handler():
     assert openai_http_route("openai/gpt-4o-mini", None, {}) is None  # OpenAI's API keeps the SDK
     assert openai_http_route("hosted_vllm/m", base, {}) is None  # already on the handler
     assert openai_http_route("anthropic/claude", base, {}) is None and openai_http_route(None, base, {}) is None
+    assert openai_http_route(object(), base, {}) is None  # a custom extractor's model object
     # the job's own setting wins, read as litellm reads it (only "true" is on)
     assert [openai_http_route("openai/m", base, {SWITCH: v}) for v in ("true", " TRUE ", "false", "1", "")] == \
         [True, True, False, False, False]
@@ -555,8 +556,8 @@ def test_kgr_ingests_switch_holds_for_the_job_and_is_put_back(monkeypatch):
 
 
 def test_both_openai_routes_give_the_same_extraction_usage_cost_and_failures(llm_stub_factory, monkeypatch):
-    """The worker's route (litellm's HTTP handler) and the SDK's, over real HTTP: the same request
-    body, the same parsed result, tokens and price, the same retried 429 and unretried 401."""
+    """The worker's route (litellm's HTTP handler) and the SDK's, over real HTTP: the same messages
+    sent, the same parsed result, tokens and price, the same retried 429 and unretried 401."""
     from kgr.litellm_offline import OPENAI_HTTP_SWITCH, set_openai_http_route
 
     monkeypatch.setenv(OPENAI_HTTP_SWITCH, "false")  # restored after the test

@@ -136,7 +136,9 @@ def test_process_executor_with_the_stub_llm_survives_a_killed_worker(graph, tmp_
 
 
 def test_the_jobs_environment_keeps_its_workers_on_the_openai_sdk(graph, tmp_path, llm_stub_factory, monkeypatch):
-    """EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false in the job: its workers ask through the SDK."""
+    """EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER=false in the job: its workers ask through the SDK (kgr
+    respects the user's own setting; that the job's decision reaches workers whose environment does not
+    carry it is shown by the Ray test below)."""
     corpus = generate_corpus(tmp_path / "c.jsonl", SCHEMA, 12)
     stub = llm_stub_factory(default=rules_reply(SCHEMA, usage=USAGE))
     monkeypatch.setenv(OPENAI_HTTP_SWITCH, "false")
@@ -257,7 +259,9 @@ def test_executor_errors_are_clear_and_an_extractor_object_travels(graph, tmp_pa
     bare = Graph(graph.driver, graph.database, uri=graph.uri)  # no settings
     with pytest.raises(KgrValidationError, match="need a Graph opened by kgr.connect"):
         ingest(bare, [corpus], SCHEMA, config=cfg)
-    rep = ingest(graph, [corpus], SCHEMA, config=cfg, extractor=RulesExtractor())
+    own = RulesExtractor()
+    own.model = 3  # an extractor's own ``model`` attribute, not a litellm name: no route to decide
+    rep = ingest(graph, [corpus], SCHEMA, config=cfg, extractor=own)
     assert rep.chunks_processed == 6 and rep.new_votes > 0 and rep.executor == "process"
 
 

@@ -35,8 +35,9 @@ class WorkerSpec:
 
     ``settings`` carries the database password when one is set: it travels to the workers as the
     job's arguments do (a socket to a local process, Ray's task arguments on a cluster).
-    ``openai_http`` is :func:`~kgr.litellm_offline.openai_http_route` decided by the job, so a Ray
-    node's workers follow the job's environment, not the node's."""
+    ``openai_http`` is :func:`~kgr.litellm_offline.openai_http_route` decided by the job, so for an
+    ``openai/`` model with an ``api_base`` a Ray node's workers follow the job's environment, not the
+    node's (for any other model the switch is left as the node has it)."""
 
     settings: Neo4jSettings
     schema: KGSchema
