@@ -116,6 +116,9 @@ def agent(
                              max_reextractions=max_reextractions, strict_protocol=strict, timeout=timeout, redo=redo,
                              chunking=ChunkingConfig(size=chunk_size, overlap=chunk_overlap))
     except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        if first.get("loc") == ("api_base",):  # the one option typer does not check itself
+            raise KgrValidationError(str(first["msg"]).removeprefix("Value error, "), field="--api-base") from None
         raise KgrValidationError.from_pydantic(exc) from None
 
     def progress(run) -> None:  # noqa: ANN001

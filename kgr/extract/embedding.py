@@ -20,7 +20,8 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from kgr.errors import KgrExtractionError, KgrValidationError
-from kgr.extract.llm_client import NO_KEY, RetryPolicy, classify_failure, load_litellm, provider_errors, retry_after
+from kgr.extract.llm_client import (NO_KEY, RetryPolicy, api_base_problem, classify_failure, load_litellm, provider_errors,
+                                    retry_after)
 
 __all__ = ["LiteLLMEmbedder", "MAX_EMBED_BATCH", "make_embedder", "MODEL_ENV", "API_BASE_ENV", "API_KEY_ENV"]
 
@@ -49,6 +50,8 @@ class LiteLLMEmbedder:
                  timeout: float = 30.0, retry: RetryPolicy | None = None, batch: int = 64):
         if not model:
             raise KgrValidationError("an embedding model is required", field="embedding_model")
+        if problem := api_base_problem(api_base):
+            raise KgrValidationError(problem, field="embedding_api_base")
         if not 1 <= batch <= MAX_EMBED_BATCH:
             raise KgrValidationError(f"batch must be between 1 and {MAX_EMBED_BATCH}", field="batch")
         self.model, self.api_base, self.timeout, self.batch = model, api_base, timeout, batch

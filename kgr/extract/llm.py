@@ -62,14 +62,14 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from kgr.errors import KgrExtractionError
+from kgr.errors import KgrExtractionError, KgrValidationError
 from kgr.extract.base import ExtractionResult
 from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema
 
 from kgr.extract.llm_client import (
-    NO_KEY, CallTally, RetryPolicy, classify_failure, http_status, load_litellm, message_text, placeholder_priced,
-    prepare_pricing, provider_errors, retry_after,
+    NO_KEY, CallTally, RetryPolicy, api_base_problem, classify_failure, http_status, load_litellm, message_text,
+    placeholder_priced, prepare_pricing, provider_errors, retry_after,
 )
 from kgr.extract.llm_prompt import BadOutput, LLMOutput, build_messages, parse_reply, repair_messages, system_prompt
 
@@ -121,6 +121,8 @@ class LLMExtractor:
     ):
         if not model or not model.strip():
             raise KgrExtractionError("the LLM extractor needs a model name (e.g. openai/gpt-4o-mini)")
+        if problem := api_base_problem(api_base):
+            raise KgrValidationError(problem, field="api_base")
         if timeout <= 0:
             raise KgrExtractionError(f"timeout must be positive, got {timeout}")
         if max_concurrency is not None and max_concurrency < 1:

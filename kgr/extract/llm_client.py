@@ -7,6 +7,7 @@ import asyncio
 import random
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +17,7 @@ from kgr.litellm_offline import load_litellm
 
 __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing",
            "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status",
-           "placeholder_priced"]
+           "placeholder_priced", "api_base_problem"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
@@ -237,3 +238,26 @@ def message_text(resp: Any) -> str | None:
 def placeholder_priced(model: str) -> bool:
     """Whether kgr registered a zero-price placeholder for ``model`` (litellm had no price for it)."""
     return model in _PLACEHOLDER_PRICED
+
+
+def api_base_problem(api_base: str | None) -> str | None:
+    """What is wrong with ``api_base`` as the base URL of an LLM server, or ``None`` when it can be
+    one (``None`` or ``""``: the provider's own URL). An ``http://`` or ``https://`` URL with a host is
+    asked for: anything else litellm only refuses request by request, each failure retried as a
+    server or connection error (a missing scheme became ``/notaurl/chat/completions``, HTTP 500).
+
+    >>> api_base_problem("http://127.0.0.1:8000/v1") is None
+    True
+    >>> api_base_problem("127.0.0.1:8000/v1")
+    "'127.0.0.1:8000/v1' is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"
+    """
+    if not api_base:
+        return None
+    try:
+        parts = urlsplit(api_base)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # e.g. a port that is not a number
+        ok = False
+    if ok and api_base == api_base.strip():
+        return None
+    return f"{api_base!r} is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kgr.extract.base import Extractor
+from kgr.extract.llm_client import api_base_problem
 from kgr.ingest.chunking import ChunkingConfig
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -72,6 +73,13 @@ class IngestConfig(BaseModel):
     policy: PolicyName = Field(
         DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
+
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, value: str | None) -> str | None:
+        if problem := api_base_problem(value):
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="before")
     @classmethod

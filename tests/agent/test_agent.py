@@ -186,3 +186,10 @@ def test_cli_agent_json(llm_stub_factory, graph, corpus, tmp_path, neo4j_setting
     res = CliRunner().invoke(serve_app, ["agent", str(corpus), "--model", "openai/stub-model", "--api-base",
                                          stub2.base_url, "--api-key-env", "STUB_KEY", "--redo"])
     assert res.exit_code == 1 and "no_storage" in res.stdout and "did not complete the protocol" in res.output
+    served = len(stub2.requests)
+    res = CliRunner().invoke(serve_app, ["agent", str(corpus), "--model", "openai/stub-model", "--api-base",
+                                         "127.0.0.1:8000/v1", "--redo"])
+    assert res.exit_code == 1 and res.stderr.strip() == (
+        "Error: --api-base: '127.0.0.1:8000/v1' is not an http:// or https:// URL with a host "
+        "(e.g. http://127.0.0.1:8000/v1)")
+    assert len(stub2.requests) == served

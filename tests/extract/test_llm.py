@@ -199,6 +199,21 @@ def test_timeout_fails_with_clear_reason(llm_stub):
     assert len(llm_stub.requests) == 2
 
 
+@pytest.mark.parametrize("api_base", ["notaurl", "127.0.0.1:8000/v1", "http://", "ftp://h/v1", "http://h:port/v1"])
+def test_an_api_base_that_is_not_a_url_is_refused_before_any_request(api_base):
+    """litellm would only refuse it request by request, each failure retried as a server error."""
+    from kgr.errors import KgrValidationError
+    from kgr.ingest.config import IngestConfig
+
+    with pytest.raises(KgrValidationError, match=r"api_base: .* is not an http:// or https:// URL with a host") as info:
+        LLMExtractor("openai/stub-model", api_base=api_base)
+    assert info.value.field == "api_base"
+    with pytest.raises(ValueError, match="is not an http:// or https:// URL"):
+        IngestConfig(model="openai/stub-model", api_base=api_base)
+    for fine in ("http://127.0.0.1:8000/v1", "https://llm.example.com", "http://[::1]:8000/v1", "", None):
+        assert LLMExtractor("openai/stub-model", api_base=fine).api_base == fine
+
+
 def test_non_transient_error_is_not_retried(llm_stub):
     llm_stub.enqueue(StubReply.error(401, "invalid api key"), StubReply.json(GOOD))
     with pytest.raises(KgrExtractionError, match="HTTP 401") as info:

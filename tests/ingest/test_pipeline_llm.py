@@ -199,6 +199,11 @@ def test_cli_ingest_with_the_llm_reports_failures_with_exit_code_2(graph, neo4j_
     no_model = CliRunner().invoke(app, ["ingest", str(corpus), "--schema",
                                         str(Path(_ROOT) / "examples" / "schema.json"), "--extractor", "llm"])
     assert no_model.exit_code == 1 and "needs --model" in no_model.stderr
+    no_url = CliRunner().invoke(app, ["ingest", str(corpus), "--schema", str(Path(_ROOT) / "examples" / "schema.json"),
+                                      "--model", "openai/stub-model", "--api-base", "notaurl"])
+    assert no_url.exit_code == 1 and no_url.stderr.strip() == (
+        "Error: --api-base: 'notaurl' is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)")
+    assert len(stub.requests) == 2  # the first run's, none since
 
 
 def test_cli_model_implies_the_llm_extractor(graph, neo4j_settings, tmp_path, llm_stub_factory, monkeypatch):

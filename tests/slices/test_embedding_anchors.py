@@ -114,6 +114,8 @@ def test_embedder_errors_are_clear_and_transient_ones_retried(llm_stub):
     assert "key" not in repr(LiteLLMEmbedder(MODEL, api_key="sk-secret-value")).lower().replace("api_base", "")
     with pytest.raises(KgrValidationError):
         LiteLLMEmbedder("")
+    with pytest.raises(KgrValidationError, match="embedding_api_base: '127.0.0.1:8000' is not an http"):
+        LiteLLMEmbedder(MODEL, api_base="127.0.0.1:8000")  # no scheme: refused before any request
     assert make_embedder(environ={}) is None
     configured = make_embedder(environ={"KGR_EMBEDDING_MODEL": MODEL, "KGR_EMBEDDING_API_BASE": llm_stub.base_url})
     assert configured is not None and configured.model == MODEL and configured.api_base == llm_stub.base_url
