@@ -229,11 +229,12 @@ class LLMExtractor:
         else:
             code = f" (HTTP {status})" if status else ""
             msg = f"LLM request failed{code} ({self.model}): {detail}"
-        return self._error(msg, reason, tally)
+        return self._error(msg, reason, tally, status)
 
-    def _error(self, msg: str, reason: str, tally: CallTally) -> KgrExtractionError:
+    def _error(self, msg: str, reason: str, tally: CallTally, status: int | None = None) -> KgrExtractionError:
         err = KgrExtractionError(msg)
         err.reason = reason  # type: ignore[attr-defined]
+        err.http_status = status  # type: ignore[attr-defined]
         err.attempts = tally.attempts  # type: ignore[attr-defined]
         err.llm_calls = tally.calls  # type: ignore[attr-defined]
         err.usage = tally.usage  # type: ignore[attr-defined]

@@ -300,7 +300,8 @@ def failed_outcome(chunk: Chunk, exc: BaseException, out: ChunkOutcome | None = 
         "cost_usd": out.cost_usd + float(getattr(exc, "cost_usd", 0.0) or 0.0),
         "unpriced_llm_calls": out.unpriced_llm_calls + int(getattr(exc, "unpriced_calls", 0) or 0),
         "failure": ChunkFailure(chunk_id=chunk.id, document_id=chunk.document_id, path=path, kind=failure_kind(exc),
-                                reason=(str(exc).splitlines() or [type(exc).__name__])[0][:300]),
+                                reason=(str(exc).splitlines() or [type(exc).__name__])[0][:300],
+                                http_status=getattr(exc, "http_status", None)),
     })
 
 

@@ -115,6 +115,7 @@ from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter
 from kgr.ingest.executors import open_remote
+from kgr.ingest.fail_fast import FailFast
 from kgr.ingest.report import MAX_LISTED, ChunkOutcome, IngestReport
 
 __all__ = ["ingest"]
@@ -197,6 +198,7 @@ class _Job:
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
         self.states: dict[str, provenance.DocumentState] = {}
+        self.fail_fast = FailFast()
         # fuzzy matches only to entities that existed when the run began: chunk order (concurrency,
         # the executor) cannot change what a name resolves to
         began = time.time()
@@ -306,6 +308,7 @@ class _Job:
     def absorb(self, fut: cf.Future) -> None:
         out: ChunkOutcome = fut.result()  # KgrNeo4jUnavailable and bugs propagate
         self.report.add_outcome(out)
+        self.fail_fast.observe(out)  # an LLM that refuses every request stops the job
         if out.llm_calls:
             self.tick("llm_calls", out.llm_calls)
         if out.cost_usd:

@@ -22,6 +22,7 @@ class ChunkFailure(BaseModel):
     path: str | None = None
     kind: str = Field(description="timeout, rate_limited, invalid_output, ... (KgrExtractionError.reason) or the error class")
     reason: str
+    http_status: int | None = Field(None, description="the LLM server's HTTP status, when it answered with an error")
 
 
 class Rejection(BaseModel):

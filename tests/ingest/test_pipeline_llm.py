@@ -279,3 +279,42 @@ def test_concurrency_bounds_llm_requests_in_flight_not_chunks_in_their_tools(gra
         drafter = ChunkDrafter(graph, SCHEMA, extractor, cfg, 0.0)
         drafter.close()
         assert drafter.admitted == admitted
+
+
+def test_an_llm_that_refuses_every_request_stops_the_job_and_loses_nothing(graph, tmp_path, llm_stub_factory):
+    """A wrong key (HTTP 401 on every request): the job stops after the first 8 refused chunks with one
+    error, instead of a request per chunk of the corpus; nothing is processed, and the re-run with a
+    working LLM processes every chunk. Once a chunk has succeeded, refusals are ordinary failures."""
+    from kgr.errors import KgrExtractionError
+
+    refusing = llm_stub_factory(default=StubReply.error(401, "invalid api key"))
+    corpus = _corpus(tmp_path, [f"NORMAL-{i:02d}" for i in range(40)])
+    with pytest.raises(KgrExtractionError, match=r"^stopped: the LLM refused the first 8 chunks with HTTP 401 "
+                                                 r"\(LLM request failed \(HTTP 401\).*invalid api key.*re-run$"):
+        ingest(graph, [corpus], SCHEMA, config=_config(refusing, promote=False))
+    assert 8 <= len(refusing.requests) <= 8 + 4  # the refused chunks and those in flight, not 40
+    assert not any(done for done, _ in _chunk_state(graph).values())
+    # the same from worker processes, whose chunk failures carry the status to the job
+    with pytest.raises(KgrExtractionError, match=r"^stopped: the LLM refused the first 8 chunks with HTTP 401"):
+        ingest(graph, [corpus], SCHEMA, config=_config(refusing, promote=False, executor="process", workers=2))
+    assert not any(done for done, _ in _chunk_state(graph).values())
+
+    working = llm_stub_factory(default=StubReply.json(GOOD, usage=USAGE))
+    report = ingest(graph, [corpus], SCHEMA, config=_config(working, promote=False))
+    assert report.chunks_processed == 40 and report.chunks_failed == []
+
+    served = []
+
+    def first_then_refused(body):
+        served.append(1)
+        return StubReply.json(GOOD, usage=USAGE) if len(served) == 1 else \
+            StubReply.sleep(0.2, then=StubReply.error(401, "key revoked"))
+
+    later = llm_stub_factory(default=first_then_refused)
+    other = tmp_path / "other"
+    other.mkdir()
+    for i in range(16):
+        (other / f"OTHER-{i:02d}.txt").write_text(TEXT.format(tag=f"OTHER-{i:02d}"), encoding="utf-8")
+    report = ingest(graph, [other], SCHEMA, config=_config(later, promote=False))
+    assert report.chunks_processed == 1 and len(report.chunks_failed) == 15
+    assert {(f.kind, f.http_status) for f in report.chunks_failed} == {("request_error", 401)}
