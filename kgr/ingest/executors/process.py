@@ -149,6 +149,18 @@ async def serve_async(conn: Connection) -> None:
         await worker.aclose()
 
 
+def answer(fut: cf.Future, value: object, *, ok: bool = True) -> None:
+    """Settle a chunk's future with its result (``ok``) or exception, unless the job cancelled it: a
+    job that stops (an error, the LLM refusing every request) cancels its chunks in flight, and
+    their answers may still arrive."""
+    if not fut.set_running_or_notify_cancel():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)  # type: ignore[arg-type]
+
+
 class WorkerSlot:
     """One worker and the chunks it holds; replaced when it dies. ``spawn`` starts a local process
     (a Ray actor in :class:`~kgr.ingest.executors.ray_actors.RayDrafts`'s subclass)."""
@@ -207,10 +219,7 @@ class WorkerSlot:
                 with self.owner.lock:
                     entry = self.outstanding.pop(msg[1], None)
                 if entry is not None:
-                    if kind == "ok":
-                        entry[1].set_result(msg[2])
-                    else:
-                        entry[1].set_exception(msg[2])
+                    answer(entry[1], msg[2], ok=kind == "ok")
 
     def _died(self, conn: Connection) -> None:
         conn.close()
@@ -245,9 +254,9 @@ class WorkerSlot:
         why = KgrRuntimeError(f"{self.kind} {self.index} died {self.deaths} times")
         for chunk, fut in lost.values():
             if self.error is not None:
-                fut.set_exception(self.error)
+                answer(fut, self.error, ok=False)
             else:
-                fut.set_result(failed_outcome(chunk, why))
+                answer(fut, failed_outcome(chunk, why))
 
 
 class ProcessDrafts:
