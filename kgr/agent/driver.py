@@ -33,13 +33,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from kgr.agent.protocol import STORAGE, ProtocolGuard, system_prompt, user_prompt
 from kgr.agent.report import AgentReport, ChunkRun, TranscriptEntry
 from kgr.errors import KgrError, KgrExtractionError, KgrValidationError
-from kgr.extract.llm_client import RetryPolicy, api_base_problem, load_litellm, response_cost
+from kgr.extract.llm_client import ApiBase, RetryPolicy, load_litellm, response_cost
 from kgr.ingest.chunking import Chunk, ChunkingConfig, chunk_document
 from kgr.ingest.loaders import Document, iter_documents
 from kgr.model.canonical import entity_key
@@ -92,7 +92,7 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(min_length=1)
-    api_base: str | None = None
+    api_base: ApiBase = None
     api_key: SecretStr | None = None
     max_steps: int = Field(12, ge=1, le=200)
     max_reextractions: int = Field(3, ge=0, le=20)
@@ -103,13 +103,6 @@ class AgentConfig(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     max_result_chars: int = Field(24_000, ge=1000)
     redo: bool = False
-
-    @field_validator("api_base")
-    @classmethod
-    def _api_base_is_a_url(cls, value: str | None) -> str | None:
-        if problem := api_base_problem(value):
-            raise ValueError(problem)
-        return value
 
 
 def _litellm() -> Any:

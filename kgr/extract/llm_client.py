@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from kgr.extract.base import TokenUsage
 from kgr.litellm_offline import load_litellm
@@ -17,7 +17,7 @@ from kgr.litellm_offline import load_litellm
 
 __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing",
            "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status",
-           "placeholder_priced", "api_base_problem"]
+           "placeholder_priced", "api_base_problem", "ApiBase"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
@@ -261,3 +261,13 @@ def api_base_problem(api_base: str | None) -> str | None:
     if ok and api_base == api_base.strip():
         return None
     return f"{api_base!r} is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"
+
+
+def _checked_api_base(api_base: str | None) -> str | None:
+    if problem := api_base_problem(api_base):
+        raise ValueError(problem)
+    return api_base
+
+
+#: A config model's ``api_base`` field: ``None``, or a URL :func:`api_base_problem` accepts.
+ApiBase = Annotated[str | None, AfterValidator(_checked_api_base)]

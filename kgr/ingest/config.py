@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgr.extract.base import Extractor
-from kgr.extract.llm_client import api_base_problem
+from kgr.extract.llm_client import ApiBase
 from kgr.ingest.chunking import ChunkingConfig
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -29,7 +29,7 @@ class IngestConfig(BaseModel):
         None, ge=0, description="USD per prompt token, with output_cost_per_token: the model's price when litellm "
                                 "has none (llm extractor)")
     output_cost_per_token: float | None = Field(None, ge=0, description="USD per completion token (llm extractor)")
-    api_base: str | None = Field(None, description="OpenAI-compatible base URL (llm extractor)")
+    api_base: ApiBase = Field(None, description="OpenAI-compatible base URL (llm extractor)")
     api_key: str | None = Field(None, repr=False, exclude=True,
                                 description="API key (llm extractor); default: the provider's environment variable")
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds per LLM request (each attempt)")
@@ -73,13 +73,6 @@ class IngestConfig(BaseModel):
     policy: PolicyName = Field(
         DEFAULT_POLICY, description="policy of the promotion rounds (kgr ingest --policy; ingest() calls the promote callable)")
 
-
-    @field_validator("api_base")
-    @classmethod
-    def _api_base_is_a_url(cls, value: str | None) -> str | None:
-        if problem := api_base_problem(value):
-            raise ValueError(problem)
-        return value
 
     @model_validator(mode="before")
     @classmethod
