@@ -1,0 +1,408 @@
+"""Races between writers of shared staged edges (issue 31, items 1-3), against the real Neo4j.
+
+Each test runs real writers at once — the ingestion writer path (chunks committed with their marks,
+alone and through a :class:`~kgr.store.group_commit.GroupWriter`), the tool server over HTTP,
+forgets, labels, promotion rounds — and then checks the store exactly:
+
+- **forget × staging × promotion**: on every edge, ``votes`` = inline + overflow = the sources
+  written minus the sources forgotten (per edge, not only the global set); the noisy-or confidence
+  is that of exactly those votes; every surviving chunk is processed once; the hash is the promoted
+  set's;
+- **labels × rounds**: no edge is both labelled false and currently promoted;
+- **concurrent rounds**: two ``kgr promote --until-done`` at once both exit 0 while labels commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kgr.errors import KgrConflict
+from kgr.gauge.policies import QuorumConfig, QuorumPolicy
+from kgr.model.canonical import edge_key
+from kgr.model.review import EdgeLabel
+from kgr.model.triples import TripleAssertion
+from kgr.store.admin import reset
+from kgr.store.forget import forget
+from kgr.store.group_commit import GroupWriter, StageUnit
+from kgr.store.promotion import promote_by_quorum
+from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
+from kgr.store.review import record_labels
+from kgr.store.rounds import run_round
+from kgr.store.staging import MAX_INLINE_VOTES, stage
+from kgr.store.versions import current_state, full_hash, promoted_edges
+
+pytestmark = pytest.mark.neo4j
+
+PEOPLE = ["Ada", "Bob", "Cy", "Dee", "Eve", "Fay"]
+#: The eight shared edges every writer votes on.
+PAIRS = [("Ada", "Bob"), ("Bob", "Cy"), ("Cy", "Dee"), ("Dee", "Eve"), ("Eve", "Fay"), ("Ada", "Fay"),
+         ("Bob", "Eve"), ("Cy", "Fay")]
+
+
+def key_of(pair: tuple[str, str]) -> str:
+    return edge_key(f"Person:{pair[0].lower()}", "KNOWS", f"Person:{pair[1].lower()}")
+
+
+def conf_of(source: str, pair: tuple[str, str]) -> float:
+    """A vote's confidence, fixed by its source and edge (0.05 .. 0.95)."""
+    h = int.from_bytes(hashlib.sha256(f"{source}|{pair}".encode()).digest()[:4], "big")
+    return 0.05 + 0.9 * (h % 1000) / 999
+
+
+def vote(pair: tuple[str, str], source: str) -> TripleAssertion:
+    return TripleAssertion(subject=pair[0], subject_type="Person", relation="KNOWS", object=pair[1],
+                           object_type="Person", source=source, confidence=conf_of(source, pair))
+
+
+class _Chunk:
+    def __init__(self, doc: str, i: int):
+        self.id, self.document_id, self.index, self.text = f"{doc}#{i}", doc, i, f"text {doc} {i}"
+        self.sha256, self.start, self.end = self.id, 0, 10
+
+
+def staged_votes(graph) -> dict[str, dict]:
+    """Every staged edge: its ``votes`` property, confidence, inline sources and overflow sources."""
+    rows = graph.driver.execute_query(
+        "MATCH (:Entity)-[p:PENDING_REL]->(:Entity) WHERE p.status <> 'merged' "
+        "OPTIONAL MATCH (v:Vote) WHERE v.id STARTS WITH p.key + '|' "
+        "RETURN p.key AS key, p.votes AS votes, p.confidence AS confidence, p.sources AS inline, "
+        "collect(v.source) AS overflow", database_=graph.database).records
+    return {r["key"]: {"votes": r["votes"], "confidence": r["confidence"], "inline": list(r["inline"]),
+                       "overflow": list(r["overflow"])} for r in rows}
+
+
+def assert_exact_votes(graph, expected: dict[str, set[str]], confidence: Callable[[str, str], float]) -> None:
+    """Per edge: votes == len(inline) + overflow == the expected sources, confidence their noisy-or;
+    an edge expected to have no vote does not exist; no vote node is orphaned."""
+    have = staged_votes(graph)
+    wanted = {k: s for k, s in expected.items() if s}
+    assert sorted(have) == sorted(wanted), "staged edges differ from the edges with surviving votes"
+    lost = {k: sorted(wanted[k] - set(e["inline"]) - set(e["overflow"])) for k, e in have.items()}
+    assert not {k: v for k, v in lost.items() if v}, f"votes lost: {lost}"
+    for k, e in have.items():
+        assert len(e["inline"]) == len(set(e["inline"])) and not set(e["inline"]) & set(e["overflow"]), k
+        assert set(e["inline"]) | set(e["overflow"]) == wanted[k], k
+        assert e["votes"] == len(e["inline"]) + len(e["overflow"]) == len(wanted[k]), (k, e["votes"])
+        assert not e["overflow"] or len(e["inline"]) == MAX_INLINE_VOTES, k  # overflow only follows a full list
+        miss = 1.0
+        for s in wanted[k]:
+            miss *= 1.0 - confidence(s, k)
+        assert e["confidence"] == pytest.approx(1.0 - miss, abs=1e-9), k
+    strays = graph.driver.execute_query("MATCH (v:Vote) WHERE NOT EXISTS { MATCH ()-[p:PENDING_REL]->() "
+                                        "WHERE v.id STARTS WITH p.key + '|' } RETURN count(v) AS n",
+                                        database_=graph.database).records[0]["n"]
+    assert strays == 0
+
+
+def assert_hash_is_the_promoted_sets(graph) -> None:
+    assert current_state(graph)[1] == full_hash(e.key for e in promoted_edges(graph))
+
+
+def run_threads(*targets: Callable[[], None]) -> list[BaseException]:
+    """Start ``targets`` together, join them; the exceptions they raised."""
+    errors: list[BaseException] = []
+    gate = threading.Barrier(len(targets))
+
+    def wrap(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            gate.wait()
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - returned to the test
+                errors.append(exc)
+        return run
+
+    threads = [threading.Thread(target=wrap(t)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    return errors
+
+
+# -- item 1: forget × staging × promotion ---------------------------------------------------------
+
+DOCS = [f"doc{i:02d}" for i in range(24)]
+CHUNKS_PER_DOC = 6
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate),
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(forgotten=st.lists(st.sampled_from(DOCS), min_size=4, max_size=4, unique=True),
+       votes=st.lists(st.sets(st.sampled_from(range(len(PAIRS))), min_size=3, max_size=7),
+                      min_size=len(DOCS) * CHUNKS_PER_DOC, max_size=len(DOCS) * CHUNKS_PER_DOC),
+       seed=st.integers(0, 2**16))
+def test_forget_racing_the_ingestion_writer_and_rounds_keeps_every_other_vote_per_edge(graph, forgotten, votes, seed):
+    """Eight threads commit the chunks of 24 documents (6 chunks each, each chunk voting on 3-7 of
+    8 shared edges, so every edge overflows its inline list) through the ingestion writer path —
+    half with ``commit_chunks``, half through a two-lane :class:`GroupWriter` — while one thread
+    forgets 4 documents one by one and another runs promotion rounds. Afterwards every edge holds
+    exactly the votes of the chunks of the documents not forgotten."""
+    reset(graph)
+    rng = random.Random(seed)
+    chunks = [_Chunk(d, i) for d in DOCS for i in range(CHUNKS_PER_DOC)]
+    upsert_chunks(graph, chunks)
+    edges_of = {c.id: [PAIRS[j] for j in sorted(v)] for c, v in zip(chunks, votes)}
+    order = chunks[:]
+    rng.shuffle(order)
+    lanes = [order[i::8] for i in range(8)]
+    writer = GroupWriter(graph, max_votes=None, max_units=4, lanes=2)
+    done = threading.Event()
+    written = threading.Event()
+
+    def commit(lane: list[_Chunk], grouped: bool) -> Callable[[], None]:
+        def run() -> None:
+            for k in range(0, len(lane), 2):
+                group = lane[k:k + 2]
+                marks = [ChunkMark(chunk_id=c.id, extractor="test",
+                                   entity_keys=sorted({f"Person:{n.lower()}" for p in edges_of[c.id] for n in p}))
+                         for c in group]
+                assertions = [vote(p, c.id) for c in group for p in edges_of[c.id]]
+                if grouped:
+                    writer.submit(StageUnit(valid=assertions, marks=marks)).result(120)
+                else:
+                    commit_chunks(graph, marks, assertions=assertions)
+                if k == 2:
+                    written.set()
+        return run
+
+    def forgetter() -> None:
+        written.wait(60)
+        for doc in forgotten:
+            time.sleep(rng.uniform(0.0, 0.05))
+            forget(graph, documents=[doc])
+
+    def rounds() -> None:
+        while not done.is_set():
+            try:
+                promote_by_quorum(graph, quorum=2)
+            except KgrConflict:  # a round that lost every race (item 3, tested below)
+                pass
+
+    try:
+        errors = _race([commit(lane, grouped=i % 2 == 1) for i, lane in enumerate(lanes)], forgetter, rounds, done)
+    finally:
+        writer.close()
+    assert not errors, errors
+    gone = {c.id for c in chunks if c.document_id in forgotten}
+    expected: dict[str, set[str]] = defaultdict(set)
+    for c in chunks:
+        if c.id not in gone:
+            for p in edges_of[c.id]:
+                expected[key_of(p)].add(c.id)
+    pair_of = {key_of(p): p for p in PAIRS}
+    assert_exact_votes(graph, expected, lambda s, k: conf_of(s, pair_of[k]))
+    rec = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id, c.process_count AS n",
+                                     database_=graph.database).records
+    assert {r["id"]: r["n"] for r in rec} == {c.id: 1 for c in chunks if c.id not in gone}
+    assert not graph.driver.execute_query("MATCH (d:Document) WHERE d.id IN $ids RETURN d",
+                                          {"ids": forgotten}, database_=graph.database).records
+    assert_hash_is_the_promoted_sets(graph)
+
+
+def _race(writers: list[Callable[[], None]], forgetter: Callable[[], None], rounds: Callable[[], None],
+          done: threading.Event) -> list[BaseException]:
+    """Run the writers and the forgetter together with ``rounds`` until they are all finished."""
+    errors: list[BaseException] = []
+    gate = threading.Barrier(len(writers) + 2)
+
+    def wrap(fn: Callable[[], None]) -> threading.Thread:
+        def run() -> None:
+            gate.wait()
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - returned to the test
+                errors.append(exc)
+        return threading.Thread(target=run)
+
+    workers = [wrap(w) for w in [*writers, forgetter]]
+    promoter = wrap(rounds)
+    for t in [*workers, promoter]:
+        t.start()
+    for t in workers:
+        t.join(300)
+    done.set()
+    promoter.join(300)
+    return errors
+
+
+def test_forget_over_http_racing_storage_calls_keeps_every_other_vote_per_edge(graph):
+    """Over the tool server: 20 clients × 8 ``query_kg_storage`` calls (each its own source, voting
+    on 4-8 of 10 shared edges, grouped into shared transactions by the server's writer) while 10
+    ``forget_document`` calls forget 10 sources stored before the race. Afterwards every edge holds
+    exactly the race's votes: none of the forgotten sources', all of the others'."""
+    from kgr.server.app import BackgroundServer
+    from kgr.server.security import ServerConfig
+
+    rng = random.Random(31)
+    orgs = [f"Org {i}" for i in range(10)]  # edge i: Person Ada WORKED_AT Org i ... on 10 shared edges
+    people = ["Ada Byron", "Bo Chen"]
+    edges = [(people[i % 2], orgs[i]) for i in range(10)]
+
+    def body(source: str, picks: list[int]) -> dict:
+        rels = [{"subject": edges[j][0], "object": edges[j][1]} for j in picks]
+        return {"source": source, "extracted_kg": {"entities": {"Person": people, "Organization": orgs},
+                                                   "relations": {"WORKED_AT": rels}}}
+
+    calls = [(f"client{c}-{i}", sorted(rng.sample(range(10), rng.randint(4, 8)))) for c in range(20) for i in range(8)]
+    doomed = [(f"doomed-{d}", sorted(rng.sample(range(10), 6))) for d in range(10)]
+
+    async def main(url: str) -> list[tuple[str, int]]:
+        import asyncio
+
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=httpx.Limits(max_connections=40)) as http:
+            for source, picks in doomed:  # stored before the race, forgotten during it
+                r = await http.post("/tools/query_kg_storage", json=body(source, picks))
+                assert r.status_code == 200, r.text
+
+            async def client(c: int) -> list[tuple[str, int]]:
+                out = []
+                for source, picks in calls[c * 8:(c + 1) * 8]:
+                    r = await http.post("/tools/query_kg_storage", json=body(source, picks))
+                    out.append((source, r.status_code))
+                return out
+
+            async def forgetter() -> list[tuple[str, int]]:
+                out = []
+                for source, _ in doomed:
+                    await asyncio.sleep(0.02)
+                    r = await http.post("/tools/forget_document", json={"sources": [source]})
+                    out.append((source, r.status_code))
+                return out
+
+            parts = await asyncio.gather(*(client(c) for c in range(20)), forgetter())
+            return [x for p in parts for x in p]
+
+    import asyncio
+
+    with BackgroundServer(ServerConfig(port=0, group_commit=True), graph=graph) as server:
+        statuses = asyncio.run(main(server.url))
+    assert [s for s in statuses if s[1] != 200] == []
+    expected: dict[str, set[str]] = defaultdict(set)
+    for source, picks in calls:
+        for j in picks:
+            expected[edge_key(f"Person:{edges[j][0].lower()}", "WORKED_AT", f"Organization:{edges[j][1].lower()}")].add(source)
+    assert_exact_votes(graph, expected, lambda s, k: 1.0)
+
+
+@pytest.mark.parametrize("step", range(12))
+def test_a_commit_at_any_point_of_a_forget_keeps_its_votes(graph, monkeypatch, step):
+    """Every interleaving at a statement boundary: another document's chunk is committed (the
+    ingestion writer path) onto two shared edges just before the forget's ``step``-th statement.
+    Edge E holds 36 votes of document "base" (32 inline, 4 overflow) and one overflow vote of the
+    forgotten document d1; edge F holds votes of d1 and d2. Whatever the point, the commit's votes
+    survive and d1's are gone, per edge."""
+    from tests.support.interleave import Interleave
+
+    e, f = ("Ada", "Bob"), ("Bob", "Cy")
+    chunks = [_Chunk("base", i) for i in range(36)] + [_Chunk("d1", 0), _Chunk("d2", 0), _Chunk("d3", 0)]
+    upsert_chunks(graph, chunks)
+    stage(graph, [vote(e, f"base#{i}") for i in range(36)])
+    commit_chunks(graph, [ChunkMark(chunk_id="d1#0", extractor="test")], assertions=[vote(e, "d1#0"), vote(f, "d1#0")])
+    commit_chunks(graph, [ChunkMark(chunk_id="d2#0", extractor="test")], assertions=[vote(f, "d2#0")])
+
+    def other() -> None:
+        commit_chunks(graph, [ChunkMark(chunk_id="d3#0", extractor="test")], assertions=[vote(e, "d3#0"), vote(f, "d3#0")])
+
+    between = Interleave(monkeypatch, step, other)
+    forget(graph, documents=["d1"])
+    if not between.finish():  # the forget ran fewer statements: the commit comes after it
+        other()
+    monkeypatch.undo()
+    expected = {key_of(e): {f"base#{i}" for i in range(36)} | {"d3#0"}, key_of(f): {"d2#0", "d3#0"}}
+    assert_exact_votes(graph, expected, lambda s_, k: conf_of(s_, e if k == key_of(e) else f))
+
+
+# -- item 2: labels × rounds ------------------------------------------------------------------------
+
+def false_and_promoted(graph) -> list[str]:
+    """Keys of edges labelled false that have a current promoted instance."""
+    return [r["key"] for r in graph.driver.execute_query(
+        "MATCH (s:Entity)-[p:PENDING_REL]->(o:Entity) WHERE p.label = false "
+        "AND EXISTS { MATCH (s)-[q]->(o) WHERE q.key = p.key AND q.valid_from IS NOT NULL AND q.valid_to IS NULL } "
+        "RETURN p.key AS key", database_=graph.database).records]
+
+
+def test_labels_racing_rounds_never_leave_a_false_edge_promoted(graph):
+    """Quorum rounds in a loop promote waves of 80 new edges while a reviewer labels pending edges
+    false, five at a time, in two threads: afterwards no edge is both labelled false and currently promoted, and
+    every edge labelled false has status rejected."""
+    waves = 15
+    stop = threading.Event()
+    rng = random.Random(7)
+    labelled: list[str] = []
+
+    def stager() -> None:
+        for w in range(waves):
+            pairs = [(f"P{w}-{i}", f"Q{w}-{i}") for i in range(80)]
+            stage(graph, [vote(p, s) for p in pairs for s in ("a", "b")])
+            time.sleep(0.1)
+        time.sleep(0.5)
+        stop.set()
+
+    def rounds() -> None:
+        policy = QuorumPolicy(QuorumConfig(quorum=2))
+        while not stop.is_set():
+            try:
+                run_round(graph, policy, attempts=20)
+            except KgrConflict:  # a round that lost every race (item 3, tested below)
+                pass
+
+    def reviewer() -> None:
+        while not stop.is_set():
+            pending = [r["key"] for r in graph.driver.execute_query(
+                "MATCH ()-[p:PENDING_REL {status: 'pending'}]->() WHERE p.label IS NULL RETURN p.key AS key",
+                database_=graph.database).records]
+            if not pending:
+                time.sleep(0.01)
+                continue
+            keys = rng.sample(pending, min(5, len(pending)))
+            record_labels(graph, [EdgeLabel(key=k, label=False, reviewer="rev") for k in keys])
+            labelled.extend(keys)
+            time.sleep(rng.uniform(0.05, 0.3))  # a reviewer's pace: rounds get to commit in between
+
+    errors = run_threads(stager, rounds, reviewer, reviewer)
+    assert not errors, errors
+    assert len(labelled) >= 20  # the reviewer kept labelling during the rounds
+    assert false_and_promoted(graph) == []
+    statuses = {r["key"]: r["status"] for r in graph.driver.execute_query(
+        "MATCH ()-[p:PENDING_REL]->() WHERE p.label = false RETURN p.key AS key, p.status AS status",
+        database_=graph.database).records}
+    assert set(statuses) == set(labelled) and set(statuses.values()) == {"rejected"}
+    assert_hash_is_the_promoted_sets(graph)
+
+
+@pytest.mark.parametrize("step", range(8))
+def test_a_round_at_any_point_of_a_label_call_never_leaves_a_false_edge_promoted(graph, monkeypatch, step):
+    """Every interleaving at a statement boundary: a quorum round (which would promote all six
+    pending edges) runs just before the ``step``-th statement of a call labelling the six false.
+    Whatever the point, none of the six is promoted afterwards and each is rejected; a round that
+    committed first is undone by the label (its promotions retired in the label's version)."""
+    from tests.support.interleave import Interleave
+
+    pairs = [(f"A{i}", f"B{i}") for i in range(6)]
+    stage(graph, [vote(p, s) for p in pairs for s in ("a", "b")])
+    between = Interleave(monkeypatch, step, lambda: promote_by_quorum(graph, quorum=2))
+    record_labels(graph, [EdgeLabel(key=key_of(p), label=False, reviewer="rev") for p in pairs])
+    if not between.finish():
+        promote_by_quorum(graph, quorum=2)
+    monkeypatch.undo()
+    assert false_and_promoted(graph) == []
+    statuses = [r["status"] for r in graph.driver.execute_query(
+        "MATCH ()-[p:PENDING_REL]->() RETURN p.status AS status", database_=graph.database).records]
+    assert statuses == ["rejected"] * 6
+    assert_hash_is_the_promoted_sets(graph)
