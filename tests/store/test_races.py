@@ -18,8 +18,6 @@ import hashlib
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -373,7 +371,7 @@ def test_labels_racing_rounds_never_leave_a_false_edge_promoted(graph):
             keys = rng.sample(pending, min(5, len(pending)))
             record_labels(graph, [EdgeLabel(key=k, label=False, reviewer="rev") for k in keys])
             labelled.extend(keys)
-            time.sleep(rng.uniform(0.05, 0.3))  # a reviewer's pace: rounds get to commit in between
+            time.sleep(rng.uniform(0.1, 0.4))  # a reviewer's pace: rounds get to commit in between
 
     errors = run_threads(stager, rounds, reviewer, reviewer)
     assert not errors, errors
@@ -406,3 +404,135 @@ def test_a_round_at_any_point_of_a_label_call_never_leaves_a_false_edge_promoted
         "MATCH ()-[p:PENDING_REL]->() RETURN p.status AS status", database_=graph.database).records]
     assert statuses == ["rejected"] * 6
     assert_hash_is_the_promoted_sets(graph)
+
+
+# -- item 3: rounds that conflict finish ------------------------------------------------------------
+
+def label_versions_between(graph, start: float, end: float) -> int:
+    return graph.driver.execute_query("MATCH (v:Version {kind: 'label'}) WHERE $a <= v.at <= $b RETURN count(v) AS n",
+                                      {"a": start, "b": end}, database_=graph.database).records[0]["n"]
+
+
+class Labeller:
+    """Commits labels continuously until stopped: false on a pending edge, true on a promoted one,
+    one edge per call (every call is a version, so every round in flight conflicts)."""
+
+    def __init__(self, graph, seed: int):
+        self.graph, self.rng, self.stop, self.calls = graph, random.Random(seed), threading.Event(), 0
+        self.thread = threading.Thread(target=self._run, name="labeller")
+        self.error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                rows = self.graph.driver.execute_query(
+                    "MATCH ()-[p:PENDING_REL]->() WHERE p.label IS NULL AND p.status IN ['pending', 'promoted'] "
+                    "RETURN p.key AS key, p.status AS status LIMIT 200", database_=self.graph.database).records
+                if rows:
+                    r = self.rng.choice(rows)
+                    record_labels(self.graph, [EdgeLabel(key=r["key"], label=r["status"] == "promoted", reviewer="rev")])
+                    self.calls += 1
+                time.sleep(self.rng.uniform(0.0, 0.03))
+        except BaseException as exc:  # noqa: BLE001 - re-raised by join()
+            self.error = exc
+
+    def __enter__(self) -> "Labeller":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(120)
+        if self.error is not None:
+            raise self.error
+
+
+def test_two_promote_until_done_at_once_both_finish_while_labels_commit(graph, neo4j_settings):
+    """Two engines (two connections, as two ``kgr promote --until-done --policy quorum`` processes
+    have) run promotion rounds until done, started together on 300 staged edges, while a reviewer commits a
+    label every few milliseconds: both finish without an error, every edge is decided (one promoted
+    instance at most, none labelled false and promoted), labels kept committing throughout, and
+    the hash is the promoted set's."""
+    from kgr.engine import Engine
+
+    stage(graph, [vote((f"S{i}", f"O{i}"), s) for i in range(300) for s in ("a", "b")])
+    engines = [Engine.connect(neo4j_settings) for _ in range(2)]
+    results: list[list] = []
+    try:
+        with Labeller(graph, seed=3) as labeller:
+            while labeller.calls < 3:  # labels are committing before the rounds start
+                time.sleep(0.01)
+            started = time.time()
+            errors = run_threads(*(lambda kg=kg: results.append(kg.promote_until_done(policy="quorum"))
+                                   for kg in engines))
+            ended = time.time()
+    finally:
+        for kg in engines:
+            kg.close()
+    assert not errors, errors
+    assert len(results) == 2 and sum(r.promoted for rounds in results for r in rounds) >= 1
+    assert label_versions_between(graph, started, ended) >= 3  # the reviewer was not held off
+    instances = graph.driver.execute_query("MATCH (:Entity)-[r]->(:Entity) WHERE r.valid_from IS NOT NULL "
+                                           "RETURN r.key AS key, count(*) AS n", database_=graph.database).records
+    assert max(r["n"] for r in instances) == 1
+    undecided = graph.driver.execute_query("MATCH ()-[p:PENDING_REL {status: 'pending'}]->() RETURN count(p) AS n",
+                                           database_=graph.database).records[0]["n"]
+    assert undecided == 0
+    assert false_and_promoted(graph) == []
+    assert_hash_is_the_promoted_sets(graph)
+
+
+def test_versioned_writers_wait_for_the_promotion_lock_and_a_dead_holders_lease_runs_out(graph):
+    """While a round holds the promotion lock, the holder's own writes pass and every other
+    versioned writer waits (a label here) until it is released; a lock whose holder died (never
+    released) stops holding anyone back when its lease runs out on the database's clock."""
+    from kgr.store import promotion_lock
+
+    stage(graph, [vote(p, s) for p in (("A", "B"), ("C", "D")) for s in ("a", "b")])
+    label = lambda p: record_labels(graph, [EdgeLabel(key=key_of(p), label=True, reviewer="rev")])  # noqa: E731
+    done: list[float] = []
+    with promotion_lock.holding(graph):
+        assert label(("A", "B")).version == 1  # the holder's own write
+        waiter = threading.Thread(target=lambda: done.append((label(("C", "D")), time.monotonic())[1]))
+        waiter.start()
+        time.sleep(0.6)
+        assert not done  # held off
+        released = time.monotonic()
+    waiter.join(30)
+    assert done and done[0] >= released
+    got, left = promotion_lock.acquire(graph, "a-process-that-dies", lease=1.0)
+    assert got and 0 < left <= 1.0
+    t0 = time.monotonic()
+    assert label(("A", "B")).version == 3
+    assert time.monotonic() - t0 >= 0.5  # waited for the lease, then went ahead
+    assert promotion_lock.acquire(graph, "next", lease=1.0)[0]  # an expired lock is free to take
+    assert promotion_lock.release(graph, "next") and not promotion_lock.release(graph, "next")
+
+
+# -- aging × staging ------------------------------------------------------------------------------
+
+def test_aging_racing_new_votes_never_expires_an_edge_that_just_got_one(graph):
+    """2,000 edges staged 40 days ago (TTL 30) are aged while another thread gives 300 of them a
+    new vote "now": afterwards no edge is expired with a vote younger than the TTL (a vote that
+    lands while aging runs either keeps its edge pending or re-opens it after)."""
+    from kgr.store.aging import AgingConfig, age
+
+    t0 = 1_700_000_000.0
+    now = t0 + 40 * 86400
+    pairs = [(f"E{i}", f"F{i}") for i in range(2000)]
+    stage(graph, [vote(p, "old") for p in pairs], now=t0)
+    fresh = random.Random(5).sample(pairs, 300)
+
+    def voter() -> None:
+        for k in range(0, len(fresh), 10):
+            stage(graph, [vote(p, "new") for p in fresh[k:k + 10]], now=now)
+
+    errors = run_threads(lambda: age(graph, AgingConfig(ttl_days=30.0), now=now), voter)
+    assert not errors, errors
+    rows = graph.driver.execute_query(
+        "MATCH ()-[p:PENDING_REL]->() RETURN p.key AS key, p.status AS status, p.last_seen AS last_seen, "
+        "p.votes AS votes", database_=graph.database).records
+    wrong = [r["key"] for r in rows if r["status"] == "expired" and r["last_seen"] > now - 30 * 86400]
+    assert wrong == []
+    assert sorted(r["key"] for r in rows if r["votes"] == 2) == sorted(key_of(p) for p in fresh)
+    assert {r["status"] for r in rows if r["votes"] == 1} == {"expired"}
