@@ -18,6 +18,7 @@ __all__ = [
     "KgrNotFound",
     "KgrExtractionError",
     "KgrConflict",
+    "KgrBusy",
 ]
 
 
@@ -106,3 +107,15 @@ class KgrExtractionError(KgrError):
 class KgrConflict(KgrError):
     """The request contradicts itself or the store's current state (the same edge labelled true and
     false in one call; a promotion round whose store moved on while it was deciding)."""
+
+
+class KgrBusy(KgrConflict):
+    """The store asked a write to wait: a promotion round holds the store's promotion lock
+    (:mod:`kgr.store.promotion_lock`). Raised inside a write unit before it has written anything;
+    :meth:`kgr.store.connection.Graph.write_unit` runs the unit again after a backoff, and raises
+    this only when the store stayed busy past its wait bound. ``retry_after``: seconds until the
+    lock's lease ends at the latest."""
+
+    def __init__(self, message: str, *, retry_after: float = 0.0):
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -20,7 +20,9 @@ window decay, and past a hard window are removed. kgr applies it to both kinds o
   snapshot before the aging restores them, as for any version.
 
 The weights are recomputed from the confidence on every run (not compounded), so running aging
-twice at one time changes nothing. Defaults retire nothing (``floor = 0``): a daily job over a
+twice at one time changes nothing. **Concurrency:** the run write-locks every edge it weighs (in the
+writers' lock order, :mod:`kgr.store.edge_locks`) and decides expiry on the edge read again under
+that lock, so a vote that lands while aging runs is never expired with its edge. Defaults retire nothing (``floor = 0``): a daily job over a
 stable corpus only lowers weights; set a floor to let aging retire.
 
 Worked examples: c = 0.9, ξ = 0.1/day, age = 7 days → w = 0.9·e^{-0.7} ≈ 0.447. A promoted edge
@@ -86,7 +88,8 @@ def age(graph: Graph, config: AgingConfig | None = None, *, now: float | None = 
     windows = {"soft_window": cfg.soft_window_days, "xi_promoted": cfg.xi_promoted}
 
     def unit(tx: Tx) -> AgingReport:
-        rows = tx.run("age_pending", {"now": ts, "xi": cfg.xi, "ttl_days": cfg.ttl_days, **windows})
+        stale = tx.run("age_pending", {"now": ts, "xi": cfg.xi, "ttl_days": cfg.ttl_days, **windows})
+        rows = tx.run("age_expire", {"rows": stale, "now": ts, "ttl_days": cfg.ttl_days}) if stale else []
         decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "expire", "round": version,
                       "reason": r["reason"],
                       "inputs": json.dumps({"age_days": r["age_days"], "votes": r["votes"], "weight": r["weight"],

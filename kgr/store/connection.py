@@ -10,7 +10,10 @@ opens a Graph on a given URI; when ``NEO4J_URI`` is unset, the connection factor
 templates (:mod:`kgr.store.cypher`) with values as parameters, maps driver failures that mean
 "the database is not there" to :class:`~kgr.errors.KgrNeo4jUnavailable`, and runs multi-statement
 units in managed write transactions (retried by the driver on transient errors, so the unit
-functions are idempotent and return plain data).
+functions are idempotent and return plain data). A unit that raises :class:`~kgr.errors.KgrBusy`
+(a promotion round holds the store's promotion lock, :mod:`kgr.store.promotion_lock`) has written
+nothing; :meth:`Graph.write_unit` runs it again after a jittered backoff (:func:`backoff`), for up
+to :data:`BUSY_WAIT_SECONDS`.
 
 Clusters and Aura: with a ``neo4j://`` or ``neo4j+s://`` URI the driver routes, and kgr asks it to:
 :meth:`Graph.read`, :meth:`Graph.read_unit` and :meth:`Graph.stream` go to readers, everything else
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import os
+import random
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -36,10 +41,11 @@ from neo4j.exceptions import (
 )
 from pydantic import BaseModel, ConfigDict
 
-from kgr.errors import KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable, KgrValidationError
+from kgr.errors import KgrBusy, KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavailable, KgrValidationError
 from kgr.store.cypher import render
 
-__all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS"]
+__all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS", "backoff",
+           "BUSY_WAIT_SECONDS"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -97,6 +103,16 @@ def translate_driver_error(exc: BaseException, uri: str) -> KgrDatabaseError | K
 
 #: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
 DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
+
+
+#: Seconds a write unit waits at most for a busy store (a held promotion lock) before it raises.
+BUSY_WAIT_SECONDS = 600.0
+
+
+def backoff(attempt: int, *, base: float = 0.05, cap: float = 2.0) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based): "full jitter" exponential backoff,
+    :math:`U(0, \\min(cap, base \\cdot 2^{attempt}))`, so writers that collided spread out."""
+    return random.uniform(0.0, min(cap, base * 2.0 ** min(attempt, 30)))
 
 
 class Graph:
@@ -175,16 +191,24 @@ class Graph:
 
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
-        """Run ``fn(tx)`` in one managed write transaction (retried on transient errors).
+        """Run ``fn(tx)`` in one managed write transaction (retried on transient errors, and after
+        a backoff when ``fn`` raises :class:`~kgr.errors.KgrBusy`, for up to :data:`BUSY_WAIT_SECONDS`).
 
         ``fn`` receives a :class:`Tx` whose ``run(template, params, **identifiers)`` returns rows.
         It must be idempotent and return plain data.
         """
-        try:
-            with self._session() as session:
-                return session.execute_write(lambda tx: fn(Tx(tx)))
-        except DRIVER_ERRORS as exc:
-            raise translate_driver_error(exc, self.uri) from exc
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                with self._session() as session:
+                    return session.execute_write(lambda tx: fn(Tx(tx)))
+            except DRIVER_ERRORS as exc:
+                raise translate_driver_error(exc, self.uri) from exc
+            except KgrBusy as exc:
+                if time.monotonic() - started >= BUSY_WAIT_SECONDS:
+                    raise
+                time.sleep(min(backoff(attempt, cap=0.5), max(exc.retry_after, 0.01)))
+                attempt += 1
 
     def read_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed read transaction."""

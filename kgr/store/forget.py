@@ -22,7 +22,12 @@ edited document does with the chunks the edit removed.
 - **Concurrency.** The documents and chunks to forget are write-locked before any vote is read,
   and a group commit of chunks (:func:`kgr.store.provenance.commit_chunks`) locks its chunks
   first: a commit racing the forget of its chunk either lands before (and the forget removes its
-  votes) or finds the chunk gone (and stages nothing from it).
+  votes) or finds the chunk gone (and stages nothing from it). The edges holding forgotten votes
+  are then write-locked, in the writers' one lock order (:mod:`kgr.store.edge_locks`), and only
+  then read: a vote another document's commit adds to a shared edge lands either before the lock
+  (and is read and kept) or after the forget commits; ``votes`` is recomputed from what the edge
+  holds, inline + overflow. Every per-vote list of an edge (``sources`` and each parallel
+  ``source_*`` list) is carried (:mod:`kgr.store.vote_lists`).
 - **Provenance.** The given chunks and the documents' chunks (with their ``MENTIONS``) and the
   document nodes are deleted.
 - **Entities** that nothing needs any more (no staged or promoted edge, present or past, no chunk
@@ -50,8 +55,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
+from kgr.store.edge_locks import lock_staged_edges
 from kgr.store.staging import MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
+from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
 
 __all__ = ["ForgetReport", "forget"]
 
@@ -84,30 +91,39 @@ class _DryRun(Exception):
 
 
 def _remaining(edge: dict, forgotten: set[str]) -> dict:
-    """The write row of one affected edge: its votes without the forgotten sources."""
+    """The write row of one affected edge (read after its lock): its votes without the forgotten
+    sources, every per-vote field carried (:mod:`kgr.store.vote_lists`)."""
     p = edge["props"]
-    inline = [(s, float(c), at) for s, c, at in zip(p.get("sources") or [], p.get("source_confidence") or [],
-                                                   p.get("source_at") or [])]
-    overflow = sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"]))
-    kept_inline = [v for v in inline if v[0] not in forgotten]
+    inline, overflow = inline_votes(p), overflow_votes(edge["overflow"])
+    kept_inline = [v for v in inline if v["source"] not in forgotten]
     kept_over = [v for v in overflow if v["source"] not in forgotten]
     room = max(0, MAX_INLINE_VOTES - len(kept_inline))
     moved, kept_over = kept_over[:room], kept_over[room:]
-    kept_inline += [(v["source"], float(v.get("confidence") or 0.0), v.get("at")) for v in moved]
-    confs = [c for _, c, _ in kept_inline] + [float(v.get("confidence") or 0.0) for v in kept_over]
-    confidence = 1.0
+    kept_inline += moved
+    confs = [float(v.get("confidence") or 0.0) for v in kept_inline + kept_over]
+    miss = 1.0
     for c in confs:
-        confidence *= 1.0 - c
-    times = [at for _, _, at in kept_inline if at is not None] + [v["at"] for v in kept_over if v.get("at") is not None]
+        miss *= 1.0 - c
+    times = [v["at"] for v in kept_inline + kept_over if v.get("at") is not None]
     votes = len(confs)
-    removed = len(inline) + len(overflow) - votes
     return {"key": edge["key"], "s_key": edge["s_key"], "o_key": edge["o_key"], "votes": votes,
-            "confidence": 1.0 - confidence if confs else 0.0,
-            "sources": [s for s, _, _ in kept_inline], "source_confidence": [c for _, c, _ in kept_inline],
-            "source_at": [at for _, _, at in kept_inline],
+            "confidence": 1.0 - miss if confs else 0.0, "lists": to_lists(kept_inline, per_vote_lists(p)),
             "first_seen": min(times, default=p.get("first_seen")), "last_seen": max(times, default=p.get("last_seen")),
-            "delete_votes": [v["id"] for v in overflow if v["source"] in forgotten] + [v["id"] for v in moved],
-            "delete_edge": votes == 0, "forgotten": removed, "_before": len(inline) + len(overflow)}
+            "delete_votes": [v["vote_id"] for v in overflow if v["source"] in forgotten] + [v["vote_id"] for v in moved],
+            "delete_edge": votes == 0, "forgotten": len(inline) + len(overflow) - votes,
+            "_before": len(inline) + len(overflow)}
+
+
+def _locked_edges(tx: Tx, forgotten: set[str]) -> list[dict]:
+    """The staged edges with a vote of a ``forgotten`` source, write-locked (in the writers' lock
+    order) and then read with all their votes (:mod:`kgr.store.edge_locks`)."""
+    sources = sorted(forgotten)
+    overflow_keys = [r["key"] for r in tx.run("forget_overflow_keys", {"sources": sources})]
+    found = tx.run("forget_find_edges", {"sources": sources, "overflow_keys": overflow_keys})
+    if not found:
+        return []
+    lock_staged_edges(tx, found)
+    return tx.run("forget_read_edges", {"rows": sorted(found, key=lambda r: r["key"])})
 
 
 def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), chunks: Sequence[str] = (),
@@ -147,8 +163,7 @@ def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources:
         docs = [*docs, *tx.run("forget_chunks_read", {"chunks": given_chunks, "now": ts})]
     chunks = sorted({c for d in docs for c in d["chunks"]})
     forgotten = set(sources) | set(chunks) | set(given_chunks)
-    overflow_keys = [r["key"] for r in tx.run("forget_overflow_keys", {"sources": sorted(forgotten)})]
-    edges = tx.run("forget_read_edges", {"sources": sorted(forgotten), "overflow_keys": overflow_keys})
+    edges = _locked_edges(tx, forgotten)
     rows = [_remaining(e, forgotten) for e in edges]
     retire = [r for r, e in zip(rows, edges) if e["promoted"] and r["votes"] < quorum]
     reason = f"forgot {len(forgotten)} source(s)" + (f" of {len(documents)} document(s)" if documents else "") \

@@ -56,6 +56,7 @@ from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.chunk_marks import ChunkMark, claim_chunks, stage_schema_proposals, write_marks
 from kgr.store.connection import Graph, Tx
+from kgr.store.edge_locks import lock_order
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_entities, learn_redirects, prepare_rows)
 
@@ -218,7 +219,7 @@ def _write_group_votes(tx: Tx, group: list[StageUnit], now: float,
     edges = _merged((row for u in group for row in u.edges), "votes", lambda v: v["source"])
     if not edges:
         return set(), set(), None
-    rows = sorted(edges.values(), key=lambda e: (min(e["s_key"], e["o_key"]), e["key"]))
+    rows = sorted(edges.values(), key=lock_order)  # the writers' one lock order (kgr.store.edge_locks)
     params = {"rows": rows, "now": now, "tx": token, "max_inline": MAX_INLINE_VOTES}
     if len(group) == 1:  # nothing to attribute: the statement's counts are the unit's
         counts = tx.run("stage_votes", params)[0]

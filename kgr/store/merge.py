@@ -17,8 +17,10 @@
   ``(:Vote {id: "<key>|<source>"})`` nodes (DROP's overflow nodes are re-keyed, inline votes that
   spill over become nodes linked to their chunk, nodes of votes that became inline or duplicate
   are deleted); confidence continues staging's noisy-or over the added votes; ``first_seen`` /
-  ``last_seen`` are the min / max; the status is the livelier of the two (promoted > pending >
-  held > rejected > expired); ``merged_from`` lists the old keys. The old edge stays on DROP as a
+  ``last_seen`` are the min / max; every per-vote field moves with its vote (``sources`` and each
+  parallel ``source_*`` list inline, the same fields on overflow nodes: :mod:`kgr.store.vote_lists`);
+  the status is the livelier of the two (promoted > pending > held > rejected > expired);
+  ``merged_from`` lists the old keys. The old edge stays on DROP as a
   tombstone: status ``'merged'``, ``merged_into_key``, no votes (they live on the new edge).
 - **Self-loops.** A pending edge whose two ends both become KEEP (an edge between KEEP and DROP,
   or a loop on DROP) is not moved: it stays, status ``'rejected'``, ``merge_self_loop = true``, with
@@ -71,6 +73,7 @@ from kgr.model.canonical import edge_key, normalise_entity_key
 from kgr.store.connection import Graph, Tx
 from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
+from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
 
 __all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
 
@@ -123,20 +126,17 @@ class MergeResult(BaseModel):
 
 
 def _votes_of(edge: dict) -> list[dict]:
-    """An edge's votes in order: inline (arrival order), then overflow (by time, then source)."""
+    """An edge's votes in order, each with every per-vote field (:mod:`kgr.store.vote_lists`):
+    inline (arrival order), then overflow (by time, then source); ``vote_id`` names an overflow node."""
     props = edge["props"]
-    sources = props.get("sources") or []
-    confs = props.get("source_confidence") or []
-    ats = props.get("source_at") or []
-    out = [{"source": s, "confidence": float(confs[i]) if i < len(confs) else 1.0,
-            "at": ats[i] if i < len(ats) else props.get("last_seen"), "vote_id": None}
-           for i, s in enumerate(sources)]
-    seen = set(sources)
-    for v in sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"])):
+    out = [{**v, "confidence": 1.0 if v.get("confidence") is None else float(v["confidence"]),
+            "at": props.get("last_seen") if v.get("at") is None else v["at"], "vote_id": None}
+           for v in inline_votes(props)]
+    seen = {v["source"] for v in out}
+    for v in overflow_votes(edge["overflow"]):
         if v["source"] not in seen:  # never both inline and a node (staging's invariant); be safe
             seen.add(v["source"])
-            out.append({"source": v["source"], "confidence": float(v.get("confidence") or 0.0),
-                        "at": v.get("at"), "vote_id": v["id"]})
+            out.append({**v, "confidence": float(v.get("confidence") or 0.0)})
     return out
 
 
@@ -150,7 +150,8 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
     # overflow only ever follows a full inline list, so new votes go inline only while there is room
     room = 0 if any(v["vote_id"] for v in have) else max(0, MAX_INLINE_VOTES - len(have))
     to_inline, to_overflow = added[:room], added[room:]
-    base = {k: v for k, v in (target or old)["props"].items() if k not in _NOT_COPIED}
+    lists = list(dict.fromkeys([*per_vote_lists(old["props"]), *(per_vote_lists(target["props"]) if target else [])]))
+    base = {k: v for k, v in (target or old)["props"].items() if k not in _NOT_COPIED and k not in lists}
     confidence = float(target["props"].get("confidence") or 0.0) if target else 0.0
     for v in added:
         confidence = 1.0 - (1.0 - confidence) * (1.0 - v["confidence"])
@@ -161,10 +162,7 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "type": old["relation"],
         "votes": len(have) + len(added),
         "confidence": confidence,
-        "sources": [v["source"] for v in have if v["vote_id"] is None] + [v["source"] for v in to_inline],
-        "source_confidence": [v["confidence"] for v in have if v["vote_id"] is None]
-        + [v["confidence"] for v in to_inline],
-        "source_at": [v["at"] for v in have if v["vote_id"] is None] + [v["at"] for v in to_inline],
+        **to_lists([v for v in have if v["vote_id"] is None] + to_inline, lists),  # every per-vote list
         "first_seen": min(seen, default=None),
         "last_seen": max(seen, default=None),
         "merged_from": [*(base.get("merged_from") or []), old["key"]],
@@ -179,12 +177,12 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "old_key": old["key"], "old_s": old["s_key"], "old_o": old["o_key"],
         "key": new_key, "s_key": old["new_s"], "o_key": old["new_o"], "props": props,
         "tombstone": {"status": "merged", "merged_into_key": new_key, "merged_at_version": version,
-                      "votes": 0, "confidence": 0.0, "sources": [], "source_confidence": [], "source_at": [],
+                      "votes": 0, "confidence": 0.0, **{name: [] for name in lists},
                       "merged_votes": len(incoming), "reason": reason},
         "delete_votes": [v["vote_id"] for v in duplicates + to_inline if v["vote_id"] is not None],
         "rekey_votes": [{"old_id": v["vote_id"], "new_id": f"{new_key}|{v['source']}"}
                         for v in to_overflow if v["vote_id"] is not None],
-        "new_votes": [{"source": v["source"], "confidence": v["confidence"], "at": v["at"]}
+        "new_votes": [{k: x for k, x in v.items() if k != "vote_id" and x is not None}
                       for v in to_overflow if v["vote_id"] is None],
         "_before": len(have), "_added": len(added),
     }

@@ -28,7 +28,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.gauge.review import review_priority
 from kgr.model.review import EdgeLabel, EvidenceLink, LabelReport, ReviewItem, ReviewQueue
 from kgr.store.connection import Graph, Tx
+from kgr.store.edge_locks import lock_staged_edges
 from kgr.store.rounds import policy_state
 from kgr.store.versions import add_terms, close_version, open_version
 
@@ -130,6 +131,12 @@ def _interleave(first: list[int], second: list[int]) -> list[int]:
 def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | None = None) -> LabelReport:
     """Record reviewer labels as one version (see the module docstring).
 
+    The edges' status is read inside the write transaction, after the version lock and after
+    each edge's write lock (:mod:`kgr.store.edge_locks`): a round that promoted an edge before the
+    label commits is seen, and the promoted edge labelled false is retired in the label's version;
+    a round that commits after the label has read the store before it, and its version check
+    fails (:class:`~kgr.store.rounds.RoundConflict`), so it decides again with the label.
+
     Raises
     ------
     KgrNotFound
@@ -140,11 +147,10 @@ def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | Non
     if not labels:
         return LabelReport()
     keys = sorted({lab.key for lab in labels})
-    found = {r[0]: r for r in graph.read("labels_find_edges", {"keys": keys})[0]["rows"]}
-    missing = sorted(set(keys) - set(found))
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise KgrNotFound(f"no staged edge with key {shown}: nothing was recorded")
+    # where the edges are (a key never changes endpoints); their status is read under the locks below
+    ends = {r[0]: {"key": r[0], "s_key": r[1], "o_key": r[2]}
+            for r in graph.read("labels_find_edges", {"keys": keys})[0]["rows"]}
+    _check_found(keys, ends)
     by_key: dict[str, EdgeLabel] = {}
     for lab in labels:
         old = by_key.get(lab.key)
@@ -152,31 +158,43 @@ def record_labels(graph: Graph, labels: Sequence[EdgeLabel], *, now: float | Non
             raise KgrConflict(f"edge {lab.key} is labelled both true and false in one call: nothing was recorded")
         by_key[lab.key] = lab
     ts = time.time() if now is None else now
+    return graph.write_unit(lambda tx: _label_unit(tx, by_key, ends, ts))
 
-    def unit(tx: Tx) -> LabelReport:
-        version, old_hash = open_version(tx)
-        rows = [{"key": k, "s_key": found[k][1], "o_key": found[k][2], "label": lab.label, "reviewer": lab.reviewer}
-                for k, lab in sorted(by_key.items())]
-        tx.run("labels_write", {"rows": rows, "now": ts, "version": version})
-        retire = [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
-                   "reason": f"labelled false by {r['reviewer']}"} for r in rows
-                  if not r["label"] and found[r["key"]][3] == "promoted"]
-        gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "rejected"}) if retire else []
-        sure = [r for r in rows if r["label"] and found[r["key"]][3] == "promoted"]
-        if sure:
-            tx.run("label_promoted_p_hat", {"rows": sure})
-        decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "label", "round": version,
-                      "reason": f"labelled {'true' if r['label'] else 'false'} by {r['reviewer']}",
-                      "inputs": json.dumps({"label": r["label"], "reviewer": r["reviewer"],
-                                            "status_before": found[r["key"]][3]})} for r in rows]
-        decisions += [{"id": uuid.uuid4().hex, "key": g["key"], "action": "retire", "round": version,
-                       "reason": next(r["reason"] for r in retire if r["key"] == g["key"]),
-                       "inputs": json.dumps({"label": False})} for g in gone]
-        tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
-        new_hash = add_terms(old_hash, removed=[g["key"] for g in gone])
-        close_version(tx, version, new_hash, kind="label", now=ts, note=f"{len(rows)} labels", retired=len(gone))
-        rejected = sum(1 for r in rows if not r["label"] and found[r["key"]][3] in ("pending", "held", "expired"))
-        return LabelReport(version=version, labelled=len(rows), relabelled=sum(1 for r in rows if found[r["key"]][4] is not None),
-                           retired=len(gone), rejected=rejected, hash=new_hash)
 
-    return graph.write_unit(unit)
+def _check_found(keys: Sequence[str], found: Mapping[str, object]) -> None:
+    missing = sorted(set(keys) - set(found))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise KgrNotFound(f"no staged edge with key {shown}: nothing was recorded")
+
+
+def _label_unit(tx: Tx, by_key: dict[str, EdgeLabel], ends: dict[str, dict], ts: float) -> LabelReport:
+    """Inside the write unit: version lock, edge locks, then read and write (see :func:`record_labels`)."""
+    version, old_hash = open_version(tx)
+    lock_staged_edges(tx, ends.values())
+    found = {r["key"]: r for r in tx.run("labels_read_edges", {"rows": sorted(ends.values(), key=lambda r: r["key"])})}
+    _check_found(sorted(by_key), found)
+    rows = [{"key": k, "s_key": ends[k]["s_key"], "o_key": ends[k]["o_key"], "label": lab.label,
+             "reviewer": lab.reviewer} for k, lab in sorted(by_key.items())]
+    tx.run("labels_write", {"rows": rows, "now": ts, "version": version})
+    retire = [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
+               "reason": f"labelled false by {r['reviewer']}"} for r in rows
+              if not r["label"] and found[r["key"]]["promoted"]]
+    gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "rejected"}) if retire else []
+    sure = [r for r in rows if r["label"] and found[r["key"]]["promoted"]]
+    if sure:
+        tx.run("label_promoted_p_hat", {"rows": sure})
+    decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "label", "round": version,
+                  "reason": f"labelled {'true' if r['label'] else 'false'} by {r['reviewer']}",
+                  "inputs": json.dumps({"label": r["label"], "reviewer": r["reviewer"],
+                                        "status_before": found[r["key"]]["status"]})} for r in rows]
+    decisions += [{"id": uuid.uuid4().hex, "key": g["key"], "action": "retire", "round": version,
+                   "reason": next(r["reason"] for r in retire if r["key"] == g["key"]),
+                   "inputs": json.dumps({"label": False})} for g in gone]
+    tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
+    new_hash = add_terms(old_hash, removed=[g["key"] for g in gone])
+    close_version(tx, version, new_hash, kind="label", now=ts, note=f"{len(rows)} labels", retired=len(gone))
+    rejected = sum(1 for r in rows if not r["label"] and found[r["key"]]["status"] in ("pending", "held", "expired"))
+    return LabelReport(version=version, labelled=len(rows),
+                       relabelled=sum(1 for r in rows if found[r["key"]]["label"] is not None),
+                       retired=len(gone), rejected=rejected, hash=new_hash)

@@ -13,9 +13,12 @@ quorum and calibrated policies run through the same function).
 
 **One transaction, checked.** :func:`write_round` opens the version under the state lock and first
 checks that the store is still at the version the round read: a concurrent round (or merge,
-rollback, label) that committed in between makes the write fail with :class:`RoundConflict`,
-nothing is written, and :func:`run_round` reads and decides again. The round's decisions, the
-policy's new state, refitted scores and the version record are written in that one transaction.
+rollback, label, forget) that committed in between makes the write fail with :class:`RoundConflict`,
+nothing is written, and :func:`run_round` reads and decides again after a jittered backoff; past
+its bound it takes the store's promotion lock, which holds every other versioned writer back until
+the round has written, so a round finishes however busy the store is
+(:mod:`kgr.store.promotion_lock`). The round's decisions, the policy's new state, refitted scores
+and the version record are written in that one transaction.
 
 **Grace-period audit, inside the transaction.** After its promotions are written, and before it
 commits, the round checks that no subject now has two current objects on a functional relation.
@@ -54,7 +57,8 @@ from kgr.model.promotion import (
 )
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph, Tx
-from kgr.store.versions import add_terms, close_version
+from kgr.store.promotion_lock import PromotionLocked, retry_then_lock
+from kgr.store.versions import add_terms, close_version, open_version
 
 __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_round", "policy_state",
            "PromotedGraphCache"]
@@ -318,10 +322,10 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
 
 def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: str, functional: frozenset[str],
                 demoted: dict[str, str]) -> RoundSummary:
-    rows = tx.run("state_bump_version")
-    if not rows:
-        raise KgrNotFound("the store is not initialised: run `kgr init`")
-    version, old_hash = int(rows[0]["version"]), rows[0]["hash"]
+    try:
+        version, old_hash = open_version(tx)
+    except PromotionLocked as exc:  # another round holds the promotion lock: a conflict (run_round waits)
+        raise RoundConflict(str(exc)) from None
     if version != inputs.context.version + 1 or old_hash != inputs.context.hash:
         raise RoundConflict(f"the store moved from version {inputs.context.version} to {version - 1} while the "
                             "round was deciding")
@@ -385,38 +389,39 @@ def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts:
               cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundSummary:
     """Run one round of ``policy`` (any :class:`kgr.gauge.policies.Policy`) and write it as one version.
 
-    A :class:`RoundConflict` (the store moved while deciding) is retried from the read, at most
-    ``attempts`` times. ``summary.timings`` has the seconds per phase.
+    A :class:`RoundConflict` (the store moved while deciding) is retried from the read after a
+    jittered backoff; past ``attempts`` conflicts the round takes the store's promotion lock and
+    finishes under it (:func:`kgr.store.promotion_lock.retry_then_lock`). ``summary.timings`` has
+    the seconds per phase.
     """
+    return retry_then_lock(graph, lambda: _round_once(graph, policy, schema, cache, now), conflict=RoundConflict,
+                           attempts=attempts)
+
+
+def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGraphCache | None,
+                now: float | None) -> RoundSummary:
+    """One read, decide and write of ``policy``'s round; raises :class:`RoundConflict` if the store moved."""
     from kgr.gauge.constraints import functional_relations
 
-    last: RoundConflict | None = None
-    for _ in range(attempts):
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        context, state = read_context(graph, policy.name, cache=cache)
-        request = policy.plan(context, state)
-        inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
-        timings["read"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        decisions = policy.decide(inputs, state)
-        timings["decide"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        try:
-            summary = write_round(graph, decisions, inputs, policy=policy.name,
-                                  functional=functional_relations(schema), cache=cache)
-        except RoundConflict as exc:
-            last = exc
-            continue
-        timings["write"] = time.perf_counter() - t0
-        summary.timings = {k: round(v, 4) for k, v in timings.items()}
-        n = len(inputs.candidates)
-        summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
-        summary.expected_fmr = decisions_expected_fmr(decisions, inputs)
-        summary.escalated = len(decisions.escalated) if decisions.escalated else summary.escalated
-        return summary
-    assert last is not None
-    raise last
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    context, state = read_context(graph, policy.name, cache=cache)
+    request = policy.plan(context, state)
+    inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
+    timings["read"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    decisions = policy.decide(inputs, state)
+    timings["decide"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    summary = write_round(graph, decisions, inputs, policy=policy.name, functional=functional_relations(schema),
+                          cache=cache)
+    timings["write"] = time.perf_counter() - t0
+    summary.timings = {k: round(v, 4) for k, v in timings.items()}
+    n = len(inputs.candidates)
+    summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
+    summary.expected_fmr = decisions_expected_fmr(decisions, inputs)
+    summary.escalated = len(decisions.escalated) if decisions.escalated else summary.escalated
+    return summary
 
 
 def decisions_expected_fmr(decisions: RoundDecisions, inputs: RoundInputs) -> float | None:

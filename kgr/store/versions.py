@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.store import promotion_lock
 from kgr.store.connection import Graph, Tx
 
 __all__ = [
@@ -106,10 +107,19 @@ def current_state(graph: Graph) -> tuple[int, str]:
 
 
 def open_version(tx: Tx) -> tuple[int, str]:
-    """Inside a write unit: take the state lock and return ``(new version, current hash)``."""
+    """Inside a write unit, as its first statement: take the state lock and return ``(new version,
+    current hash)``.
+
+    Raises
+    ------
+    PromotionLocked
+        A promotion round holds the store's promotion lock (:mod:`kgr.store.promotion_lock`):
+        nothing is written, and :meth:`Graph.write_unit` runs the unit again once it is released.
+    """
     rows = tx.run("state_bump_version")
     if not rows:
         raise KgrNotFound("the store is not initialised: run `kgr init`")
+    promotion_lock.check(rows[0])
     return int(rows[0]["version"]), rows[0]["hash"]
 
 
