@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kgr.errors import KgrSchemaError, KgrValidationError
-from kgr.model.canonical import IDENTIFIER_RE, canonical_name, reserved_name
+from kgr.model.canonical import IDENTIFIER_RE, canonical_name, canonical_text, reserved_name
 from kgr.model.jsontext import loads_strict
 
 __all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "schema_error", "Identifier"]
@@ -203,8 +203,10 @@ class KGSchema(BaseModel):
             return False
 
     def resolve_name(self, entity_type: str, name: str) -> str:
-        """The schema's canonical surface form for ``name`` (itself when no alias applies)."""
-        return self.alias_map().get((entity_type, canonical_name(name)), name)
+        """The schema's canonical surface form for ``name`` (itself when no alias applies). Never
+        raises: a name without a valid canonical form (no letters, or too long once canonical) has
+        no alias, and the entity key refuses it later with the reason."""
+        return self.alias_map().get((entity_type, canonical_text(name)), name)
 
 
 def load_schema(path: str | Path) -> KGSchema:
