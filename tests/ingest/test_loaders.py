@@ -20,6 +20,21 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _pdf(objs: list[bytes], info_ref: int | None = None) -> bytes:
+    """A PDF of the objects ``objs`` (numbered from 1; the first is the catalog), offsets exact."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{off:010d} 00000 n \n".encode() for off in offsets)
+    info = f" /Info {info_ref} 0 R" if info_ref else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
 def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     """A minimal valid PDF (Helvetica text, one content stream per page), offsets computed exactly."""
     n_pages = len(pages)
@@ -40,18 +55,7 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     if title:
         objs.append(f"<< /Title ({title}) >>".encode())
         info_ref = len(objs)
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    info = f" /Info {info_ref} 0 R" if info_ref else ""
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return _pdf(objs, info_ref)
 
 
 # -- formats -----------------------------------------------------------------------------------------
@@ -186,20 +190,6 @@ def test_pdf_without_text_yields_nothing(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="kgr.ingest"):
         assert list(load_file(path)) == []
     assert "no extractable text" in caplog.text
-
-
-def _pdf(objs: list[bytes]) -> bytes:
-    """A PDF of the objects ``objs`` (numbered from 1; the first is the catalog), offsets exact."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{off:010d} 00000 n \n".encode() for off in offsets)
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
 
 
 def _bomb_pdf(megabytes: int) -> bytes:
