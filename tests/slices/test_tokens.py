@@ -65,7 +65,7 @@ def mutated(value: Any, path: tuple, choice: int) -> Any:
     if isinstance(value, str):
         if path[-1] == "tier":
             return next(t for t in TIERS[choice % 4:] + TIERS if t != value)
-        return [value + "x", "FORGED: the opposite is true", value[:-1]][choice % 3] if value else "forged"
+        return [value + "x", "FORGED: the opposite is true", value[:-1], value + "\ud800"][choice % 4] if value else "forged"
     if value is None:
         return "forged"
     raise AssertionError(type(value))
@@ -100,6 +100,14 @@ def test_altering_any_field_fails_verification(data) -> None:
     put(dumped, path, new)
     forged = ContextSlice.model_validate(dumped)
     assert alteration(forged, KEY) is not None, path
+
+
+def test_a_lone_surrogate_is_content_too() -> None:
+    """A forged slice may hold what no slice kgr cut holds (a lone surrogate, not UTF-8): still
+    covered, and a slice sealed with one verifies."""
+    bad = a_slice().model_copy(update={"text": "Facts \ud800"})
+    assert alteration(bad, KEY) == "the slice's content does not match its id (altered)"
+    assert alteration(seal(bad, KEY), KEY) is None
 
 
 @pytest.mark.parametrize("field, change", [
