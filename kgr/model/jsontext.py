@@ -64,7 +64,7 @@ def _depth_at_most(value: Any, limit: int) -> bool:
     return True
 
 
-def loads_strict(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
+def loads_strict(text: str | bytes, *, where: str = "", max_depth: int | None = MAX_DEPTH) -> Any:
     """Parse one JSON text under the rules of the module docstring.
 
     Parameters
@@ -74,7 +74,8 @@ def loads_strict(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEP
     where:
         Named in the message of a syntax error (``"malformed JSON in stdin at line 1 column 10"``).
     max_depth:
-        Deepest nesting accepted.
+        Deepest nesting accepted; None leaves the depth to the caller (the tool server's validator
+        answers it with a 422), past what the parser itself can nest (about 1,000) aside.
 
     Raises
     ------
@@ -95,12 +96,12 @@ def loads_strict(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEP
         inside = f" in {where}" if where else ""
         raise KgrValidationError(f"malformed JSON{inside} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:
-        raise KgrValidationError(f"JSON nested deeper than {max_depth} levels") from None
+        raise KgrValidationError(f"JSON nested deeper than {max_depth or 'the parser can follow'} levels") from None
     except KgrValidationError:
         raise
     except ValueError as exc:  # an integer past Python's digit limit
         raise KgrValidationError(f"not valid JSON here: {str(exc).splitlines()[0][:120]}") from None
-    if not _depth_at_most(value, max_depth):
+    if max_depth is not None and not _depth_at_most(value, max_depth):
         raise KgrValidationError(f"JSON nested deeper than {max_depth} levels")
     return value
 

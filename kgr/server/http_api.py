@@ -72,14 +72,15 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def _parse_json(raw: bytes) -> Any:
-    """The body as strict JSON (:func:`kgr.model.jsontext.loads_strict`: duplicate keys, NaN and deep
-    nesting refused, as in every JSON kgr reads from users); 400 otherwise."""
+    """The body as strict JSON (:func:`kgr.model.jsontext.loads_strict`: duplicate keys and NaN
+    refused, as in every JSON kgr reads from users); 400 otherwise. Nesting past 64 is the tools'
+    validator's 422 (:data:`kgr.tools.registry.MAX_JSON_DEPTH`), past what the parser can follow a 400."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _BodyError(400, "bad_request", f"request body is not UTF-8 (byte {exc.start})") from None
     try:
-        return loads_strict(text)
+        return loads_strict(text, max_depth=None)
     except KgrValidationError as exc:
         raise _BodyError(400, "bad_request", f"invalid JSON: {str(exc)[:200]}") from None
 
