@@ -99,8 +99,10 @@ class Engine:
     def stage_file(self, path: str | Path, *, batch_size: int = 2000, workers: int = 2,
                    on_batch: Callable[[staging.StageReport], None] | None = None) -> FileStageReport:
         """Stage a triple JSONL file, streaming it; bad lines are reported with their number and skipped."""
+        from kgr.ingest.loaders import path_kind
+
         p = Path(path)
-        if not p.is_file():
+        if path_kind(p) != "file":
             raise KgrValidationError(f"no such file: {p}", field="path")
         bad: list[LineError] = []
 

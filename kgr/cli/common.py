@@ -19,7 +19,7 @@ from rich.console import Console
 
 from kgr.errors import KgrError
 
-__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine"]
+__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "existing_path"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -44,6 +44,15 @@ def errors_to_exit(fn: F) -> F:
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def existing_path(text: str) -> Path | None:
+    """``text`` as a path when it names an existing file or directory, else None, also when it cannot
+    be a path at all (a name longer than the system allows, a NUL byte): an argument that may be a
+    path or an id (``kgr forget ID``) is then an id, not a traceback."""
+    from kgr.ingest.loaders import path_kind  # lazy: fast --help
+
+    return Path(text) if path_kind(text) is not None else None
 
 
 def to_data(value: Any) -> Any:

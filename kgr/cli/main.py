@@ -10,7 +10,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, existing_path, open_engine, out
 from kgr.model.inspect import EdgeExplanation
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -165,8 +165,12 @@ def _round_line(s) -> str:  # noqa: ANN001 - a RoundSummary
 
 
 def _print_explanation(why: EdgeExplanation) -> None:
-    out.print(f"({why.subject}) -[{why.relation}]-> ({why.object}): {why.status}, "
-              f"{why.votes} votes, confidence {why.confidence:.3f}", markup=False)
+    """The explanation as lines; every stored text (names, reasons, reviewers in the inputs) is
+    printed with its control characters and bidi overrides escaped (:func:`kgr.text.controls.escape_unsafe`)."""
+    from kgr.text.controls import escape_unsafe as esc
+
+    out.print(esc(f"({why.subject}) -[{why.relation}]-> ({why.object}): {why.status}, "
+                  f"{why.votes} votes, confidence {why.confidence:.3f}"), markup=False)
     if why.features:
         from kgr.gauge.features import FEATURE_SET, FEATURES
 
@@ -174,17 +178,18 @@ def _print_explanation(why: EdgeExplanation) -> None:
         out.print(f"  p_hat {why.p_hat:.4f} from the features of its last scored decision: "
                   + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, why.features)), markup=False)
     for d in why.decisions:
-        out.print(f"  v{d.version} {d.action}: {d.reason}", markup=False)
+        out.print(esc(f"  v{d.version} {d.action}: {d.reason}"), markup=False)
         inputs = d.inputs
         if "p_hat" in inputs and "gate" in inputs:  # the calibrated policy: p_hat, the gate, what moved it
             tau = inputs.get("tau")
-            out.print(f"      p_hat = {inputs['p_hat']:.4f}, gate {inputs['gate']}, cut tau = "
-                      f"{'none' if tau is None else f'{tau:.4f}'} (target FMR {inputs.get('target_fmr')})", markup=False)
+            out.print(esc(f"      p_hat = {inputs['p_hat']:.4f}, gate {inputs['gate']}, cut tau = "
+                          f"{'none' if tau is None else f'{tau:.4f}'} (target FMR {inputs.get('target_fmr')})"),
+                      markup=False)
             moved = ", ".join(f"{name} {value:+.2f}" for name, value in inputs.get("evidence", []))
-            out.print(f"      moved most (log-odds): {moved or 'nothing'}", markup=False)
+            out.print(esc(f"      moved most (log-odds): {moved or 'nothing'}"), markup=False)
             continue
         for k, v in sorted(inputs.items()):
-            out.print(f"      {k} = {v}", markup=False)
+            out.print(esc(f"      {k} = {v}"), markup=False)
 
 
 @app.command()
@@ -206,7 +211,7 @@ def forget(ids: Annotated[list[str], typer.Argument(metavar="ID...", help=(
         documents: list[str] = []
         if not sources:
             for i in ids:
-                under = kg.documents_under([i]) if Path(i).exists() else []
+                under = kg.documents_under([i]) if existing_path(i) is not None else []
                 documents.extend(under or [i])
         rep = kg.forget(documents=documents, sources=ids if sources else [], quorum=quorum, dry_run=dry_run)
 

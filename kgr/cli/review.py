@@ -10,7 +10,10 @@ from pydantic import ValidationError
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
 from kgr.errors import KgrValidationError
+from kgr.ingest.loaders import path_kind
+from kgr.model.jsontext import json_lines, loads_strict
 from kgr.model.review import EdgeLabel
+from kgr.text.controls import escape_unsafe
 
 app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Label the candidates whose answer would teach the scorer most.")
 
@@ -20,7 +23,7 @@ MAX_LABEL_FILE = 50 * 1024 * 1024
 
 def read_labels(path: Path) -> list[EdgeLabel]:
     """Every line of a label JSONL file; any bad line fails the whole file with its line number."""
-    if not path.is_file():
+    if path_kind(path) != "file":
         raise KgrValidationError(f"no such file: {path}", field="path")
     if path.stat().st_size > MAX_LABEL_FILE:
         raise KgrValidationError(f"{path} is larger than {MAX_LABEL_FILE} bytes", field="path")
@@ -29,11 +32,13 @@ def read_labels(path: Path) -> list[EdgeLabel]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise KgrValidationError(f"{path} is not UTF-8 (byte {exc.start})", field="path") from None
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    except OSError as exc:
+        raise KgrValidationError(f"cannot read {path}: {exc.strerror or exc}", field="path") from None
+    for n, line in json_lines(text):  # split on "\n" only: U+2028 may stand inside a JSON string
         try:
-            labels.append(EdgeLabel.model_validate_json(line))
+            labels.append(EdgeLabel.model_validate(loads_strict(line)))
+        except KgrValidationError as exc:  # duplicate keys, NaN, nesting (kgr.model.jsontext)
+            raise KgrValidationError(f"{path}:{n}: {exc} (nothing was recorded)", field="labels") from None
         except ValidationError as exc:
             err = KgrValidationError.from_pydantic(exc)
             raise KgrValidationError(f"{path}:{n}: {err} (nothing was recorded)", field="labels") from None
@@ -54,19 +59,21 @@ def queue(limit: Annotated[int, typer.Option(min=1, max=1000, help="Items at mos
     with open_engine() as kg:
         q = kg.review_queue(limit=limit, audit_share=audit_share)
 
+    def say(text: str) -> None:  # stored text (names, quotes): control characters and bidi overrides escaped
+        out.print(escape_unsafe(text), markup=False)
+
     def show(q) -> None:  # noqa: ANN001 - a ReviewQueue
         tau = "none yet" if q.tau is None else f"{q.tau:.4f}"
-        out.print(f"{len(q.items)} candidates to review (promotion cut tau = {tau})", markup=False)
+        say(f"{len(q.items)} candidates to review (promotion cut tau = {tau})")
         for it in q.items:
-            out.print(f"{it.key}  p_hat={it.p_hat:.3f}  {it.why} {it.priority:.3f}  {it.status}", markup=False)
-            out.print(f"    ({it.subject}) -[{it.relation}]-> ({it.object})  votes {it.votes}, documents {it.documents}",
-                      markup=False)
+            say(f"{it.key}  p_hat={it.p_hat:.3f}  {it.why} {it.priority:.3f}  {it.status}")
+            say(f"    ({it.subject}) -[{it.relation}]-> ({it.object})  votes {it.votes}, documents {it.documents}")
             for v in it.verdicts:
-                out.print(f"    verifier: {v}", markup=False)
+                say(f"    verifier: {v}")
             for e in it.evidence[:3]:
                 where = e.document or e.source
                 quote = f': "{e.quote}"' if e.quote else ""
-                out.print(f"    from {where}{quote}", markup=False)
+                say(f"    from {where}{quote}")
 
     emit(q, json_, show)
 

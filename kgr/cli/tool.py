@@ -2,12 +2,13 @@
 
 ::
 
-    kgr tool --names                                  # the tools, one line each
+    kgr tool --names [--json]                         # the tools, one line each (or a JSON list)
     kgr tool --list                                   # function definitions (JSON) on stdout
     kgr tool query_extraction_density --input in.json # output JSON on stdout
     cat in.json | kgr tool query_coverage_feedback    # input from stdin
 
-Only data goes to stdout. Invalid input (malformed JSON, a wrong field, an unknown tool) prints one
+Only data goes to stdout, always JSON but for ``--names`` (``--json`` is accepted everywhere, as on
+every kgr command, and makes ``--names`` JSON too). Invalid input (malformed JSON, a wrong field, an unknown tool) prints one
 ``Error: <field>: <reason>`` line on stderr and exits with code 1. The two store tools connect to
 Neo4j from the usual ``NEO4J_*`` variables (or the managed local Neo4j).
 """
@@ -23,6 +24,7 @@ import typer
 from typer.core import TyperGroup
 
 from kgr.errors import KgrError, KgrValidationError
+from kgr.model.jsontext import loads_strict
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import call_tool, function_definitions, get_tool
 
@@ -68,10 +70,9 @@ def read_json_input(path: Path | None) -> Any:
     if not raw.strip():
         raise KgrValidationError(f"{where} is empty: expected a JSON object", field="input")
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise KgrValidationError(f"malformed JSON in {where} at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                                 field="input") from None
+        return loads_strict(raw, where=where)  # duplicate keys, NaN and deep nesting refused
+    except KgrValidationError as exc:
+        raise KgrValidationError(str(exc), field="input") from None
 
 
 def _context(name: str, schema_path: Path | None) -> ToolContext:
@@ -97,14 +98,20 @@ def tool(
     names: bool = typer.Option(False, "--names", help="Print the tools' names with their first sentence, one per line."),
     schema_path: Optional[Path] = typer.Option(None, "--schema", help="KG schema file (aliases, closed types) "
                                                "for the store tools.", dir_okay=False),
+    json_: bool = typer.Option(False, "--json", help="Print data as JSON on stdout (a tool's output always is; "
+                                                      "with --names, a list of {name, description})."),
 ) -> None:
     """Run an agent tool on JSON input and print its JSON output (or --list the tools)."""
     try:
         if names:
-            for d in function_definitions():
-                fn = d["function"]
-                first = fn["description"].split(". ")[0].rstrip(".")
-                typer.echo(f"{fn['name']}: {first if len(first) <= 100 else first[:99] + '…'}")
+            rows = [{"name": d["function"]["name"], "description": d["function"]["description"].split(". ")[0].rstrip(".")}
+                    for d in function_definitions()]
+            if json_:
+                typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+                return
+            for r in rows:
+                first = r["description"]
+                typer.echo(f"{r['name']}: {first if len(first) <= 100 else first[:99] + '…'}")
             return
         if list_tools:
             typer.echo(json.dumps(function_definitions(), indent=2, ensure_ascii=False))

@@ -20,8 +20,9 @@ Per candidate :math:`(s{:}T_s) \xrightarrow{r} (o{:}T_o)`:
   same type that already holds :math:`r` with the other endpoint (``Rowen Mogropel WORKS_AT X``
   when ``Rowen Mogorpel WORKS_AT X`` is promoted) → ``duplicate_entity = 1``, the twin named in a
   note. The twin may also be an established entity for which this round has a candidate with
-  the same relation and other endpoint. Names whose digit runs differ (``Member 1`` /
-  ``Member 11``) are numbered items, never twins.
+  the same relation and other endpoint. Names whose numbers, roman numerals or generational
+  suffixes differ (``Member 1`` / ``Member 11``, ``UNIVAC I`` / ``UNIVAC II``, ``Alan Turing`` /
+  ``Alan Turing Jr``: :func:`kgr.model.canonical.distinguishing_marks`) are never twins.
 
 Within a round, at most one promotion per (subject, functional relation) survives
 (:func:`functional_losers`): the best supported, and none when the subject already has an object.
@@ -39,12 +40,11 @@ Examples
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from kgr.gauge.reward import ConstraintInputs
-from kgr.model.canonical import name_similarity
+from kgr.model.canonical import distinguishing_marks, name_similarity
 from kgr.model.promotion import CandidateRow, EdgeList
 from kgr.model.schema import KGSchema
 
@@ -52,8 +52,6 @@ __all__ = ["LEARN_MIN", "FactHolders", "PromotedIndex", "functional_relations", 
 
 #: Promoted edges of a relation needed before its endpoint types are learned.
 LEARN_MIN = 5
-
-_DIGITS = re.compile(r"\d+")
 
 
 def functional_relations(schema: KGSchema | None) -> frozenset[str]:
@@ -95,11 +93,11 @@ class FactHolders:
             if key in established:
                 continue
             etype, _, name = key.partition(":")
-            digits = _DIGITS.findall(name)
+            marks = distinguishing_marks(name)
             best: tuple[float, str] | None = None
             for holder in self._by.get((cand.relation, other, side), ()):
                 htype, _, hname = holder.partition(":")
-                if htype != etype or holder == key or _DIGITS.findall(hname) != digits:
+                if htype != etype or holder == key or distinguishing_marks(hname) != marks:
                     continue
                 if known is not None and holder not in known:
                     continue

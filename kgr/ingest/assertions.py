@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pydantic import ValidationError
 
-from kgr.errors import KgrError
+from kgr.errors import KgrError, KgrValidationError
 from kgr.extract.base import ExtractionResult
 from kgr.model.canonical import canonical_name, entity_key
 from kgr.model.kg import ExtractedKG, RelationPair
@@ -101,8 +102,9 @@ def assertions_of(kg: ExtractedKG, schema: KGSchema, source: str,
                 if problems:
                     raise ValueError("; ".join(problems))
             except (KgrError, ValueError) as exc:
-                bad.append(Rejection(chunk_id=source, kind="relation", type=rel, item=item,
-                                     reason=str(exc).splitlines()[0][:300]))
+                why = KgrValidationError.from_pydantic(exc) if isinstance(exc, ValidationError) else exc
+                bad.append(Rejection(chunk_id=source, kind="relation", type=rel, item=item[:300],
+                                     reason=str(why).splitlines()[0][:300]))
                 continue
             out.append(canonical_order(a, schema, resolve))
     return out, bad

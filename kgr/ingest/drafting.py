@@ -22,6 +22,7 @@ from typing import Any
 from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
 from kgr.ingest.chunking import Chunk
+from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema
 from kgr.model.tools.coverage import CoverageFeedbackOutput
@@ -209,10 +210,11 @@ class ChunkDrafter:
             if not self.schema.has_entity_type(t):
                 continue
             for n in names:
-                k = key_or_none(self.resolve, t, n)
-                if k is None:
-                    rejections.append(Rejection(chunk_id=chunk.id, kind="entity", type=t, item=n,
-                                                reason="the name has no letters or digits"))
+                try:  # a name with no letters or digits, or whose canonical form is too long for the key index
+                    k = entity_key(t, self.resolve(t, n))
+                except KgrError as exc:
+                    rejections.append(Rejection(chunk_id=chunk.id, kind="entity", type=t, item=n[:200],
+                                                reason=str(exc).splitlines()[0][:300]))
                     continue
                 entities.append((t, n))
                 keys.append(k)

@@ -16,10 +16,13 @@ Conventions
   is the ``id`` it gives, else the SHA-256 (hex) of its text. Two identical files are two documents.
   ``Document.path`` is the file as named; re-loading is idempotent.
 - **JSONL** documents are objects ``{"id"?: str, "text": str, "metadata"?: object}``; any other keys
-  are folded into ``metadata``. A bad line (malformed JSON, no ``text``, wrong types) is skipped and
-  reported with its 1-based line number.
+  are folded into ``metadata``. Lines are strict JSON (:mod:`kgr.model.jsontext`: duplicate keys,
+  NaN, nesting deeper than 64 refused). A bad line (malformed JSON, no ``text``, wrong types) is
+  skipped and reported with its 1-based line number; the lines after it are read as usual.
 - **PDF** needs the optional dependency ``pypdf`` (``pip install kgr[pdf]``). Pages are joined with
-  a blank line; ``metadata["pages"]`` holds the page count.
+  a blank line; ``metadata["pages"]`` holds the page count. A PDF without extractable text
+  (scanned pages, or a stream or page tree pypdf gives up on quietly) is reported like a bad
+  line, never dropped in silence.
 - **Errors.** A file that cannot be read, is not UTF-8, or is not a valid PDF raises
   :class:`kgr.errors.KgrValidationError` naming the file and the reason, unless ``on_error`` is given,
   in which case a :class:`LoadIssue` is passed to it and loading continues with the next file.
@@ -31,9 +34,9 @@ from __future__ import annotations
 import codecs
 import functools
 import hashlib
-import json
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
+from kgr.model.jsontext import loads_strict
 
 __all__ = [
     "Document",
@@ -49,6 +53,7 @@ __all__ = [
     "iter_documents",
     "load_file",
     "iter_files",
+    "path_kind",
     "text_document",
     "file_document_id",
     "resolved_path",
@@ -252,9 +257,9 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None],
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                report(LoadIssue(path=str(path), line=n, error=f"malformed JSON: {exc.msg} at column {exc.colno}"))
+                data = loads_strict(line)  # duplicate keys, NaN and deep nesting refused: one failed line
+            except KgrValidationError as exc:
+                report(LoadIssue(path=str(path), line=n, error=str(exc)))
                 continue
             if not isinstance(data, dict):
                 report(LoadIssue(path=str(path), line=n, error="expected a JSON object with a 'text' field"))
@@ -279,7 +284,7 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None],
                                metadata={**metadata, "part": i})
 
 
-def _load_pdf(path: Path) -> Iterator[Document]:
+def _load_pdf(path: Path, report: Callable[[LoadIssue], None]) -> Iterator[Document]:
     try:
         import pypdf
         from pypdf.errors import PyPdfError
@@ -311,8 +316,9 @@ def _load_pdf(path: Path) -> Iterator[Document]:
             AssertionError, ZeroDivisionError) as exc:  # what a malformed PDF makes pypdf raise
         raise KgrValidationError(f"{path}: not a readable PDF ({type(exc).__name__}: {exc})") from exc
     text = _normalise_newlines("\n\n".join(p.strip() for p in pages)).strip()
-    if not text:
-        log.warning("%s: the PDF has no extractable text (scanned images need OCR first)", path)
+    if not text:  # scanned pages, or what pypdf gave up on quietly (a stream past its limits, a broken page tree)
+        report(LoadIssue(path=str(path), error=f"no extractable text in {len(pages)} page(s) (scanned images "
+                                               "need OCR first; a damaged or oversized stream yields none)"))
         return
     meta: dict[str, Any] = {"format": "pdf", "pages": len(pages)}
     if title:
@@ -342,13 +348,24 @@ def load_file(
     if suffix == ".jsonl":
         yield from _load_jsonl(p, report, max_document_chars)
     elif suffix == ".pdf":
-        yield from _load_pdf(p)
+        yield from _load_pdf(p, report)
     else:
         yield from _load_text(p, "md" if suffix in (".md", ".markdown") else "txt", max_document_chars)
 
 
 def _log_issue(issue: LoadIssue) -> None:
     log.warning("skipped %s", issue)
+
+
+def path_kind(path: str | os.PathLike[str]) -> str | None:
+    """``"file"``, ``"dir"`` or ``"other"`` for an existing path; None when nothing is there, also when
+    the name cannot be a path (longer than the system allows, a NUL byte): such an argument is then
+    reported as missing in one line instead of raising ``OSError: File name too long``."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
 
 def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -360,10 +377,11 @@ def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
         If ``path`` does not exist.
     """
     p = Path(path)
-    if p.is_file():
+    kind = path_kind(p)
+    if kind == "file":
         yield p
         return
-    if not p.exists():
+    if kind is None:
         raise KgrValidationError(f"{p}: no such file or directory")
     try:
         entries = sorted(os.scandir(p), key=lambda e: e.name)

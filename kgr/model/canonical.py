@@ -24,7 +24,10 @@ One function per meaning, all on the rules above:
 * :func:`name_key` — when two names in an extraction are the same name (the canonical form, or the
   casefolded name itself when nothing canonical is left);
 * :func:`variant_key` — when two names are naming variants of one entity (no leading "the", no
-  legal-form suffix).
+  legal-form suffix);
+* :func:`distinguishing_marks` — what tells numbered or generational namesakes apart (``UNIVAC I`` /
+  ``UNIVAC II``, ``Alan Turing`` / ``Alan Turing Jr``): names whose marks differ are never one
+  entity by similarity.
 
 >>> canonical_name("  I.B.M. ")
 'ibm'
@@ -47,7 +50,7 @@ from collections.abc import Iterable
 from kgr.errors import KgrIdentifierError, KgrValidationError
 
 __all__ = ["canonical_name", "canonical_text", "entity_key", "normalise_entity_key", "name_key", "variant_key",
-           "edge_key", "name_similarity", "validate_identifier", "IDENTIFIER_RE", "MAX_NAME_CHARS",
+           "edge_key", "name_similarity", "distinguishing_marks", "validate_identifier", "IDENTIFIER_RE", "MAX_NAME_CHARS", "MAX_CANONICAL_BYTES",
            "RESERVED_LABELS", "RESERVED_RELATION_TYPES", "reserved_name", "no_control_characters", "NO_CONTROL_CHARACTERS", "OWN_NON_ENTITY_RELATION_TYPES"]
 
 #: Labels, relationship types and property keys must match this (``fullmatch``: Python's ``$`` also
@@ -108,6 +111,13 @@ def reserved_name(name: str, *, relation: bool) -> str | None:
     return None
 #: Longest entity name accepted (characters). Longer names are rejected with a clear error.
 MAX_NAME_CHARS = 1024
+#: Longest canonical form accepted (bytes of UTF-8). The entity key (``<Type>:<canonical>``, the type
+#: at most 64 characters) is indexed, and Neo4j's range index refuses a key past 8,164 bytes (measured
+#: on 5.26: "Property value is too large to index"); NFKC can expand a character eighteen-fold
+#: (U+FDFA), so 1,024 characters may canonicalise to 33,799 bytes. 4,096 = 1,024 characters of the
+#: longest UTF-8 (four bytes), so no name that NFKC leaves as long is refused, with half the
+#: index's limit to spare.
+MAX_CANONICAL_BYTES = 4096
 
 _DELETE = frozenset(".'\u2018\u2019")  # rule 3
 _LEGAL_SUFFIXES = frozenset("inc corp corporation ltd llc plc co gmbh ag sa limited company".split())
@@ -161,13 +171,18 @@ def canonical_name(name: str) -> str:
     Raises
     ------
     KgrValidationError
-        If the name has no letter or digit or is longer than :data:`MAX_NAME_CHARS`.
+        If the name has no letter or digit, is longer than :data:`MAX_NAME_CHARS` characters, or
+        its canonical form is longer than :data:`MAX_CANONICAL_BYTES` bytes of UTF-8.
     """
     if len(name) > MAX_NAME_CHARS:
         raise KgrValidationError(f"entity name longer than {MAX_NAME_CHARS} characters", field="name")
     canon = _fold(name)
     if not any(c.isalnum() for c in canon):
         raise KgrValidationError(f"entity name {name[:40]!r} has no letters or digits", field="name")
+    size = len(canon.encode("utf-8", "surrogatepass"))
+    if size > MAX_CANONICAL_BYTES:
+        raise KgrValidationError(f"entity name {name[:20]!r}... canonicalises (NFKC) to {size} bytes of UTF-8, more than "
+                                 f"{MAX_CANONICAL_BYTES} (the entity key must fit Neo4j's index)", field="name")
     return canon
 
 
@@ -231,6 +246,51 @@ def edge_key(subject_key: str, relation: str, object_key: str) -> str:
     """
     digest = hashlib.sha256(f"{subject_key}\x1f{relation}\x1f{object_key}".encode()).hexdigest()
     return digest[:24]
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+_ROMAN = re.compile(r"m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
+_ROMAN_VALUES = {"m": 1000, "d": 500, "c": 100, "l": 50, "x": 10, "v": 5, "i": 1}
+_GENERATIONS = {"jr": "jr", "jnr": "jr", "junior": "jr", "sr": "sr", "snr": "sr", "senior": "sr"}
+
+
+def _roman(token: str) -> int:
+    """The value of a valid roman numeral (lowercase)."""
+    vals = [_ROMAN_VALUES[c] for c in token]
+    return sum(-v if i + 1 < len(vals) and v < vals[i + 1] else v for i, v in enumerate(vals))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def distinguishing_marks(name: str) -> tuple[str, ...]:
+    """What tells numbered and generational namesakes apart, in order: every digit run (as its
+    number), every roman numeral after the first word (as its number; a one-letter one only as the
+    last word, or before a generational suffix, since ``John C. Reilly``'s ``C`` is an initial) and
+    every generational suffix (``Jr``/``Junior``, ``Sr``/``Senior``), on the canonical form.
+
+    Two names whose marks differ are different entities however similar they read: numbered items
+    (``Paper 12`` / ``Paper 13``), models and versions (``UNIVAC I`` / ``UNIVAC II``, ``Mark II`` /
+    ``Mark 2`` agree), regnal numbers (``Louis XIV`` / ``Louis XV``), a father and his son
+    (``Alan Turing`` / ``Alan Turing Jr``). Fuzzy matching (disambiguation, the near-duplicate
+    constraint) never joins them; an exact match or an alias still does.
+
+    >>> distinguishing_marks("UNIVAC II"), distinguishing_marks("Harvard Mark 2"), distinguishing_marks("Alan Turing Jr.")
+    (('2',), ('2',), ('jr',))
+    >>> distinguishing_marks("John C. Reilly"), distinguishing_marks("Xi Jinping"), distinguishing_marks("Louis XIV")
+    ((), (), ('14',))
+    """
+    toks = canonical_text(name).split(" ")
+    marks: list[str] = []
+    for i, t in enumerate(toks):
+        if not t:
+            continue
+        if t in _GENERATIONS and i > 0:
+            marks.append(_GENERATIONS[t])
+        elif i > 0 and t.isascii() and _ROMAN.fullmatch(t) and (
+                len(t) > 1 or i == len(toks) - 1 or toks[i + 1] in _GENERATIONS):
+            marks.append(str(_roman(t)))
+        else:
+            marks.extend(str(int(run)) for run in _DIGIT_RUN.findall(t))
+    return tuple(marks)
 
 
 def name_similarity(a: str, b: str) -> float:

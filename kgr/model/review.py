@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kgr.text.controls import unsafe_character
 
 __all__ = ["EdgeLabel", "LabelReport", "EvidenceLink", "ReviewItem", "ReviewQueue", "ClaimRow", "VerdictRow",
            "RereadReport", "EDGE_KEY"]
@@ -27,7 +29,22 @@ class EdgeLabel(BaseModel):
 
     key: Annotated[str, Field(pattern=EDGE_KEY, description="the edge key, as `kgr review queue` lists it")]
     label: bool = Field(description="true: the triple is a fact; false: it is not")
-    reviewer: Annotated[str, Field(min_length=1, max_length=200, description="who answered (recorded)")]
+    reviewer: Annotated[str, Field(min_length=1, max_length=200, description=(
+        "who answered (recorded); no control characters, line separators or bidi overrides"))]
+
+    @field_validator("reviewer")
+    @classmethod
+    def _plain_reviewer(cls, v: str) -> str:
+        """A reviewer's name is printed by ``kgr promote --explain`` and kept in decisions: ESC, NUL,
+        newlines, other C0/C1 controls, U+2028/U+2029 and bidi overrides are refused
+        (:func:`kgr.text.controls.unsafe_character`)."""
+        bad = unsafe_character(v)
+        if bad is not None:
+            raise ValueError(f"holds the character U+{ord(bad):04X} (control characters, line separators and "
+                             "bidi overrides are not allowed in a name)")
+        if not v.strip():
+            raise ValueError("is blank")
+        return v
 
 
 class LabelReport(BaseModel):

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kgr.errors import KgrSchemaError
-from kgr.model.canonical import IDENTIFIER_RE, canonical_name, reserved_name
+from kgr.errors import KgrSchemaError, KgrValidationError
+from kgr.model.canonical import IDENTIFIER_RE, canonical_name, canonical_text, reserved_name
+from kgr.model.jsontext import loads_strict
 
 __all__ = ["EntityTypeSpec", "RelationTypeSpec", "KGSchema", "load_schema", "schema_error", "Identifier"]
 
@@ -203,8 +203,10 @@ class KGSchema(BaseModel):
             return False
 
     def resolve_name(self, entity_type: str, name: str) -> str:
-        """The schema's canonical surface form for ``name`` (itself when no alias applies)."""
-        return self.alias_map().get((entity_type, canonical_name(name)), name)
+        """The schema's canonical surface form for ``name`` (itself when no alias applies). Never
+        raises: a name without a valid canonical form (no letters, or too long once canonical) has
+        no alias, and the entity key refuses it later with the reason."""
+        return self.alias_map().get((entity_type, canonical_text(name)), name)
 
 
 def load_schema(path: str | Path) -> KGSchema:
@@ -223,9 +225,9 @@ def load_schema(path: str | Path) -> KGSchema:
     except UnicodeDecodeError as exc:
         raise KgrSchemaError(f"{p}: not UTF-8 (undecodable byte at offset {exc.start})") from None
     try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise KgrSchemaError(f"{p}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        data = loads_strict(raw)  # duplicate keys refused: kgr.model.jsontext
+    except KgrValidationError as exc:
+        raise KgrSchemaError(f"{p}: {exc}") from None
     try:
         return KGSchema.model_validate(data)
     except ValidationError as exc:

@@ -8,7 +8,6 @@ Exported lines add ``votes``, ``confidence`` and ``status`` (:class:`ExportedTri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kgr.errors import KgrValidationError
 from kgr.model.canonical import MAX_NAME_CHARS, canonical_name, edge_key, entity_key, no_control_characters
+from kgr.model.jsontext import json_lines, loads_strict
 from kgr.model.schema import Identifier
 
 __all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "MAX_LINE_BYTES"]
@@ -92,18 +92,18 @@ class LineError(BaseModel):
 def parse_triple_lines(lines: Iterator[str] | list[str]) -> Iterator[TripleAssertion | LineError]:
     """Parse triple JSONL lines one by one; yield an assertion or a :class:`LineError` per line.
 
-    Blank lines are ignored. A bad line never stops the stream.
+    Blank lines are ignored. A bad line never stops the stream. Each line is strict JSON
+    (:func:`kgr.model.jsontext.loads_strict`: duplicate keys, NaN and deep nesting refused; a
+    byte-order mark at the start of the file ignored).
     """
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for n, line in json_lines(lines):
         if len(line.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
             yield LineError(line=n, error=f"line longer than {MAX_LINE_BYTES} bytes")
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield LineError(line=n, error=f"malformed JSON: {exc.msg} at column {exc.colno}")
+            data = loads_strict(line)
+        except KgrValidationError as exc:
+            yield LineError(line=n, error=str(exc))
             continue
         if not isinstance(data, dict):
             yield LineError(line=n, error="expected a JSON object")

@@ -29,7 +29,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import kgr
-from kgr.errors import KgrNeo4jUnavailable
+from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
+from kgr.model.jsontext import loads_strict
 from kgr.server.catalog import is_agent_tool, served_tools
 from kgr.server.openapi import openapi_document
 from kgr.server.service import ToolFailure, ToolService
@@ -70,20 +71,17 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _parse_json(raw: bytes) -> Any:
+    """The body as strict JSON (:func:`kgr.model.jsontext.loads_strict`: duplicate keys and NaN
+    refused, as in every JSON kgr reads from users); 400 otherwise. Nesting past 64 is the tools'
+    validator's 422 (:data:`kgr.tools.registry.MAX_JSON_DEPTH`), past what the parser can follow a 400."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _BodyError(400, "bad_request", f"request body is not UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise _BodyError(400, "bad_request", f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
+        return loads_strict(text, max_depth=None)
+    except KgrValidationError as exc:
         raise _BodyError(400, "bad_request", f"invalid JSON: {str(exc)[:200]}") from None
 
 

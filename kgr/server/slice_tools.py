@@ -42,7 +42,7 @@ class VerifySliceInput(_In):
 
 
 def verify_slice(params: VerifySliceInput, *, context: ToolContext) -> SliceVerification:
-    """Check a slice's admissibility token in constant time: valid (issued by this server, unaltered) and current (the promoted graph has not changed since), with the reason. Read-only."""
+    """Check a slice's admissibility token (an HMAC over every field of the slice) in constant time: valid (issued by this server, no field altered) and current (nothing it shows has changed since: the same request now cuts the same slice, outcome tiers and quotes included), with the reason. Read-only."""
     return check_slice(_graph(context, "verify_slice"), params.slice)
 
 

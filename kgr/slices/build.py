@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 
 from kgr.errors import KgrValidationError
 from kgr.model.embedding import EmbedFn
-from kgr.model.slices import NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, SliceVerification, tier_of
+from kgr.model.slices import (NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, slice_content,
+                              slice_digest, tier_of)
 from kgr.slices.adjacency import adjacency_for
 from kgr.slices.anchors import MAX_ANCHORS, check_anchor_count, embed_query, resolve_anchors
 from kgr.slices.expand import expand
 from kgr.slices.policies import DEFAULT_POLICY, get_policy
 from kgr.slices.render import BareLines, TokenCounter, pack
-from kgr.slices.tokens import canonical_string, sign, verify
+from kgr.slices.tokens import seal
 from kgr.store.connection import Graph
 from kgr.store.slice_records import record_slice
 from kgr.store.slices import EdgeRow, edge_quotes, promoted_edges_around, slice_state
-from kgr.store.versions import current_state
 
-__all__ = ["build_slice", "verify_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
+__all__ = ["build_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
 
 #: Attempts at reading a consistent graph (a promotion round between the reads forces another).
 _ATTEMPTS = 3
@@ -34,29 +33,22 @@ def schema_version(schema: object | None) -> str:
 
 
 def slice_id_of(s: ContextSlice) -> str:
-    """SHA-256 (32 hex chars) of the slice's canonical content: anchors, nodes, edges with their
-    quotes' sources, policy, budget, counter and the rendered text, floats rounded to 1e-6."""
-    content = {
-        "anchors": sorted(s.anchors), "policy": [s.policy_id, s.policy_params_hash],
-        "budget": [s.budget_tokens, s.token_counter], "tokens": s.tokens,
-        "text": hashlib.sha256(s.text.encode("utf-8", "surrogatepass")).hexdigest(),
-        "nodes": sorted([n.key, n.type, n.name, n.distance] for n in s.nodes),
-        "edges": sorted([e.key, e.subject, e.relation, e.object, round(e.confidence, 6), e.votes,
-                         round(e.outcome_weight, 6), [q.source for q in e.quotes]] for e in s.edges),
-    }
-    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+    """The slice's id: SHA-256 (32 hex chars) of its canonical content, every field a reader sees
+    (:func:`kgr.model.slices.slice_content`)."""
+    return slice_digest(slice_content(s))
 
 
 def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None = None,
                 policy: str | SlicePolicy = DEFAULT_POLICY, budget_tokens: int | None = None,
                 model: str | None = None, schema_version: str = "none", key: bytes | None = None,
-                embed: EmbedFn | None = None) -> ContextSlice:
+                embed: EmbedFn | None = None, record: bool = True) -> ContextSlice:
     """The slice around ``anchors`` (entity keys) and/or the entities a ``query`` finds (fulltext,
     and with ``embed`` the nearest name embeddings: :mod:`kgr.slices.anchors`), under ``policy``
     and ``budget_tokens``. Hops come from the in-memory promoted graph when it is current
     (:mod:`kgr.slices.adjacency`), else from Neo4j; the slice is the same either way. The
     slice's edges are recorded under its id so that outcome feedback can name the slice alone; the
-    record is written behind the answer (:mod:`kgr.store.slice_records`).
+    record is written behind the answer (:mod:`kgr.store.slice_records`); ``record=False`` leaves
+    it out (verification cuts a slice again only to compare it).
 
     Raises
     ------
@@ -117,10 +109,10 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         nodes=sorted(nodes.values(), key=lambda n: n.key), edges=[_edge(e, prio[e.key], quotes) for e in kept],
         budget_tokens=budget, tokens=tokens, token_counter=count.name, truncated=truncated, text=text,
         admissibility_token="")
-    sid = slice_id_of(s)
-    token = sign(canonical_string(sid, s.policy_id, s.policy_params_hash, graph_hash, schema_version), key)
-    record_slice(graph, sid, pol.policy_id, graph_hash, [(e.key, e.subject.key, e.object.key) for e in kept])
-    return s.model_copy(update={"slice_id": sid, "admissibility_token": token})
+    s = seal(s, key)
+    if record:
+        record_slice(graph, s.slice_id, pol.policy_id, graph_hash, [(e.key, e.subject.key, e.object.key) for e in kept])
+    return s
 
 
 def _edge(e: EdgeRow, priority: float, quotes: dict) -> SliceEdge:
@@ -128,21 +120,3 @@ def _edge(e: EdgeRow, priority: float, quotes: dict) -> SliceEdge:
     return SliceEdge(key=e.key, subject=e.subject.key, relation=e.relation, object=e.object.key,
                      confidence=e.confidence, votes=e.votes, outcome_weight=w, tier=tier_of(w),
                      priority=round(priority, 9), quotes=quotes.get(e.key, []))
-
-
-def verify_slice(graph: Graph, s: ContextSlice, *, key: bytes | None = None) -> SliceVerification:
-    """Whether ``s`` is a slice this store issued, unaltered (its id matches its content and its
-    token its provenance chain), and whether it is still current (the graph's content hash is the
-    one it was cut from)."""
-    _, now_hash = current_state(graph)
-    if slice_id_of(s) != s.slice_id:
-        return SliceVerification(valid=False, current=False, graph_hash_now=now_hash,
-                                 reason="the slice's content does not match its id (altered)")
-    message = canonical_string(s.slice_id, s.policy_id, s.policy_params_hash, s.graph_hash, s.schema_version)
-    if not verify(s.admissibility_token, message, key):
-        return SliceVerification(valid=False, current=False, graph_hash_now=now_hash,
-                                 reason="the admissibility token does not match (forged, altered, or another key)")
-    if s.graph_hash != now_hash:
-        return SliceVerification(valid=True, current=False, graph_hash_now=now_hash,
-                                 reason="issued by this store, but the promoted graph has changed since (stale)")
-    return SliceVerification(valid=True, current=True, graph_hash_now=now_hash, reason="valid and current")

@@ -16,8 +16,10 @@ Confidence of a candidate:
   the cosine similarity of the embeddings (clipped to 0-1). Candidates still come from the
   fulltext index, so a synonym sharing no word with any stored name or alias is not found.
   Never fuzzy between names that are distinct by declaration: both declared by the KG schema for
-  the type (``EDSAC`` is not a misspelling of ``EDVAC``), or with different digit runs
-  (``Paper 12`` / ``Paper 13``); those score 0.0 unless they match exactly.
+  the type (``EDSAC`` is not a misspelling of ``EDVAC``), or with different numbers, roman
+  numerals or generational suffixes (``Paper 12`` / ``Paper 13``, ``UNIVAC II`` / ``UNIVAC I``,
+  ``Alan Turing Jr`` / ``Alan Turing``: :func:`~kgr.model.canonical.distinguishing_marks`); those
+  score 0.0 unless they match exactly.
 
 The **best match** is the highest-confidence candidate at or above ``similarity_threshold`` (and
 above 0); ties go to the candidate with more of its related entities named in ``context``, then to
@@ -33,12 +35,11 @@ repeats dropped: the input ``query_kg_storage`` expects.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from kgr.errors import KgrNeo4jUnavailable
-from kgr.model.canonical import canonical_text, name_key, name_similarity, variant_key
+from kgr.model.canonical import canonical_text, distinguishing_marks, name_key, name_similarity, variant_key
 from kgr.model.kg import ExtractedKG, RelationPair
 from kgr.model.schema import KGSchema
 from kgr.model.tools import (
@@ -76,14 +77,12 @@ def _acronym(canon: str) -> str:
     return "".join(t[0] for t in toks if t) if len(toks) >= 2 else ""
 
 
-_DIGITS = re.compile(r"\d+")
-
-
 def _distinct(schema, etype: str, name: str, candidate: str) -> bool:  # noqa: ANN001 - a KGSchema or None
     """Names that fuzzy similarity must never join: two entities the schema declares (``EDSAC`` and
-    ``EDVAC`` are both machines of the example schema), or names whose digit runs differ
-    (``Paper 12`` / ``Paper 13`` are numbered items)."""
-    if _DIGITS.findall(name) != _DIGITS.findall(candidate):
+    ``EDVAC`` are both machines of the example schema), or names whose numbers, roman numerals or
+    generational suffixes differ (``Paper 12`` / ``Paper 13``, ``UNIVAC I`` / ``UNIVAC II``, ``Alan
+    Turing`` / ``Alan Turing Jr``: :func:`~kgr.model.canonical.distinguishing_marks`)."""
+    if distinguishing_marks(name) != distinguishing_marks(candidate):
         return True
     return schema is not None and schema.declares(etype, name) and schema.declares(etype, candidate)
 

@@ -87,3 +87,32 @@ def test_chunks_cpu_steps_take_turns_one_per_loop_iteration(graph, monkeypatch):
     assert max(seen) == 1
     # every tool step and every chunk's reply and rows took a turn
     assert drafter._lane.released >= steps + 2 * len(results)  # noqa: SLF001
+
+
+class WithAnExpandingName(RulesExtractor):
+    """The rules extractor's answer, plus a person whose name NFKC expands past the key index."""
+
+    BIG = "\ufdfa" * 1024
+
+    def extract(self, chunk_text, schema, *, guidance=None):
+        res = super().extract(chunk_text, schema, guidance=guidance)
+        kg = res.kg.model_copy(deep=True)
+        kg.entities["Person"].append(self.BIG)
+        kg.relations["BORN_IN"].append(kg.relations["BORN_IN"][0].model_copy(update={"subject": self.BIG}))
+        return res.model_copy(update={"kg": kg})
+
+
+@pytest.mark.neo4j
+def test_a_name_nfkc_expands_is_rejected_with_its_reason_and_the_chunk_goes_on(graph):
+    """Issue 31, item 7, in ingestion: the name is a rejection saying why (not "no letters or
+    digits"), and the chunk's other entities and assertions are staged as usual."""
+    drafter = ChunkDrafter(graph, SCHEMA, WithAnExpandingName(), IngestConfig(max_rounds=1), time.time())
+    try:
+        out = asyncio.run(drafter.draft(_chunks(1)[0]))
+    finally:
+        drafter.close()
+    assert sorted((a.relation, a.subject, a.object) for a in out.assertions) == [
+        ("BORN_IN", "Charles Babbage", "London"), ("DESIGNED", "Charles Babbage", "Difference Engine")]
+    assert {n for _, n in out.entities} == {"Charles Babbage", "London", "Difference Engine"}
+    reasons = [r.reason for r in out.outcome.rejections if r.item.startswith("\ufdfa")]
+    assert len(reasons) == 2 and all("canonicalises (NFKC) to 33792 bytes" in r for r in reasons), reasons

@@ -20,6 +20,21 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _pdf(objs: list[bytes], info_ref: int | None = None) -> bytes:
+    """A PDF of the objects ``objs`` (numbered from 1; the first is the catalog), offsets exact."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{off:010d} 00000 n \n".encode() for off in offsets)
+    info = f" /Info {info_ref} 0 R" if info_ref else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
 def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     """A minimal valid PDF (Helvetica text, one content stream per page), offsets computed exactly."""
     n_pages = len(pages)
@@ -40,18 +55,7 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     if title:
         objs.append(f"<< /Title ({title}) >>".encode())
         info_ref = len(objs)
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    info = f" /Info {info_ref} 0 R" if info_ref else ""
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return _pdf(objs, info_ref)
 
 
 # -- formats -----------------------------------------------------------------------------------------
@@ -95,6 +99,31 @@ def test_jsonl_documents_and_bad_lines(tmp_path):
     assert by_line[8].startswith("id: Input should be a valid string")
     assert by_line[9].startswith("not valid UTF-8")
     assert str(issues[0]) == f"{path}:3: {by_line[3]}"
+
+
+def test_hostile_jsonl_lines_fail_alone_and_valid_json_passes(tmp_path, caplog):
+    """Issue 31, item 8: one 100,000-deep line ended the file's loading with a RecursionError
+    traceback (the lines after it never read); a duplicate key was taken silently; a raw U+2028 in
+    a valid line and a byte-order mark at the start of the file are JSON and must load."""
+    lines = [
+        "\ufeff" + json.dumps({"id": "bom", "text": "after a byte-order mark"}),
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"id": "sep", "text": "one\u2028two\u2029three"}, ensure_ascii=False),
+        '{"id": "dup", "text": "a", "text": "b"}',
+        json.dumps({"id": "nan", "text": "x", "metadata": {"score": float("nan")}}),
+        json.dumps({"id": "last", "text": "the line after them all"}),
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    issues: list[LoadIssue] = []
+    with caplog.at_level(logging.WARNING):
+        docs = list(iter_documents(path, on_error=issues.append))
+    assert [d.id for d in docs] == ["bom", "sep", "last"]
+    assert docs[1].text == "one\u2028two\u2029three"
+    assert [(i.line, i.error) for i in issues] == [
+        (2, "JSON nested deeper than 64 levels"), (4, "duplicate key 'text' in a JSON object"),
+        (5, "NaN is not valid JSON")]
+    assert "Traceback" not in caplog.text and "RecursionError" not in caplog.text
 
 
 def test_jsonl_bad_lines_are_logged_without_a_callback(tmp_path, caplog):
@@ -161,6 +190,48 @@ def test_pdf_without_text_yields_nothing(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="kgr.ingest"):
         assert list(load_file(path)) == []
     assert "no extractable text" in caplog.text
+
+
+def _bomb_pdf(megabytes: int) -> bytes:
+    """One page whose content stream inflates from a few kilobytes to ``megabytes`` MiB of zeros."""
+    import zlib
+
+    z = zlib.compressobj(9)
+    data = b"".join(z.compress(bytes(1 << 20)) for _ in range(megabytes)) + z.flush()
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                 b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+                 b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(data) + data + b"\nendstream"])
+
+
+def _parent_loop_pdf(kids_loop: bool) -> bytes:
+    """A page tree whose /Parent chain loops (the page inherits its resources through it), or whose
+    /Kids hold the tree's own root."""
+    stream = b"BT /F1 12 Tf (Hello loop) Tj ET"
+    content = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+    if kids_loop:
+        return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R 2 0 R] /Count 2 >>",
+                     b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>", content])
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 /Parent 5 0 R >>",
+                 b"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>", content,
+                 b"<< /Type /Pages /Kids [2 0 R] /Count 1 /Parent 2 0 R >>"])
+
+
+def test_bomb_and_parent_loop_pdfs_are_reported_never_silent(tmp_path):
+    """Issue 31, item 8: a decompression-bomb PDF pypdf inflates within its limits yielded no text,
+    no document and no report line (only a log warning); each hostile PDF must be one reported
+    issue, and the corpus goes on."""
+    (tmp_path / "a_bomb.pdf").write_bytes(_bomb_pdf(12))
+    (tmp_path / "b_parent_loop.pdf").write_bytes(_parent_loop_pdf(kids_loop=False))
+    (tmp_path / "c_kids_loop.pdf").write_bytes(_parent_loop_pdf(kids_loop=True))
+    (tmp_path / "d_blank.pdf").write_bytes(make_pdf([[]]))
+    (tmp_path / "e_after.txt").write_text("after the hostile PDFs", encoding="utf-8")
+    issues: list[LoadIssue] = []
+    docs = list(iter_documents(tmp_path, on_error=issues.append))
+    assert [d.text for d in docs] == ["after the hostile PDFs"]
+    assert [i.path.rsplit("/", 1)[-1] for i in issues] == ["a_bomb.pdf", "b_parent_loop.pdf", "c_kids_loop.pdf",
+                                                          "d_blank.pdf"]
+    assert issues[0].error.startswith("no extractable text in 1 page(s)")
+    assert all(i.error for i in issues) and "no extractable text" in issues[3].error
 
 
 # -- directories and errors --------------------------------------------------------------------------

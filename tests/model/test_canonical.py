@@ -55,3 +55,65 @@ def test_name_and_variant_keys() -> None:
     assert name_key("The Beatles") == "the beatles"
     assert name_key("!!!") == "!!!" and name_key("??") != name_key("!!!")  # nothing canonical: the name itself
     assert variant_key(" !!! ") == name_key(" !!! ") == "!!!"
+
+
+# -- issue 31, item 7: names that NFKC expands --------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kgr.model.canonical import MAX_CANONICAL_BYTES, distinguishing_marks  # noqa: E402
+
+#: Neo4j 5.26's range index refuses a key past this many bytes (measured: "Property value is too large to index").
+NEO4J_INDEX_KEY_BYTES = 8164
+#: Characters NFKC expands (U+FDFA to 18 characters, U+3300 to 4, ligatures, parenthesised numbers).
+EXPANDING = "\ufdfa\ufdfb\u3300\u33af\ufb03\u2474\u2488\u00bd\u1e9b\u0390"
+NAMES = st.text(alphabet=st.sampled_from(EXPANDING) | st.characters(exclude_categories=("Cs",)),
+                min_size=1, max_size=MAX_NAME_CHARS)
+
+
+def test_the_issue_name_is_refused_with_its_size() -> None:
+    name = "\ufdfa" * 1024
+    assert len(name) == MAX_NAME_CHARS  # passes the length check ...
+    with pytest.raises(KgrValidationError, match=r"canonicalises \(NFKC\) to 33792 bytes of UTF-8, more than 4096"):
+        canonical_name(name)  # ... but not the canonical form's
+
+
+def test_the_longest_names_that_nfkc_leaves_alone_pass() -> None:
+    for ch in ("x", "é", "中", "\U00020000"):  # 1 to 4 bytes of UTF-8 each
+        assert canonical_name(ch * MAX_NAME_CHARS) == ch * MAX_NAME_CHARS
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES, st.sampled_from(["Person", "T" * 64]))
+def test_every_accepted_name_makes_a_key_the_index_takes(name: str, etype: str) -> None:
+    """Any name of at most 1,024 characters is refused with a reason, or its entity key (the type
+    at most 64 characters) fits Neo4j's index key limit with room to spare."""
+    try:
+        key = entity_key(etype, name)
+    except KgrValidationError as exc:
+        assert "no letters or digits" in str(exc) or f"more than {MAX_CANONICAL_BYTES}" in str(exc)
+        assert len(canonical_text(name).encode("utf-8", "surrogatepass")) > MAX_CANONICAL_BYTES or \
+            not any(c.isalnum() for c in canonical_text(name))
+        return
+    assert len(key.encode("utf-8", "surrogatepass")) <= MAX_CANONICAL_BYTES + 65 < NEO4J_INDEX_KEY_BYTES
+
+
+# -- issue 31, item 8: numbered and generational namesakes --------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [
+    ("UNIVAC II", "UNIVAC I"), ("Harvard Mark II", "Harvard Mark I"), ("Alan Turing Jr", "Alan Turing"),
+    ("Alan Turing Jr.", "Alan Turing Sr."), ("John Smith III", "John Smith"), ("Louis XIV", "Louis XV"),
+    ("Paper 12", "Paper 13"), ("Final Fantasy VII Remake", "Final Fantasy VIII Remake"),
+])
+def test_namesakes_have_different_marks(a: str, b: str) -> None:
+    assert distinguishing_marks(a) != distinguishing_marks(b)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Harvard Mark II", "Harvard Mark 2"), ("UNIVAC II", "univac ii"), ("John C. Reilly", "John Reilly"),
+    ("Xi Jinping", "Jinping"), ("Alan Turing, Junior", "Alan Turing Jr."), ("Paper 007", "Paper 7"),
+])
+def test_spellings_of_one_name_keep_their_marks(a: str, b: str) -> None:
+    assert distinguishing_marks(a) == distinguishing_marks(b)

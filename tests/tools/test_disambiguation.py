@@ -200,6 +200,28 @@ def test_unicode_names(fake) -> None:
     assert out["disambiguation_results"][1]["is_disambiguated"] is False
 
 
+@pytest.mark.parametrize("extracted, stored, etype", [
+    ("UNIVAC II", "UNIVAC I", "Machine"), ("Harvard Mark II", "Harvard Mark I", "Machine"),
+    ("Alan Turing Jr", "Alan Turing", "Person"), ("Louis XV", "Louis XIV", "Person"),
+])
+def test_numbered_and_generational_namesakes_are_never_fuzzy_matched(fake, extracted, stored, etype) -> None:
+    """Issue 31, item 8: "UNIVAC II" resolved to "UNIVAC I", "Alan Turing Jr" to "Alan Turing"
+    (similarity 0.94-0.96, above the 0.8 threshold)."""
+    assert dis.string_similarity(extracted, stored) >= 0.8  # what matched them before
+    fake({(etype, extracted): [hit(rec(stored, etype))]})
+    out = run({etype: [extracted]}, similarity_threshold=0.5)
+    r = out["disambiguation_results"][0]
+    assert r["candidates"][0]["confidence"] == 0.0 and r["best_match"] is None
+    assert out["final_kg"]["entities"] == {etype: [extracted]}
+
+
+def test_the_same_numeral_spelled_two_ways_still_matches(fake) -> None:
+    mark = rec("Harvard Mark II", "Machine")
+    fake({("Machine", "Harvard Mark 2"): [hit(mark)]})
+    out = run({"Machine": ["Harvard Mark 2"]}, similarity_threshold=0.5)
+    assert out["disambiguation_results"][0]["best_match"]["candidate"]["name"] == "Harvard Mark II"
+
+
 def test_string_similarity_values() -> None:
     assert dis.string_similarity("I.B.M.", "ibm") == 1.0
     assert dis.string_similarity("IBM", "International Business Machines") == dis.ACRONYM_SIMILARITY
