@@ -132,8 +132,8 @@ class ServerConfig:
         request time limit is stopped with its process. 0: they run in worker threads (a call past
         the limit then runs to its end). Default: the CPU count, at most 4.
     header_timeout:
-        Seconds a client has to send a request's line and headers (from the connection's start, or
-        from the end of the previous response); the connection is closed after it.
+        Seconds a client has to send a request's line and headers, from the connection's start (or,
+        on a kept-alive connection, from the first byte of the next request): 408 and close after it.
     body_timeout:
         Seconds a client has to send a request's body once its headers are in: 408 after it.
     max_connections:
