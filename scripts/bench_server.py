@@ -1,6 +1,8 @@
-"""Benchmark: concurrent ``query_kg_storage`` calls through the HTTP JSON API on loopback.
+"""Benchmark: concurrent ``query_kg_storage`` calls through the HTTP JSON API on loopback, alone and
+beside a hostile mix.
 
     python scripts/bench_server.py [--clients 50] [--calls 20] [--triples 20] [--modes group-commit,write-scheduler]
+                                   [--hostile/--no-hostile] [--rounds 1] [--slow-clients 200] [--punct-clients 4]
 
 For each server mode (group commit, the default of ``kgr serve``; and the write scheduler,
 ``kgr serve --no-group-commit``) it starts ``kgr serve --transport http`` as a subprocess on a free
@@ -16,6 +18,12 @@ call ``k`` is ``src-((c + k) mod 40)``, so neighbouring clients race on the same
 run the script checks the store: one PENDING_REL per edge, vote counts equal to the distinct
 sources that asserted each edge, every call answered 200 (``--no-verify`` skips this).
 
+Hostile mix (``--hostile``, the default): on the same server, the loaded run is repeated
+``--rounds`` times as two phases, the normal clients alone and the normal clients beside the
+hostile clients of ``scripts/bench_hostile.py`` (slow header senders, pure-tool calls on punctuation
+runs and a 900,000-character text, storage calls with 1,000-character names), alternating; each
+phase reports the normal clients' P50/P99 and ``/health``'s, and the summary compares the medians.
+
 Database: uses ``NEO4J_URI`` (or the managed Neo4j), which must hold kgr's constraints (the server
 runs ``kgr init`` on connect, which is idempotent). Every entity the run creates is named
 ``bench-<run id> ...`` and every source starts with the same tag; at the end the script deletes
@@ -26,19 +34,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
+from bench_hostile import HostileStats, health_probe, hostile_mix
 from kgr.connect import connect
 from kgr.store.cypher import add_template_dir
 
@@ -99,16 +112,42 @@ def start_server(args: argparse.Namespace, group_commit: bool) -> tuple[subproce
             continue
         m = re.search(r"MCP at (http://[^/\s]+)/mcp", line)
         if m:
+            # the server's log must be read all along: a full pipe would block its logging (and it)
+            threading.Thread(target=_drain, args=(proc.stderr, SERVER_LOG), daemon=True).start()
             return proc, m.group(1)
         sys.stderr.write(line)
     proc.kill()
     raise SystemExit("the server did not start within 120 s")
 
 
-async def run_load(url: str, plan: list, warmup: int,
-                   server_pid: int | None = None) -> tuple[list[tuple[int, float, int]], float, float | None, float]:
-    """Run the plan's clients concurrently: (status, ms, stored) per call, the wall time, and the CPU
-    seconds of the server (when its pid is given) and of this process during the timed part.
+#: The benchmark server's log: lines and tracebacks counted, the last lines kept.
+SERVER_LOG: dict = {"lines": 0, "tracebacks": 0, "tail": collections.deque(maxlen=50)}
+
+
+def _drain(stream, log: dict) -> None:  # noqa: ANN001
+    for line in stream:
+        log["lines"] += 1
+        log["tracebacks"] += line.startswith("Traceback")
+        log["tail"].append(line)
+
+
+@dataclass
+class Load:
+    """One timed load: (status, ms, stored) per normal call, wall and CPU seconds, /health latencies
+    (ms) and, in a hostile phase, what the hostile clients saw."""
+
+    results: list[tuple[int, float, int]]
+    wall: float
+    server_cpu: float | None
+    own_cpu: float
+    health_ms: list[float]
+    hostile: HostileStats | None
+
+
+async def run_load(url: str, plan: list, warmup: int, server_pid: int | None = None,
+                   hostile: argparse.Namespace | None = None, tag: str = "") -> Load:
+    """Run the plan's clients concurrently (beside the hostile mix when ``hostile`` holds its
+    settings), with a ``/health`` probe; the figures of the timed part.
 
     The client is aiohttp with request bodies encoded before the clock starts: on a 2-core machine
     the load generator shares the CPU with the server and Neo4j, so it should take as little as it can.
@@ -135,6 +174,13 @@ async def run_load(url: str, plan: list, warmup: int,
                 out.append((r.status, ms, stored))
             return out
 
+        stop, health_ms = asyncio.Event(), []
+        probe = asyncio.create_task(health_probe(url, stop, health_ms))
+        mix = None
+        if hostile is not None:
+            mix = asyncio.create_task(hostile_mix(url, tag, stop, slow=hostile.slow_clients,
+                                                  punct=hostile.punct_clients, oversize=hostile.oversize_clients))
+            await asyncio.sleep(hostile.hostile_lead)  # the slow clients connect, the heavy calls start
         cpu0 = process_cpu_seconds(server_pid) if server_pid else None
         own0 = time.process_time()
         t0 = time.perf_counter()
@@ -142,8 +188,11 @@ async def run_load(url: str, plan: list, warmup: int,
         wall = time.perf_counter() - t0
         own = time.process_time() - own0
         cpu1 = process_cpu_seconds(server_pid) if server_pid else None
+        stop.set()
+        await probe
+        stats = await mix if mix is not None else None
     server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-    return [x for xs in per_client for x in xs], wall, server_cpu, own
+    return Load([x for xs in per_client for x in xs], wall, server_cpu, own, health_ms, stats)
 
 
 def verify(graph, tag: str, plan: list, results: list[tuple[int, float, int]]) -> list[str]:
@@ -161,7 +210,7 @@ def verify(graph, tag: str, plan: list, results: list[tuple[int, float, int]]) -
     if stored != distinct:
         problems.append(f"calls report {stored} new votes, the plan has {distinct} distinct (edge, source) votes")
     row = graph.read("bench_server_check", {"tag": tag})[0]
-    edges = [e for e in row["edges"] if " warm " not in e["subject"]]
+    edges = [e for e in row["edges"] if " warm " not in e["subject"] and " hostile " not in e["subject"]]
     keys = [e["key"] for e in edges]
     if len(keys) != len(set(keys)) or len(keys) != len(expected):
         problems.append(f"{len(keys)} PENDING_REL edges ({len(set(keys))} distinct keys), expected {len(expected)}")
@@ -181,25 +230,49 @@ def process_cpu_seconds(pid: int) -> float | None:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def run_mode(args: argparse.Namespace, graph, group_commit: bool, clients: int) -> dict:
-    """One server, one load, one check; the figures of that run."""
-    tag = f"bench-{uuid.uuid4().hex[:8]}"
-    plan = build_plan(argparse.Namespace(**{**vars(args), "clients": clients}), tag)
+def _figures(load: Load, args: argparse.Namespace, clients: int, group_commit: bool, phase: str,
+             problems: list[str]) -> dict:
+    lat = [ms for _, ms, _ in load.results]
+    n = len(load.results)
+    out = {"mode": "group commit" if group_commit else "write scheduler", "phase": phase, "clients": clients,
+           "calls": n, "calls_per_s": n / load.wall, "triples_per_s": n * args.triples / load.wall,
+           "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "p99_ms": percentile(lat, 99),
+           "health_p50_ms": percentile(load.health_ms, 50), "health_p99_ms": percentile(load.health_ms, 99),
+           "health_max_ms": max(load.health_ms, default=0.0),
+           "server_cpu_ms_per_call": None if load.server_cpu is None else 1000 * load.server_cpu / n,
+           "client_cpu_ms_per_call": 1000 * load.own_cpu / n, "problems": problems}
+    if load.hostile is not None:
+        h = load.hostile
+        out["hostile"] = {"counts": dict(sorted(h.counts.items())),
+                          "punct_p50_ms": percentile(h.punct_ms, 50), "punct_max_ms": max(h.punct_ms, default=0.0),
+                          "oversize_p50_ms": percentile(h.oversize_ms, 50)}
+    return out
+
+
+def run_mode(args: argparse.Namespace, graph, group_commit: bool, clients: int, phases: list[str]) -> list[dict]:
+    """One server; for each phase ("normal", or "hostile": beside the hostile mix) one load and one
+    check on entities of their own; the figures of each phase."""
     proc = None
+    out = []
     try:
         if args.url:
             url = args.url.rstrip("/")
         else:
             proc, url = start_server(args, group_commit)
-        results, wall, server_cpu, own_cpu = asyncio.run(run_load(url, plan, args.warmup, proc.pid if proc else None))
-        lat = [ms for _, ms, _ in results]
-        n = len(results)
-        out = {"mode": "group commit" if group_commit else "write scheduler", "clients": clients, "calls": n,
-               "calls_per_s": n / wall, "triples_per_s": n * args.triples / wall,
-               "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "p99_ms": percentile(lat, 99),
-               "server_cpu_ms_per_call": None if server_cpu is None else 1000 * server_cpu / n,
-               "client_cpu_ms_per_call": 1000 * own_cpu / n,
-               "problems": verify(graph, tag, plan, results) if args.verify else []}
+        for phase in phases:
+            tag = f"bench-{uuid.uuid4().hex[:8]}"
+            plan = build_plan(argparse.Namespace(**{**vars(args), "clients": clients}), tag)
+            try:
+                lines0, tb0 = SERVER_LOG["lines"], SERVER_LOG["tracebacks"]
+                load = asyncio.run(run_load(url, plan, args.warmup, proc.pid if proc else None,
+                                            args if phase == "hostile" else None, tag))
+                problems = verify(graph, tag, plan, load.results) if args.verify else []
+                out.append({**_figures(load, args, clients, group_commit, phase, problems),
+                            "server_log_lines": SERVER_LOG["lines"] - lines0,
+                            "server_tracebacks": SERVER_LOG["tracebacks"] - tb0})
+            finally:
+                if not args.keep:
+                    graph.run_script("bench_server_cleanup", {"tag": tag})
         return out
     finally:
         if proc is not None:
@@ -208,8 +281,38 @@ def run_mode(args: argparse.Namespace, graph, group_commit: bool, clients: int) 
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        if not args.keep:
-            graph.run_script("bench_server_cleanup", {"tag": tag})
+
+
+def _print_run(r: dict, args: argparse.Namespace) -> None:
+    cpu = ("" if r["server_cpu_ms_per_call"] is None
+           else f"; CPU per call: server {r['server_cpu_ms_per_call']:.1f} ms, "
+                f"load generator {r['client_cpu_ms_per_call']:.1f} ms")
+    print(f"{r['mode']:15s} {r['phase']:7s} {r['clients']:3d} client(s) x {args.calls} calls x {args.triples} triples: "
+          f"{r['calls_per_s']:6.1f} calls/s ({r['triples_per_s']:5.0f} triples/s), "
+          f"P50 {r['p50_ms']:7.1f} ms, P95 {r['p95_ms']:7.1f} ms, P99 {r['p99_ms']:7.1f} ms{cpu}")
+    print(f"    /health: P50 {r['health_p50_ms']:.1f} ms, P99 {r['health_p99_ms']:.1f} ms, "
+          f"max {r['health_max_ms']:.1f} ms; server log: {r.get('server_log_lines', 0)} lines, "
+          f"{r.get('server_tracebacks', 0)} tracebacks")
+    if "hostile" in r:
+        h = r["hostile"]
+        print(f"    hostile mix: {h['counts']}; punctuation calls P50 {h['punct_p50_ms']:.0f} ms, "
+              f"max {h['punct_max_ms']:.0f} ms; oversized-name calls P50 {h['oversize_p50_ms']:.0f} ms")
+    print("    check: " + ("no request lost, no duplicate relationship, vote counts exact"
+                           if not r["problems"] else "; ".join(r["problems"])))
+
+
+def _hostile_summary(runs: list[dict], clients: int) -> dict:
+    """Median P50/P99 of the normal clients alone and beside the hostile mix, per mode."""
+    out = {}
+    for mode in dict.fromkeys(r["mode"] for r in runs):
+        by = {ph: [r for r in runs if r["mode"] == mode and r["clients"] == clients and r["phase"] == ph]
+              for ph in ("normal", "hostile")}
+        if by["normal"] and by["hostile"]:
+            med = {ph: {k: statistics.median(r[k] for r in rs) for k in ("p50_ms", "p99_ms", "health_p99_ms")}
+                   for ph, rs in by.items()}
+            out[mode] = {**med, "p50_ratio": med["hostile"]["p50_ms"] / med["normal"]["p50_ms"],
+                         "p99_ratio": med["hostile"]["p99_ms"] / med["normal"]["p99_ms"]}
+    return out
 
 
 def main() -> None:
@@ -234,6 +337,13 @@ def main() -> None:
     ap.add_argument("--url", help="use this running server instead of starting one (one mode only)")
     ap.add_argument("--keep", action="store_true", help="keep the run's entities and votes")
     ap.add_argument("--no-verify", dest="verify", action="store_false")
+    ap.add_argument("--hostile", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run the loaded clients beside the hostile mix (scripts/bench_hostile.py)")
+    ap.add_argument("--rounds", type=int, default=1, help="normal/hostile phase pairs (alternating; medians reported)")
+    ap.add_argument("--slow-clients", type=int, default=200, help="hostile: slow header senders")
+    ap.add_argument("--punct-clients", type=int, default=4, help="hostile: clients calling pure tools on punctuation runs")
+    ap.add_argument("--oversize-clients", type=int, default=2, help="hostile: clients staging 1,000-character names")
+    ap.add_argument("--hostile-lead", type=float, default=3.0, help="hostile: seconds the mix runs before the timed part")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -248,21 +358,15 @@ def main() -> None:
     try:
         for mode in modes:
             for clients in ([args.clients, 1] if args.single_client and args.clients != 1 else [args.clients]):
-                r = run_mode(args, graph, mode == "group-commit", clients)
-                runs.append(r)
-                if not args.json:
-                    cpu = ("" if r["server_cpu_ms_per_call"] is None
-                           else f"; CPU per call: server {r['server_cpu_ms_per_call']:.1f} ms, "
-                                f"load generator {r['client_cpu_ms_per_call']:.1f} ms")
-                    print(f"{r['mode']:15s} {clients:3d} client(s) x {args.calls} calls x {args.triples} triples: "
-                          f"{r['calls_per_s']:6.1f} calls/s ({r['triples_per_s']:5.0f} triples/s), "
-                          f"P50 {r['p50_ms']:7.1f} ms, P95 {r['p95_ms']:7.1f} ms, P99 {r['p99_ms']:7.1f} ms{cpu}")
-                    print("    check: " + ("no request lost, no duplicate relationship, vote counts exact"
-                                           if not r["problems"] else "; ".join(r["problems"])))
+                phases = ["normal", "hostile"] * args.rounds if args.hostile and clients == args.clients else ["normal"]
+                for r in run_mode(args, graph, mode == "group-commit", clients, phases):
+                    runs.append(r)
+                    if not args.json:
+                        _print_run(r, args)
     finally:
         graph.close()
-    loaded = {r["mode"]: r for r in runs if r["clients"] == args.clients}
-    summary = {"runs": runs, "target_p50_ms": 50}
+    loaded = {r["mode"]: r for r in runs if r["clients"] == args.clients and r["phase"] == "normal"}
+    summary = {"runs": runs, "target_p50_ms": 50, "hostile": _hostile_summary(runs, args.clients)}
     if len(loaded) == 2:
         summary["throughput_ratio_group_over_scheduler"] = (loaded["group commit"]["calls_per_s"]
                                                             / loaded["write scheduler"]["calls_per_s"])
@@ -272,8 +376,14 @@ def main() -> None:
         if "throughput_ratio_group_over_scheduler" in summary:
             print(f"group commit / write scheduler throughput with {args.clients} clients: "
                   f"{summary['throughput_ratio_group_over_scheduler']:.2f}x")
+        for mode, h in summary["hostile"].items():
+            print(f"{mode}, {args.clients} normal clients (medians of {args.rounds} round(s)): alone P50 "
+                  f"{h['normal']['p50_ms']:.0f} ms / P99 {h['normal']['p99_ms']:.0f} ms; beside the hostile mix "
+                  f"P50 {h['hostile']['p50_ms']:.0f} ms / P99 {h['hostile']['p99_ms']:.0f} ms "
+                  f"(x{h['p50_ratio']:.2f} / x{h['p99_ratio']:.2f}); /health P99 {h['normal']['health_p99_ms']:.0f} "
+                  f"-> {h['hostile']['health_p99_ms']:.0f} ms")
         for r in runs:
-            if r["clients"] == args.clients:
+            if r["clients"] == args.clients and r["phase"] == "normal":
                 print(f"target P50 <= 50 ms per call with {args.clients} clients, {r['mode']}: "
                       f"{'met' if r['p50_ms'] <= 50 else 'NOT met'} ({r['p50_ms']:.0f} ms)")
     if any(r["problems"] for r in runs):

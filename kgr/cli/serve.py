@@ -50,6 +50,10 @@ def serve(
     group_commit: Annotated[bool, typer.Option("--group-commit/--no-group-commit",
                                                help="Stage concurrent storage calls in shared transactions.")] = True,
     init: Annotated[bool, typer.Option("--init/--no-init", help="Create kgr's constraints and indexes on connect.")] = True,
+    cpu_workers: Annotated[int | None, typer.Option(min=0, max=256, help="Processes for the pure tools (0: threads); default: CPUs, at most 4.")] = None,
+    header_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a client has to send a request's headers.")] = 10.0,
+    body_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a client has to send a request's body (408 after).")] = 30.0,
+    max_connections: Annotated[int, typer.Option(min=16, help="Open connections at most (kept below the file limit).")] = 1000,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error (logs go to stderr).")] = "info",
     embedding_model: ModelOpt = None, embedding_api_base: ApiBaseOpt = None,
 ) -> None:
@@ -61,7 +65,9 @@ def serve(
                                    request_timeout=request_timeout, max_body_bytes=int(max_body_mb * 1024 * 1024),
                                    max_workers=workers, max_writers=writers, schema_path=str(schema) if schema else None,
                                    group_commit=group_commit, init_store=init, embedding_model=embedding_model,
-                                   embedding_api_base=embedding_api_base).check()
+                                   embedding_api_base=embedding_api_base, header_timeout=header_timeout,
+                                   body_timeout=body_timeout, max_connections=max_connections,
+                                   **({} if cpu_workers is None else {"cpu_workers": cpu_workers})).check()
     if config.transport == "stdio":
         from kgr.server.app import run_stdio
 

@@ -5,13 +5,16 @@ Modules, from the inside out:
 * :mod:`kgr.server.helpers` — read-only helper tools (graph status, entity search, neighbourhood,
   edge explanations, snapshots), with pydantic models like the six agent tools;
 * :mod:`kgr.server.catalog` — the served tools (registry's six + helpers) and one invocation path;
-* :mod:`kgr.server.service` — one tool call in a worker thread, with a time limit, metrics and
-  the error → status mapping;
+* :mod:`kgr.server.failures` — the error → status mapping;
+* :mod:`kgr.server.cpu` — the pure tools in worker processes, stopped at their time limit;
+* :mod:`kgr.server.service` — one tool call in a worker process or thread, with a time limit and
+  metrics;
 * :mod:`kgr.server.locks` — admission of concurrent storage calls (no two on the same entity, first
   come first served), so that they do not deadlock in Neo4j;
 * :mod:`kgr.server.mcp_server` — the MCP server (official ``mcp`` SDK, low-level API);
 * :mod:`kgr.server.http_api`, :mod:`kgr.server.openapi` — the JSON API and its OpenAPI document;
 * :mod:`kgr.server.security` — bind policy, bearer token, body limit, log redaction;
+* :mod:`kgr.server.guard` — header and body deadlines, the connection cap, quiet disconnects;
 * :mod:`kgr.server.app` — assembling and running it (``kgr serve``).
 
 Nothing here executes caller-supplied Cypher: every statement is a template in ``cypher/``.

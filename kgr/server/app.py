@@ -6,9 +6,12 @@ The HTTP app (:func:`build_app`) serves, on one port:
 * ``/tools``, ``/tools/{name}``, ``/health``, ``/metrics``, ``/openapi.json`` — the JSON API
   (:mod:`kgr.server.http_api`).
 
-Middleware, outermost first: the bearer token check (when a token is configured), the Host check
+Middleware, outermost first: the bearer token check (when a token is configured; on the headers
+alone, before any body is read), the body deadline (:mod:`kgr.server.guard`), the Host check
 (loopback binds only: a ``Host`` other than ``localhost``/``127.0.0.1``/``[::1]`` is refused, so a
-web page cannot reach the server through DNS rebinding), then the body size limit.
+web page cannot reach the server through DNS rebinding), then the body size limit. Below the app,
+uvicorn runs :func:`kgr.server.guard.guarded_protocol`: a deadline for request heads and a
+connection cap below the open-file limit.
 
 :func:`run_http` binds the socket itself (port 0 picks a free port), reports the address through
 ``on_ready`` and runs uvicorn until interrupted; :class:`BackgroundServer` does the same in a
@@ -35,6 +38,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kgr.gc_freeze import freeze_startup_objects
 from kgr.model.schema import KGSchema
+from kgr.server.guard import (MAX_HEAD_BYTES, BodyDeadlineMiddleware, connection_budget, guarded_protocol,
+                              install_quiet_disconnects)
 from kgr.server.http_api import api_routes, error_response, http_exception_handler
 from kgr.server.mcp_server import build_mcp_server
 from kgr.server.security import BearerAuthMiddleware, BodyLimitMiddleware, ServerConfig, install_redaction, is_loopback
@@ -70,7 +75,8 @@ class HostCheckMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self._host_ok(scope):
-            resp = error_response(400, "bad_request", "Host header must name a loopback address on this server")
+            resp = error_response(400, "bad_request", "Host header must name a loopback address on this server",
+                                  headers={"connection": "close"})
             await resp(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -92,6 +98,8 @@ def build_app(service: ToolService) -> ASGIApp:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
+            if service.cpu is not None:  # the worker processes, before the first call needs them
+                service.cpu.start_soon()
             async with manager.run():
                 yield
         finally:
@@ -104,6 +112,8 @@ def build_app(service: ToolService) -> ASGIApp:
     app = BodyLimitMiddleware(app, config.max_body_bytes)
     if loopback:
         app = HostCheckMiddleware(app)
+    app = BodyDeadlineMiddleware(app, config.body_timeout)
+    install_quiet_disconnects()
     if config.token is not None:
         app = BearerAuthMiddleware(app, config.token)
     return app
@@ -133,11 +143,15 @@ def _url(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}"
 
 
-def _uvicorn_server(app: ASGIApp, log_level: str) -> Any:
+def _uvicorn_server(app: ASGIApp, log_level: str, config: ServerConfig) -> Any:
+    """uvicorn on ``app`` with the guards of :mod:`kgr.server.guard` (head deadline, connection cap)."""
     import uvicorn
 
+    cap, backlog = connection_budget(config.max_connections)
     cfg = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
-                         backlog=2048, timeout_keep_alive=30, server_header=False, date_header=False)
+                         backlog=backlog, timeout_keep_alive=30, server_header=False, date_header=False,
+                         http=guarded_protocol(cap, config.header_timeout),
+                         h11_max_incomplete_event_size=MAX_HEAD_BYTES)
     return uvicorn.Server(cfg)
 
 
@@ -160,8 +174,8 @@ def run_http(config: ServerConfig, *, graph: Graph | None = None, schema: KGSche
         service.graphs.get()
     except Exception as exc:  # noqa: BLE001 - the pure tools still work; store tools retry on demand
         log.warning("Neo4j not reachable at startup (%s); store tools will retry on demand", type(exc).__name__)
+    server = _uvicorn_server(build_app(service), log_level, config)
     sock = bind_socket(config.host, config.port)
-    server = _uvicorn_server(build_app(service), log_level)
     freeze_startup_objects()
     url = _url(sock, config.host)
     if on_ready is not None:
@@ -170,6 +184,8 @@ def run_http(config: ServerConfig, *, graph: Graph | None = None, schema: KGSche
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if service.cpu is not None:  # closed by the app's shutdown already, unless it never started
+            service.cpu.close()
         service.graphs.close()
 
 
@@ -194,6 +210,8 @@ def run_stdio(config: ServerConfig, *, graph: Graph | None = None, schema: KGSch
     try:
         anyio.run(main)
     finally:
+        if service.cpu is not None:
+            service.cpu.close()
         service.graphs.close()
 
 
@@ -210,9 +228,9 @@ class BackgroundServer:
         install_redaction(config.token)
         self.config = config
         self.service = ToolService(config, graph=graph, schema=schema, settings=settings)
+        self._server = _uvicorn_server(build_app(self.service), log_level, config)
         self._sock = bind_socket(config.host, config.port)
         self.url = _url(self._sock, config.host)
-        self._server = _uvicorn_server(build_app(self.service), log_level)
         self._thread: threading.Thread | None = None
 
     def start(self, timeout: float = 20.0) -> "BackgroundServer":

@@ -8,7 +8,7 @@ Conventions
   is a 400; a non-JSON ``Content-Type`` with a body is a 415.
 - A 200 response is the tool's output object, exactly as its output model serialises it.
 - Every error is ``{"error": {"type", "message", "field"?, "details"?}}`` with the status of the
-  table in :mod:`kgr.server.service` (plus 401, 405, 413, 415 here); never a stack trace.
+  table in :mod:`kgr.server.failures` (plus 401, 408, 405, 413, 415 here); never a stack trace.
 - ``GET /tools`` returns a JSON array of OpenAI-style function definitions
   (``[{"type": "function", "function": {"name", "description", "parameters"}}]``), ready to pass
   as ``tools=`` to a chat completion request; ``?only=agent`` keeps the six agent tools.
@@ -71,6 +71,10 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+#: Bodies up to this size are parsed on the event loop; larger ones in a worker thread.
+_PARSE_INLINE_BYTES = 64 * 1024
+
+
 def _parse_json(raw: bytes) -> Any:
     """The body as strict JSON (:func:`kgr.model.jsontext.loads_strict`: duplicate keys and NaN
     refused, as in every JSON kgr reads from users); 400 otherwise. Nesting past 64 is the tools'
@@ -121,7 +125,9 @@ def api_routes(service: ToolService, *, token_required: bool) -> list[Route]:
             raw = await read_body(request, service.config.max_body_bytes)
             if raw and not _is_json(request.headers.get("content-type")):
                 raise _BodyError(415, "unsupported_media_type", "send the tool input as application/json")
-            payload: Any = _parse_json(raw) if raw else {}
+            # a large body is parsed in a worker thread: 8 MB of JSON would hold the event loop ~0.1 s
+            payload: Any = ({} if not raw else _parse_json(raw) if len(raw) <= _PARSE_INLINE_BYTES
+                            else await anyio.to_thread.run_sync(_parse_json, raw))
         except _BodyError as exc:
             service.metrics.record(None, str(exc.status), error=True)
             access(request, exc.status, started)

@@ -77,11 +77,12 @@ class Health(BaseModel):
 ERROR_STATUSES: dict[int, str] = {
     400: "Malformed request (invalid JSON, bad header) or an input the tool rejects",
     404: "No such tool, or the entity/edge named in the input does not exist",
+    408: "The request body did not arrive within the server's body deadline (the connection is closed)",
     413: "Request body too large",
     415: "Content-Type is not application/json",
     422: "The input does not match the tool's schema; `error.field` names the failing field",
     500: "Internal error (an id to find it in the server log; no details)",
-    503: "Neo4j is unavailable",
+    503: "Neo4j is unavailable, or the server has as many connections open as it allows",
     504: "The call exceeded the server's time limit",
 }
 

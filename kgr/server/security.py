@@ -25,7 +25,7 @@ import ipaddress
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -127,6 +127,19 @@ class ServerConfig:
         A litellm embedding model (and its server) for semantic disambiguation and slice anchors by
         meaning (``get_context_slice`` with a query); default ``KGR_EMBEDDING_MODEL`` /
         ``KGR_EMBEDDING_API_BASE``, key from ``KGR_EMBEDDING_API_KEY``; none: fulltext only.
+    cpu_workers:
+        Worker processes for the pure tools (:mod:`kgr.server.cpu`); a call still running at the
+        request time limit is stopped with its process. 0: they run in worker threads (a call past
+        the limit then runs to its end). Default: the CPU count, at most 4.
+    header_timeout:
+        Seconds a client has to send a request's line and headers, from the connection's start (or,
+        on a kept-alive connection, from the first byte of the next request): 408 and close after it.
+    body_timeout:
+        Seconds a client has to send a request's body once its headers are in: 408 after it.
+    max_connections:
+        Open HTTP connections at most; lowered at start to stay below the process's file limit
+        (:mod:`kgr.server.guard`). A connection beyond it takes the place of the one idle the
+        longest (waiting for its request), or is answered 503 when none is idle.
     """
 
     transport: Literal["stdio", "http"] = "http"
@@ -143,6 +156,10 @@ class ServerConfig:
     init_store: bool = True
     embedding_model: str | None = None
     embedding_api_base: str | None = None
+    cpu_workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
 
     @classmethod
     def from_env(cls, *, token_env: str = DEFAULT_TOKEN_ENV, **kwargs: object) -> "ServerConfig":
@@ -183,6 +200,13 @@ class ServerConfig:
             raise KgrValidationError("max workers must be at least 1", field="max_workers")
         if self.max_writers < 1:
             raise KgrValidationError("max writers must be at least 1", field="max_writers")
+        if self.cpu_workers < 0:
+            raise KgrValidationError("cpu workers must be 0 (threads) or more", field="cpu_workers")
+        for name in ("header_timeout", "body_timeout"):
+            if not getattr(self, name) > 0:
+                raise KgrValidationError(f"{name.replace('_', ' ')} must be positive", field=name)
+        if self.max_connections < 16:
+            raise KgrValidationError("max connections must be at least 16", field="max_connections")
         return self
 
     def __repr__(self) -> str:
@@ -229,8 +253,9 @@ class BearerAuthMiddleware:
         if scope["type"] != "http" or self._authorised(scope):
             await self.app(scope, receive, send)
             return
+        # decided on the headers alone; "close" so that a refused body is never read
         await _send_error(send, 401, "unauthorized", "missing or invalid bearer token",
-                          {"www-authenticate": 'Bearer realm="kgr"'})
+                          {"www-authenticate": 'Bearer realm="kgr"', "connection": "close"})
 
 
 class BodyLimitMiddleware:
@@ -251,11 +276,13 @@ class BodyLimitMiddleware:
                     try:
                         declared = int(v)
                     except ValueError:
-                        await _send_error(send, 400, "bad_request", "invalid Content-Length header")
+                        await _send_error(send, 400, "bad_request", "invalid Content-Length header",
+                                          {"connection": "close"})
                         return
                     if declared > self.limit:
                         await _send_error(send, 413, "payload_too_large",
-                                          f"request body of {declared} bytes exceeds the limit of {self.limit} bytes")
+                                          f"request body of {declared} bytes exceeds the limit of {self.limit} bytes",
+                                          {"connection": "close"})
                         return
         await self.app(scope, receive, send)
 

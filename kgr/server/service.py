@@ -7,19 +7,7 @@ limit, and returns a :class:`CallOutcome`: the output data, or a :class:`ToolFai
 HTTP status, a stable error ``type``, a one-line message and the failing field. MCP and the JSON
 API both render outcomes; neither decides error semantics on its own.
 
-Error mapping (``type`` → HTTP status):
-
-======================  ======  ===========================================================
-``validation_error``    422     the input does not match the tool's model (``field`` says where)
-``not_found``           404     no such tool, entity, edge
-``conflict``            409     the call contradicts itself or the store's state (e.g. one edge
-                                labelled true and false)
-``bad_request``         400     any other :class:`~kgr.errors.KgrError` caused by the input
-``unavailable``         503     Neo4j is unreachable (or kept failing transiently)
-``timeout``             504     the call exceeded the request time limit
-``internal_error``      500     anything else: a bug. The response carries an error id only;
-                                the traceback goes to the server log under that id.
-======================  ======  ===========================================================
+Error mapping: :mod:`kgr.server.failures` (``type`` → HTTP status).
 """
 
 from __future__ import annotations
@@ -29,16 +17,17 @@ import json
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from kgr.errors import KgrConflict, KgrError, KgrNeo4jUnavailable, KgrNotFound, KgrValidationError
+from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound
 from kgr.model.schema import KGSchema, load_schema
 from kgr.server.catalog import get_served, invoke
+from kgr.server.cpu import CallFailed, CpuPool
+from kgr.server.failures import ToolFailure, failure_from_exception
 from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
@@ -58,25 +47,6 @@ RECONNECT_BACKOFF = 2.0
 
 
 @dataclass(frozen=True)
-class ToolFailure:
-    """Why a call failed, ready to render."""
-
-    status: int
-    type: str
-    message: str
-    field: str | None = None
-    details: tuple[dict[str, Any], ...] = ()
-
-    def as_json(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"type": self.type, "message": self.message}
-        if self.field is not None:
-            err["field"] = self.field
-        if self.details:
-            err["details"] = list(self.details)
-        return {"error": err}
-
-
-@dataclass(frozen=True)
 class CallOutcome:
     """The result of one tool call: ``data`` on success, else ``failure``."""
 
@@ -89,40 +59,6 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.failure is None
-
-
-def _details(exc: KgrValidationError) -> tuple[dict[str, Any], ...]:
-    out = []
-    for d in exc.details[:20]:
-        out.append({"loc": ".".join(str(p) for p in d.get("loc", ())), "type": str(d.get("type", "")),
-                    "msg": str(d.get("msg", ""))[:300]})
-    return tuple(out)
-
-
-def _first_line(exc: BaseException, limit: int = 500) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
-    return line[:limit]
-
-
-def failure_from_exception(exc: BaseException, *, tool: str | None = None) -> ToolFailure:
-    """Map an exception raised by a tool call to a :class:`ToolFailure` (see the module table)."""
-    if isinstance(exc, KgrValidationError):
-        return ToolFailure(422, "validation_error", _first_line(exc), exc.field or None, _details(exc))
-    if isinstance(exc, KgrNotFound):
-        return ToolFailure(404, "not_found", _first_line(exc))
-    if isinstance(exc, KgrConflict):
-        return ToolFailure(409, "conflict", _first_line(exc))
-    if isinstance(exc, KgrNeo4jUnavailable):
-        return ToolFailure(503, "unavailable", _first_line(exc))
-    if isinstance(exc, KgrError):
-        return ToolFailure(400, "bad_request", _first_line(exc))
-    if isinstance(exc, TimeoutError):
-        return ToolFailure(504, "timeout", "the tool call exceeded the server's time limit")
-    error_id = uuid.uuid4().hex[:12]
-    log.error("internal error %s in tool %s: %s", error_id, tool or "?", type(exc).__name__,
-              exc_info=(type(exc), exc, exc.__traceback__))
-    return ToolFailure(500, "internal_error", f"internal error (id {error_id}); the server log has the details")
 
 
 class GraphProvider:
@@ -217,6 +153,8 @@ class ToolService:
         self._stager: GroupWriter | None = None
         self._stager_lock = threading.Lock()
         self.embed = make_embedder(config.embedding_model, config.embedding_api_base)
+        #: The pure tools' worker processes (:mod:`kgr.server.cpu`); None: they run in worker threads.
+        self.cpu = CpuPool(config.cpu_workers) if config.cpu_workers > 0 else None
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -270,14 +208,28 @@ class ToolService:
             raise RuntimeError(f"tool {name} returned a non-finite number") from exc
         return data, body
 
-    async def call(self, name: str, payload: object, *, channel: str = "http") -> CallOutcome:
-        """Run a tool in a worker thread under the time limit; never raises for tool errors.
+    async def _in_thread(self, spec: Any, name: str, payload: object) -> tuple[dict[str, Any], bytes]:
+        """Run a tool in a worker thread, admitted by the write scheduler when it writes without group commit."""
+        # with group commit the one writer thread orders all staging: no admission needed
+        writes = spec.needs_graph and not spec.read_only and not self.config.group_commit
+        admission: Any = contextlib.nullcontext()
+        if writes:
+            keys = await anyio.to_thread.run_sync(self._entity_keys, payload, limiter=self.limiter)
+            admission = self.writers.admit(keys)
+        async with admission:
+            return await anyio.to_thread.run_sync(self._call_and_encode, name, payload,
+                                                  limiter=self.limiter, abandon_on_cancel=True)
 
-        With group commit (the default) storage calls stage through one :class:`GroupWriter`,
+    async def call(self, name: str, payload: object, *, channel: str = "http") -> CallOutcome:
+        """Run a tool under the time limit; never raises for tool errors.
+
+        The pure tools run in the worker processes of :attr:`cpu` (:mod:`kgr.server.cpu`): a call
+        still running at the time limit is stopped with its process. The others run in a worker
+        thread. With group commit (the default) storage calls stage through one :class:`GroupWriter`,
         which writes concurrent calls together in shared transactions. Without it, calls of tools
         that write to Neo4j are first admitted by the :class:`WriteScheduler` (at most
         ``max_writers`` at once, never two on the same entity: overlapping calls queue in arrival
-        order instead of deadlocking in Neo4j), inside the time limit. A call abandoned at
+        order instead of deadlocking in Neo4j), inside the time limit. A thread call abandoned at
         the time limit keeps its worker thread until its unit of work ends; its admission is
         released at once.
         """
@@ -290,17 +242,15 @@ class ToolService:
             except KgrNotFound:
                 known = False
                 raise
-            # with group commit the one writer thread orders all staging: no admission needed
-            writes = spec.needs_graph and not spec.read_only and not self.config.group_commit
             with anyio.fail_after(self.config.request_timeout):
-                admission: Any = contextlib.nullcontext()
-                if writes:
-                    keys = await anyio.to_thread.run_sync(self._entity_keys, payload, limiter=self.limiter)
-                    admission = self.writers.admit(keys)
-                async with admission:
-                    data, body = await anyio.to_thread.run_sync(self._call_and_encode, name, payload,
-                                                                limiter=self.limiter, abandon_on_cancel=True)
+                if self.cpu is not None and not spec.needs_graph:
+                    body = await self.cpu.run(name, payload, self.schema)
+                    data = json.loads(body) if channel == "mcp" else None
+                else:
+                    data, body = await self._in_thread(spec, name, payload)
             failure = None
+        except CallFailed as exc:
+            data, body, failure = None, b"", exc.failure
         except Exception as exc:  # noqa: BLE001 - every failure is mapped, bugs logged with an id
             data, body, failure = None, b"", failure_from_exception(exc, tool=name)
         ms = (time.perf_counter() - started) * 1000
@@ -310,6 +260,8 @@ class ToolService:
         return CallOutcome(tool=name, data=data, failure=failure, ms=ms, body=body)
 
     async def aclose(self) -> None:
+        if self.cpu is not None:
+            await anyio.to_thread.run_sync(self.cpu.close)
         if self._stager is not None:
             await anyio.to_thread.run_sync(self._stager.close)
         self.graphs.close()

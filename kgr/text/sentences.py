@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sentence_spans", "strip_span"]
+__all__ = ["sentence_spans", "strip_span", "run_before"]
 
 # Words ending in "." that do not end a sentence (compared case-insensitively, without the dot).
 _ABBREVIATIONS = frozenset(
@@ -20,9 +20,14 @@ _ABBREVIATIONS = frozenset(
     dept univ inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt capt
     rev hon sen rep gov u.s u.k""".split()
 )
-_SENT_END = re.compile(r"""[.!?…]+["'”’)\]]*(?=\s)""")
+# A terminator run is matched from its first character only (the lookbehind) and never given back
+# (possessive quantifiers): a run of n dots not followed by whitespace costs O(n), not O(n²) — the
+# unanchored ``[.!?…]+`` retried the whole rest of the run from each of its n characters. The
+# boundaries are the same: a match needs whitespace right after the run and its closers, so a start
+# inside a run could only succeed where the run's first character succeeds.
+_SENT_END = re.compile(r"""(?<![.!?…])[.!?…]++["'”’)\]]*+(?=\s)""")
 _PARA = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s))")
-_WORD_BEFORE = re.compile(r"([\w.]+)$")
+_WORD_CHARS = re.compile(r"[\w.]*")
 _NEXT_CHAR = re.compile(r"\s+(\S)")
 
 
@@ -35,11 +40,27 @@ def strip_span(text: str, s: int, e: int) -> tuple[int, int] | None:
     return (s, e) if s < e else None
 
 
+def run_before(text: str, end: int, lo: int, chars: re.Pattern[str]) -> str:
+    """The run of characters ``chars`` matches that ends at ``end``, starting no earlier than ``lo``.
+
+    ``chars`` is a pattern ``[class]*``. The result is what ``re.search(rf"({class}+)$", text, lo,
+    end)`` finds, ``$`` quirk included (it also matches before a newline at ``end - 1``), but in
+    O(end - lo) steps instead of O((end - lo)²): the window is read backwards once.
+
+    >>> run_before("see J. Presper", 5, 0, re.compile(r"[\\w.]*")), run_before("x e.g. y", 6, 0, re.compile(r"[\\w.]*"))
+    ('J', 'e.g.')
+    """
+    if end > lo and text[end - 1] == "\n":
+        end -= 1
+    m = chars.match(text[lo:end][::-1])
+    n = m.end() if m else 0
+    return text[end - n : end]
+
+
 def _is_sentence_end(text: str, dot_start: int, end: int) -> bool:
     """Whether the terminator ``text[dot_start:end]`` closes a sentence."""
     if text[dot_start] == ".":
-        m = _WORD_BEFORE.search(text, max(0, dot_start - 40), dot_start)
-        word = m.group(1) if m else ""
+        word = run_before(text, dot_start, max(0, dot_start - 40), _WORD_CHARS)
         if word.casefold() in _ABBREVIATIONS:
             return False
         if len(word) == 1 and word.isalpha() and word.isupper():  # an initial: "J. Presper Eckert"

@@ -39,7 +39,11 @@ _MONTHS = r"(?:January|February|March|April|May|June|July|August|September|Octob
 _ORG_SUFFIX = r"(?:Inc|Corp|Corporation|Ltd|LLC|GmbH|plc|PLC|Co|Company|Group|University|Institute|Bank|Foundation|Agency|Association|AG|SA)"
 
 #: Text patterns hinting that entities of a category are present. Each runs in linear time on any
-#: text (no nested or adjacent unbounded quantifiers): texts may hold a million characters.
+#: text: texts may hold a million characters. Two shapes need care, each checked by a property
+#: test against its plain form: an unbounded run that may start at any character of a longer run
+#: (``\d+`` inside ``111…1``, ``[A-Z][\w&.-]*`` inside ``A.A.A…``) is anchored at the run's start
+#: and never given back, so the run is scanned once, not once per character. When the cue itself
+#: starts inside such a run, its start is the group ``at``.
 TEXT_CUES: dict[str, list[re.Pattern[str]]] = {
     "person": [
         re.compile(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sir)\.?\s+[A-Z]\w+"),
@@ -47,7 +51,9 @@ TEXT_CUES: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\b(?:CEO|founder|president|professor|scientist|author|director|chairman)\b", re.IGNORECASE),
     ],
     "organization": [
-        re.compile(rf"\b[A-Z][\w&.-]*\s+{_ORG_SUFFIX}\b"),
+        # = \b[A-Z][\w&.-]*\s+SUFFIX\b: the [\w&.-] run must reach its end (whitespace follows),
+        # so the suffix is checked once per run and the cue starts at the run's first \b[A-Z]
+        re.compile(rf"(?<![\w&.-])(?=[\w&.-]++\s+{_ORG_SUFFIX}\b)[\w&.-]*?(?P<at>\b[A-Z])[\w&.-]*+\s+{_ORG_SUFFIX}\b"),
         re.compile(r"\bUniversity of [A-Z]\w+"),
         re.compile(r"\b(?:company|corporation|firm|organi[sz]ation|agency|startup)\b", re.IGNORECASE),
     ],
@@ -64,7 +70,8 @@ TEXT_CUES: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"[$\u20ac\u00a3\u00a5]\s?\d"),
         re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:dollars|euros|pounds|yen|USD|EUR|GBP|million|billion)\b", re.IGNORECASE),
     ],
-    "percent": [re.compile(r"\d+(?:\.\d+)?\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)],
+    # = \d+(?:\.\d+)?\s?(?:%|…): a match inside a run of digits is also one from the run's start
+    "percent": [re.compile(r"(?<!\d)\d+(?:\.\d+)?\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)],
     "disease": [
         re.compile(r"\w(?:itis|osis|emia|oma|pathy)\b", re.IGNORECASE),
         re.compile(r"\b(?:disease|syndrome|disorder|cancer|infection|diabetes)\b", re.IGNORECASE),
@@ -193,7 +200,8 @@ def entity_type_evidence(type_name: str, profile: TextProfile) -> TypeEvidence |
         for pat in TEXT_CUES.get(cat, []):
             m = pat.search(profile.text)
             if m:
-                return TypeEvidence(type_name, f"category:{cat}", _snippet(profile.text, m.start(), m.end()))
+                start = m.start("at") if "at" in pat.groupindex else m.start()
+                return TypeEvidence(type_name, f"category:{cat}", _snippet(profile.text, start, m.end()))
     return _word_evidence(type_name, split_type_words(type_name), profile)
 
 

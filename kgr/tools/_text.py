@@ -28,14 +28,18 @@ import bisect
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from kgr.model.canonical import canonical_text
+from kgr.text.sentences import run_before
 
 __all__ = [
     "TextProfile",
+    "RunIndex",
+    "WorkBudget",
+    "MATCH_BUDGET",
     "analyze_text",
     "split_type_words",
     "has_cjk",
@@ -49,10 +53,12 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+|[^\s]")
 _CJK_RE = re.compile(rf"[{_CJK}]")
 _WORDCHAR_RE = re.compile(r"[^\W_]")
-_SENT_END_RE = re.compile("[.!?\u2026]+[\"'\u201d\u2019)\\]]*(?=\\s|$)|[\u3002\uff01\uff1f]+|\\n[ \\t]*\\n")
+# Linear on any text: a run of terminators is matched only from its first character and never given
+# back (see :data:`kgr.text.sentences._SENT_END`; the same boundaries as the unanchored pattern).
+_SENT_END_RE = re.compile("(?<![.!?\u2026])[.!?\u2026]++[\"'\u201d\u2019)\\]]*+(?=\\s|$)|[\u3002\uff01\uff1f]+|\\n[ \\t]*\\n")
 _YEAR_RE = re.compile(r"^(?:1\d{3}|20\d{2})$")
 _NEXT_CHAR_RE = re.compile(r"\s*(\S)")
-_LAST_WORD_RE = re.compile(r"(\w+)$")
+_WORD_RUN_RE = re.compile(r"\w*")
 
 #: A period right after one of these (case-insensitive) does not end a sentence.
 ABBREVIATIONS = frozenset(
@@ -210,20 +216,80 @@ class TextProfile:
         return got
 
 
+    def near(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` occur in one sentence or in two neighbouring ones.
+
+        O(min(|A|, |B|)) set lookups over the sentence sets ``A``, ``B`` of the two names (a pairwise
+        test is quadratic when both names fill many sentences).
+        """
+        sa, sb = self.sentences_with(a), self.sentences_with(b)
+        small, large = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+        return any(i in large or i - 1 in large or i + 1 in large for i in small)
+
+
+#: Comparisons per tool call for the name-in-name searches (:class:`RunIndex`): about a second of
+#: Python; a normal call needs a few per name.
+MATCH_BUDGET = 2_000_000
+
+
+class WorkBudget:
+    """Comparisons one tool call may still spend on a search whose cost an input can make quadratic.
+
+    Past the budget the search stops and reports nothing more: the call's result then covers the
+    part it examined (only adversarial inputs get there; normal ones need far less).
+    """
+
+    def __init__(self, limit: int):
+        self.left = limit
+
+    def spend(self, n: int = 1) -> bool:
+        """Take ``n`` comparisons; False once the budget is spent."""
+        self.left -= n
+        return self.left >= 0
+
+
+class RunIndex:
+    """Canonical keys (tokens joined by single spaces) indexed by token, to find the keys in which
+    another key occurs as a run of whole tokens (``"b c"`` in ``"a b c d"``).
+
+    :meth:`holding` compares only the keys that hold the query's rarest token (any key holding the
+    run holds all its tokens, so no key is missed). Inputs can still make every key hold every
+    token, so each comparison is paid from the caller's :class:`WorkBudget`.
+    """
+
+    def __init__(self, keys: Iterable[str]):
+        self.keys = set(keys)
+        self._by_token: dict[str, list[str]] = {}
+        for k in self.keys:
+            for tok in set(k.split(" ")):
+                self._by_token.setdefault(tok, []).append(k)
+
+    def holding(self, key: str, budget: WorkBudget) -> Iterator[str]:
+        """The indexed keys containing ``key`` as a whole-token run (``key`` itself included), while ``budget`` lasts."""
+        pool = min((self._by_token.get(t, []) for t in set(key.split(" "))), key=len)
+        padded = f" {key} "
+        for k in pool:
+            if not budget.spend():
+                return
+            if padded in f" {k} ":
+                yield k
+
+
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENT_END_RE.finditer(text):
         end = m.end()
         mark = m.group(0)
-        follow = _NEXT_CHAR_RE.match(text, end)
-        if mark[0] in ".!?\u2026" and follow:
+        # looked up only after a Western terminator: after each blank line of a run of newlines it
+        # would scan the rest of the run (quadratic in the run's length)
+        follow = _NEXT_CHAR_RE.match(text, end) if mark[0] in ".!?\u2026" else None
+        if follow:
             nxt = follow.group(1)
             if nxt.isalpha() and not nxt.isupper() and not has_cjk(nxt):
                 continue  # "approx. the": a lower-case word follows
             if mark[0] == ".":
-                last = _LAST_WORD_RE.search(text[max(start, m.start() - 64) : m.start()])
-                word = last.group(1) if last else ""
+                word = run_before(text, m.start(), max(start, m.start() - 64), _WORD_RUN_RE)
                 if word.casefold() in ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
                     continue  # "Dr. Smith", "J. Smith"
         spans.append((start, end))

@@ -65,7 +65,7 @@ from kgr.model.tools import (
 )
 from kgr.tools._cues import category_of, entity_type_evidence, relation_type_evidence
 from kgr.tools._kg import covered_entity_types, covered_relation_types, distinct_entities, distinct_relations
-from kgr.tools._text import TextProfile, analyze_text
+from kgr.tools._text import MATCH_BUDGET, RunIndex, TextProfile, WorkBudget, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
 
@@ -164,11 +164,8 @@ def unextracted_mentions(profile: TextProfile, kg: ExtractedKG, *, keep_years: b
     A mention matches an entity when either's canonical tokens contain the other's as a contiguous
     run (``"Dr. Smith"`` matches ``"Smith"``; ``"Grace"`` matches ``"Grace Hopper"``).
     """
-    keys = {name_key(n) for names in kg.entities.values() for n in names}
-    by_token: dict[str, list[str]] = {}
-    for k in keys:
-        for tok in set(k.split(" ")):
-            by_token.setdefault(tok, []).append(k)
+    index = RunIndex(name_key(n) for names in kg.entities.values() for n in names)
+    keys, budget = index.keys, WorkBudget(MATCH_BUDGET)
     out: list[str] = []
     seen: set[str] = set()
     for m in profile.mentions:
@@ -177,10 +174,11 @@ def unextracted_mentions(profile: TextProfile, kg: ExtractedKG, *, keep_years: b
             continue
         seen.add(k)
         toks = k.split(" ")[:8]
-        padded = f" {k} "
         inside = any(" ".join(toks[i:j]) in keys for i in range(len(toks)) for j in range(i + 1, len(toks) + 1))
-        if inside or any(padded in f" {e} " for e in by_token.get(toks[0], [])):
+        if inside or any(True for _ in index.holding(k, budget)):
             continue
+        if budget.left < 0:  # spent (adversarial input): a mention not compared is not reported
+            break
         out.append(m)
         if len(out) >= limit:
             break

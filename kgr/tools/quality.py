@@ -74,7 +74,7 @@ from kgr.tools._kg import (
     distinct_entities,
     distinct_relations,
 )
-from kgr.tools._text import TextProfile, analyze_text
+from kgr.tools._text import MATCH_BUDGET, RunIndex, TextProfile, WorkBudget, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.density import _min_count, expected_density, text_complexity
 from kgr.tools.registry import tool
@@ -309,30 +309,18 @@ def _strip_title(k: str) -> str:
     return k
 
 
-def _mention_index(profile: TextProfile) -> tuple[set[str], dict[str, list[str]]]:
-    """Canonical mention keys (titles stripped) and an index of them by token."""
-    keys = {_strip_title(name_key(m)) for m in profile.mentions}
-    by_token: dict[str, list[str]] = {}
-    for k in keys:
-        for tok in set(k.split(" ")):
-            by_token.setdefault(tok, []).append(k)
-    return keys, by_token
-
-
-def _too_short(name: str, mention_keys: set[str], by_token: dict[str, list[str]]) -> bool:
+def _too_short(name: str, mentions: RunIndex, budget: WorkBudget) -> bool:
+    """Whether a longer mention (canonical, titles stripped) holds ``name`` as a run, not as a variant."""
     k = name_key(name)
-    if not k or k in mention_keys:
+    if not k or k in mentions.keys:
         return False
-    padded = f" {k} "
     nk = variant_key(name)
-    for m in by_token.get(k.split(" ")[0], []):
-        if len(m) > len(k) and padded in f" {m} " and variant_key(m) != nk:
-            return True
-    return False
+    return any(len(m) > len(k) and variant_key(m) != nk for m in mentions.holding(k, budget))
 
 
 def _accuracy(kg: ExtractedKG, profile: TextProfile) -> _Aspect:
-    mention_keys, by_token = profile.memo("quality.mentions", lambda: _mention_index(profile))
+    mentions = profile.memo("quality.mentions", lambda: RunIndex(_strip_title(name_key(m)) for m in profile.mentions))
+    budget = WorkBudget(MATCH_BUDGET)
     entities = distinct_entities(kg)
     fragment_budget = _FRAGMENT_BUDGET // max(len(profile.canonical_text), 1)
     not_in: list[str] = []
@@ -342,7 +330,7 @@ def _accuracy(kg: ExtractedKG, profile: TextProfile) -> _Aspect:
     for etype, name in entities:
         p = 0.0
         if profile.contains(name):
-            if _too_short(name, mention_keys, by_token):
+            if _too_short(name, mentions, budget):
                 boundary.append(name)
                 p = 0.5
         elif _partial_span_found(name, profile) or (
@@ -362,8 +350,7 @@ def _accuracy(kg: ExtractedKG, profile: TextProfile) -> _Aspect:
     rels = distinct_relations(kg)
     rel_missing: list[str] = []
     for rtype, s, o in rels:
-        ss, os_ = profile.sentences_with(s), profile.sentences_with(o)
-        if not any(abs(i - j) <= 1 for i in ss for j in os_):
+        if not profile.near(s, o):
             rel_missing.append(f"{rtype}({s}, {o})")
     r_acc = 1.0 - len(rel_missing) / len(rels) if rels else 1.0
 

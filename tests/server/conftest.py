@@ -76,3 +76,61 @@ def token_server() -> Iterator[BackgroundServer]:
     nowhere = Neo4jSettings(uri="bolt://127.0.0.1:9")  # never reached: only pure tools are called
     with BackgroundServer(ServerConfig(port=0, token=Secret(TOKEN)), settings=nowhere, log_level="debug") as srv:
         yield srv
+
+
+class ServedProcess:
+    """``kgr serve --transport http --port 0`` in a subprocess on the test database; stderr (the log)
+    is collected line by line in :attr:`log` while it runs.
+
+    >>> with ServedProcess(neo4j_settings, "--log-level", "debug") as srv:   # doctest: +SKIP
+    ...     httpx.get(srv.url + "/health")
+    """
+
+    def __init__(self, settings: Neo4jSettings, *args: str, preexec_fn: Any = None, env: dict[str, str] | None = None):
+        self.args, self.preexec_fn = args, preexec_fn
+        self.env = subprocess_env(settings, **(env or {}))
+        self.log: list[str] = []
+        self.url = ""
+        self.proc: Any = None
+
+    def __enter__(self) -> "ServedProcess":
+        import re
+        import subprocess
+        import threading
+        import time
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "kgr.cli.serve", "serve", "--transport", "http",
+                                      "--host", "127.0.0.1", "--port", "0", *self.args],
+                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     cwd=ROOT, preexec_fn=self.preexec_fn)
+        ready = threading.Event()
+
+        def read() -> None:
+            for line in self.proc.stderr:
+                self.log.append(line)
+                m = re.search(r"MCP at (http://[^/\s]+)/mcp", line)
+                if m:
+                    self.url = m.group(1)
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + 180
+        while not ready.wait(0.5):
+            assert time.monotonic() < deadline, "the server did not start"
+        assert self.url, "".join(self.log)
+        return self
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def __exit__(self, *exc: object) -> None:
+        import subprocess
+
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

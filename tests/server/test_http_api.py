@@ -183,9 +183,9 @@ def test_internal_error_has_no_trace(http_server, monkeypatch, caplog):
     def boom(self, name, payload):  # noqa: ANN001
         raise RuntimeError("secret-detail password=hunter2")
 
-    monkeypatch.setattr(ToolService, "call_sync", boom)
+    monkeypatch.setattr(ToolService, "call_sync", boom)  # the tools that run in worker threads
     with httpx.Client(base_url=http_server.url, timeout=30) as c:
-        r = c.post("/tools/query_coverage_feedback", json={})
+        r = c.post("/tools/graph_status", json={})
     assert r.status_code == 500
     body = r.text
     assert r.json()["error"]["type"] == "internal_error"
@@ -202,10 +202,10 @@ def test_time_limit(graph, monkeypatch):
         time.sleep(1.5)
         return {}
 
-    monkeypatch.setattr(ToolService, "call_sync", slow)
+    monkeypatch.setattr(ToolService, "call_sync", slow)  # the tools that run in worker threads
     with BackgroundServer(ServerConfig(port=0, request_timeout=0.3), graph=graph) as srv:
         t0 = time.perf_counter()
-        r = httpx.post(srv.url + "/tools/query_coverage_feedback", json={}, timeout=30)
+        r = httpx.post(srv.url + "/tools/graph_status", json={}, timeout=30)
         assert r.status_code == 504 and r.json()["error"]["type"] == "timeout"
         assert time.perf_counter() - t0 < 1.2
 
