@@ -20,6 +20,11 @@ __all__ = ["EdgeLabel", "LabelReport", "EvidenceLink", "ReviewItem", "ReviewQueu
 #: An edge key: 24 lowercase hex digits.
 EDGE_KEY = r"^[0-9a-f]{24}$"
 Answer = Literal["supports", "contradicts", "silent"]
+#: A name a person types, as a JSON Schema ``pattern`` (so that generated clients and fuzzers know
+#: the rule :func:`kgr.text.controls.unsafe_character` enforces): at least one non-space character,
+#: no control character (C0, DEL, C1), line or paragraph separator or bidi formatting character.
+_UNSAFE_CLASS = "\\x00-\\x1f\\x7f-\\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069"
+PLAIN_NAME = f"^[^{_UNSAFE_CLASS}]*[^\\s{_UNSAFE_CLASS}][^{_UNSAFE_CLASS}]*$"
 
 
 class EdgeLabel(BaseModel):
@@ -29,8 +34,9 @@ class EdgeLabel(BaseModel):
 
     key: Annotated[str, Field(pattern=EDGE_KEY, description="the edge key, as `kgr review queue` lists it")]
     label: bool = Field(description="true: the triple is a fact; false: it is not")
-    reviewer: Annotated[str, Field(min_length=1, max_length=200, description=(
-        "who answered (recorded); no control characters, line separators or bidi overrides"))]
+    reviewer: Annotated[str, Field(
+        min_length=1, max_length=200, json_schema_extra={"pattern": PLAIN_NAME},  # checked by _plain_reviewer
+        description="who answered (recorded); no control characters, line separators or bidi overrides")]
 
     @field_validator("reviewer")
     @classmethod

@@ -4,7 +4,8 @@ Every operation of ``/openapi.json`` (the six tools, the helpers, /tools, /healt
 schema-valid and schema-invalid requests; every response must be a documented status with a body
 matching its schema, never a 5xx, invalid data must be rejected and valid data accepted. The
 server runs on the test database, so storage calls really write (random entities and votes).
-Bounded: at most 25 examples per operation and a per-example deadline.
+Bounded: at most 25 examples per operation and a per-example deadline (30 s: a hang, not a slow
+shared machine; the server's own request deadlines are tested in test_slow_clients).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from schemathesis.config import SchemathesisConfig
 
 import httpx
 
+from kgr.litellm_offline import load_litellm
 from kgr.server.app import BackgroundServer
 from kgr.server.openapi import openapi_document
 from kgr.server.security import ServerConfig
@@ -27,6 +29,10 @@ pytestmark = pytest.mark.neo4j
 
 @pytest.fixture(scope="module")
 def fuzz_server(_session_graph) -> Iterator[BackgroundServer]:
+    # A slice asked for with a model name counts tokens with litellm, whose first import costs 3 s
+    # on a quiet machine and 15-50 s on a loaded one: imported here, it is not charged to the first
+    # fuzzed call's time limit (a 504 would be a timing artefact, not a conformance failure).
+    load_litellm("the fuzzed slices' token counter")
     with BackgroundServer(ServerConfig(port=0, request_timeout=20), graph=_session_graph) as srv:
         yield srv
 
@@ -45,7 +51,7 @@ def test_served_document_is_the_fuzzed_one(fuzz_server):
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=10_000, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=25, deadline=30_000, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_api_conforms_to_its_openapi(case, fuzz_server):
     response = case.call_and_validate(base_url=fuzz_server.url, timeout=30)
     assert response.status_code < 500
