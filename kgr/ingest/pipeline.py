@@ -115,7 +115,7 @@ from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter
 from kgr.ingest.executors import open_remote
-from kgr.ingest.fail_fast import FailFast
+from kgr.ingest.fail_fast import FailFast, preflight
 from kgr.ingest.report import MAX_LISTED, ChunkOutcome, IngestReport
 
 __all__ = ["ingest"]
@@ -170,8 +170,14 @@ def ingest(
         the database calls still retrying in the background at once: reconnect to go on.
     KgrValidationError
         A path does not exist.
+    KgrExtractionError
+        The LLM cannot work (unknown model, missing key: before anything is read), or refused the
+        job's first request (:mod:`kgr.ingest.fail_fast`; the re-run resumes).
     """
     cfg = config or IngestConfig()
+    if extractor is None and cfg.executor == "inprocess":
+        extractor = make_extractor(cfg)
+    preflight(extractor if extractor is not None else make_extractor(cfg))  # before anything is read or written
     job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
     if cfg.prune:
@@ -180,6 +186,13 @@ def ingest(
     if embed is not None:
         job.embed_names(embed)
     return job.finish()
+
+
+def _failed_first_last(fut: cf.Future) -> bool:
+    """Sort key of finished chunks: those that succeeded first (:class:`FailFast` sees them first)."""
+    if fut.cancelled() or fut.exception() is not None:
+        return True
+    return fut.result().failure is not None
 
 
 class _Job:
@@ -324,7 +337,7 @@ class _Job:
     def drain(self, until: int) -> None:
         while len(self.inflight) > until:
             done, _ = cf.wait(self.inflight, return_when=cf.FIRST_COMPLETED)
-            for f in done:
+            for f in sorted(done, key=_failed_first_last):  # a success finished beside a refusal counts first
                 self.inflight.discard(f)
                 self.absorb(f)
 
