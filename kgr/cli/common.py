@@ -64,7 +64,8 @@ def emit(value: Any, as_json: bool, human: Callable[[Any], None] | None = None) 
         human(value)
 
 
-def open_engine(schema: Path | None = None, *, embed: Any = None):  # noqa: ANN201 - Engine (lazy import: fast --help)
+def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)
+    """The :class:`~kgr.engine.Engine` of a command: ``schema`` given, else the graph's own."""
     from kgr.engine import Engine
 
-    return Engine.connect(schema=schema, embed=embed)
+    return Engine.connect(schema=schema, embed=embed, migrate=migrate)

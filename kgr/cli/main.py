@@ -31,7 +31,8 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
     app.add_typer(_sub.app, name=_noun)
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
-for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics"):
+for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics",
+                "kgr.cli.reset"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
@@ -47,13 +48,26 @@ app.command("browse")(_browser.browse)
 
 @app.command()
 @errors_to_exit
-def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
-    """Create constraints and indexes (idempotent)."""
-    with open_engine(schema) as kg:
-        n = kg.init()
-        st = kg.status()
-    emit({"statements": n, "uri": st.uri, "version": st.version}, json_,
-         lambda d: out.print(f"initialised {d['uri']} ({d['statements']} schema statements, version {d['version']})"))
+def init(schema: SchemaOpt = None,
+         migrate: Annotated[bool, typer.Option("--migrate", help=(
+             "Make --schema the graph's schema although the graph keeps another (recorded as the next schema "
+             "version, with the diff of its types; the data stays as it is)."))] = False,
+         json_: JsonOpt = False) -> None:
+    """Create constraints and indexes (idempotent); with --schema, store the KG schema in the graph.
+
+    Later commands use the stored schema when given none, and refuse a different one unless it is
+    migrated to with --migrate.
+    """
+    from kgr.cli.schema_info import init_summary
+
+    if migrate and schema is None:
+        from kgr.errors import KgrValidationError
+
+        raise KgrValidationError("--migrate needs --schema FILE (the schema to migrate to)", field="migrate")
+    with open_engine(schema, migrate=migrate) as kg:
+        n = kg.init(migrate=migrate)
+        data = init_summary(n, kg.status(), kg.schema_change, kg.stored_schema())
+    emit(data, json_, lambda d: out.print(d["summary"], markup=False, soft_wrap=True))
 
 
 @app.command()

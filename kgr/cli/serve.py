@@ -62,10 +62,11 @@ def serve(
                                    max_workers=workers, max_writers=writers, schema_path=str(schema) if schema else None,
                                    group_commit=group_commit, init_store=init, embedding_model=embedding_model,
                                    embedding_api_base=embedding_api_base).check()
+    served = _served_schema(schema)
     if config.transport == "stdio":
         from kgr.server.app import run_stdio
 
-        run_stdio(config)
+        run_stdio(config, schema=served)
         return
 
     from kgr.server.app import run_http
@@ -76,9 +77,24 @@ def serve(
                   markup=False, soft_wrap=True)
 
     try:
-        run_http(config, log_level=log_level, on_ready=ready)
+        run_http(config, schema=served, log_level=log_level, on_ready=ready)
     except OSError as exc:
         raise KgrError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _served_schema(path: Path | None):  # noqa: ANN202 - KGSchema | None (imports kept lazy)
+    """The schema the server holds the tools to: ``path``'s, checked against the graph's, or the
+    graph's own (``kgr init --schema``). When Neo4j does not answer yet, ``path``'s (or none): the
+    server starts anyway and its store tools retry on demand."""
+    from kgr.cli.common import open_engine
+    from kgr.errors import KgrNeo4jUnavailable, KgrRuntimeError
+    from kgr.model.schema import load_schema
+
+    try:
+        with open_engine(path) as kg:
+            return kg.schema
+    except (KgrNeo4jUnavailable, KgrRuntimeError):
+        return load_schema(path) if path is not None else None
 
 
 @app.command("agent")

@@ -91,6 +91,7 @@ disambiguation cache holds at most ``disambiguation_cache`` names).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import statistics
 import sys
 import time
@@ -155,8 +156,10 @@ def ingest(
     """Ingest files/directories into the store (see the module docstring).
 
     ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
-    ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as
-    litellm prices the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
+    ``files`` and ``file_bytes`` (files read, and their sizes on disk: a progress display's share
+    of the corpus read), ``chunks_read`` (cut and queued, or found processed), ``chunks``
+    (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
+    the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
     ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). With
     ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
@@ -210,6 +213,7 @@ class _Job:
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
+        self.files_read: set[str] = set()
         self.states: dict[str, provenance.DocumentState] = {}
         self.fail_fast = FailFast()
         # fuzzy matches only to entities that existed when the run began: chunk order (concurrency,
@@ -226,11 +230,27 @@ class _Job:
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
     def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
-        for doc in iter_documents([str(p) for p in paths], on_error=self.issues.append):
+        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue):
             self.report.documents += 1
             self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
+            self.file_read(doc.path)
             self.tick("documents", 1)
             yield doc
+
+    def load_issue(self, issue: LoadIssue) -> None:
+        self.issues.append(issue)
+        self.file_read(issue.path)
+
+    def file_read(self, path: str | None) -> None:
+        """Tick ``files`` and ``file_bytes`` (its size on disk) the first time a file is met."""
+        if not path or path in self.files_read:
+            return
+        self.files_read.add(path)
+        self.tick("files", 1)
+        try:
+            self.tick("file_bytes", os.path.getsize(path))
+        except OSError:  # gone or unreadable: its documents (if any) say so
+            pass
 
     def chunks(self, paths: Sequence[str | Path]) -> Iterator[Chunk]:
         """The chunks that need work, a group of documents at a time (see :meth:`reconcile`)."""
@@ -295,6 +315,7 @@ class _Job:
         """Count ``n`` chunks found processed in an earlier run."""
         self.report.chunks += n
         self.report.chunks_skipped += n
+        self.tick("chunks_read", n)
         self.tick("chunks", n)
 
     def forget(self, **what: list[str]) -> None:
@@ -347,6 +368,7 @@ class _Job:
         try:
             for batch in _batches(self.chunks(paths), _READ_BATCH):
                 self.report.chunks += len(batch)
+                self.tick("chunks_read", len(batch))
                 provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc, states=self.states)
                 done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])
                 for chunk in batch:

@@ -62,6 +62,8 @@ class StoreStatus(BaseModel):
     decisions: int
     promoted: int
     pending_by_status: dict[str, int] = Field(default_factory=dict)
+    schema_version: int | None = Field(None, description="version of the KG schema the graph keeps (kgr init --schema)")
+    schema_hash: str | None = None
 
 
 def status(graph: Graph) -> StoreStatus:
@@ -73,6 +75,7 @@ def status(graph: Graph) -> StoreStatus:
         entities=row["entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
         decisions=row["decisions"], promoted=row["promoted"],
         pending_by_status={s: n for s, n in row["pending_by_status"]},
+        schema_version=row["schema_version"], schema_hash=row["schema_hash"],
     )
 
 
@@ -88,7 +91,8 @@ def fingerprint(graph: Graph) -> str:
 
 
 def reset(graph: Graph) -> None:
-    """Delete all data (not the schema), then recreate the state node (after this process's slice
+    """Delete all data (every node and relationship, the stored KG schema included; not the
+    constraints and indexes), then recreate the state node (after this process's slice
     records still queued are written: none lands in the wiped store)."""
     flush_slice_records(graph)
     graph.run_script("wipe_database")
