@@ -60,8 +60,11 @@ class StoreStatus(BaseModel):
     chunks: int
     votes: int
     decisions: int
-    promoted: int
+    promoted: int = Field(description="current promoted edges: always pending_by_status['promoted'] + promoted_on_merged")
     pending_by_status: dict[str, int] = Field(default_factory=dict)
+    promoted_on_merged: int = Field(0, description=(
+        "current promoted edges whose staged edge is an entity merge's tombstone (status 'merged'): restored by "
+        "a rollback across the merge, which restores promoted edges only"))
     schema_version: int | None = Field(None, description="version of the KG schema the graph keeps (kgr init --schema)")
     schema_hash: str | None = None
 
@@ -73,7 +76,7 @@ def status(graph: Graph) -> StoreStatus:
     return StoreStatus(
         uri=graph.uri, database=graph.database, version=version, hash=h,
         entities=row["entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
-        decisions=row["decisions"], promoted=row["promoted"],
+        decisions=row["decisions"], promoted=row["promoted"], promoted_on_merged=row["promoted_on_merged"],
         pending_by_status={s: n for s, n in row["pending_by_status"]},
         schema_version=row["schema_version"], schema_hash=row["schema_hash"],
     )
