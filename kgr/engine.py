@@ -301,6 +301,10 @@ class Engine:
     def merge_entities(self, keep: str, drop: str) -> merge.MergeResult:
         """Merge entity ``drop`` into entity ``keep`` (keys ``"Type:name"``) as one version.
 
-        Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`.
+        Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`. Keys are
+        normalised as staging does (``Person:Ada`` is ``Person:ada``); a key that names no entity is
+        reported with the closest existing keys.
         """
+        keep, drop = inspect.user_entity_key(keep), inspect.user_entity_key(drop)
+        inspect.check_entity_keys(self.graph, [keep, drop], ["keep", "drop"])
         return merge.merge_entities(self.graph, keep, drop)

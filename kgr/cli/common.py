@@ -19,7 +19,7 @@ from rich.console import Console
 
 from kgr.errors import KgrError
 
-__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine"]
+__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "print_table"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -62,6 +62,19 @@ def emit(value: Any, as_json: bool, human: Callable[[Any], None] | None = None) 
         typer.echo(json.dumps(to_data(value), indent=2, sort_keys=False, default=str))
     else:
         human(value)
+
+
+def print_table(table: Any) -> None:
+    """Print a rich table on stdout at its natural width, whatever the terminal's: a pipe (80
+    columns to rich) or a narrow window never cuts a value (``kgr metrics | cat`` shows every column)."""
+    from rich.measure import Measurement
+
+    width = Measurement.get(out, out.options.update(max_width=1_000_000), table).maximum
+    if width <= out.width:
+        out.print(table)
+        return
+    Console(file=out.file, width=width, highlight=False, soft_wrap=True, force_terminal=out.is_terminal,
+            color_system=out.color_system).print(table)
 
 
 def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)

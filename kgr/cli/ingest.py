@@ -155,6 +155,11 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
             raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
                                  "store one with `kgr init --schema FILE`")
         kg.init()
+        if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
+            from kgr.ingest.config import make_extractor
+            from kgr.ingest.fail_fast import preflight
+
+            preflight(make_extractor(cfg))
         files, size = corpus_size(paths)
         with IngestProgress(err, files=files, size=size) as progress:
             rounds = {"n": 0}

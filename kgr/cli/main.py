@@ -10,7 +10,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, open_engine, out, print_table
 from kgr.model.inspect import EdgeExplanation
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -291,7 +291,7 @@ def status(json_: JsonOpt = False) -> None:
         t = Table(show_header=False)
         for k, v in s.model_dump().items():
             t.add_row(k, str(v))
-        out.print(t)
+        print_table(t)
 
     emit(st, json_, human)
 

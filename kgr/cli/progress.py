@@ -13,7 +13,7 @@ disk, listed once), so it shows totals and an estimated time left:
 
 On a terminal the line is redrawn in place (rich, transient); off a terminal (a log, a pipe) one line
 is written every ``KGR_PROGRESS_SECONDS`` seconds (default 10; ``0`` turns the lines off) while the
-job runs, by a daemon thread, so a long promotion at the end is visible too.
+job runs, by a daemon thread, so a long promotion at the end is visible too, and one when it ends.
 """
 
 from __future__ import annotations
@@ -149,7 +149,8 @@ class IngestProgress:
 
     def _log(self) -> None:
         while not self._stop.wait(self.every):
-            self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)
+            if self.counts:  # nothing to say before the job's first event
+                self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -163,3 +164,5 @@ class IngestProgress:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
             self._thread = None
+            if self.counts:
+                self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)  # where it ended

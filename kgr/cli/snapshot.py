@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out, print_table
 
 app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Name versions of the promoted graph, diff them, roll back.")
 
@@ -36,7 +36,7 @@ def list_(json_: JsonOpt = False) -> None:
         t = Table("name", "version", "edges", "hash", "note")
         for s in items:
             t.add_row(s.name, str(s.version), str(s.edges), s.hash[:16], s.note)
-        out.print(t)
+        print_table(t)
 
     emit(snaps, json_, table)
 
