@@ -83,6 +83,44 @@ def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an Ingest
         raise typer.Exit(2)
 
 
+def _run_job(kg, paths: list[Path], cfg, verifier, embed):  # noqa: ANN001, ANN202 - Engine, IngestConfig, ... -> IngestReport
+    """The job on ``kg``'s graph and schema, with its progress display (one-line errors first)."""
+    from kgr.errors import KgrNeo4jUnavailable, KgrSchemaError
+    from kgr.ingest.pipeline import ingest as run_ingest
+    from kgr.litellm_offline import openai_http_route_during
+
+    if kg.schema is None:
+        raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
+                             "store one with `kgr init --schema FILE`")
+    kg.init()
+    if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
+        from kgr.ingest.config import make_extractor
+        from kgr.ingest.fail_fast import preflight
+
+        preflight(make_extractor(cfg))
+    files, size = corpus_size(paths)
+    with IngestProgress(err, files=files, size=size) as progress:
+        rounds = {"n": 0}
+
+        def promote():  # noqa: ANN202 - a RoundSummary
+            rounds["n"] += 1
+            progress.set_phase(f"promoting, round {rounds['n']}")
+            return kg.promote(policy=cfg.policy, verifier=verifier)
+
+        try:
+            with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
+                return run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress, promote=promote,
+                                  embed=embed)
+        except KgrNeo4jUnavailable as exc:
+            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
+            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
+            progress.stop()
+            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(1)
+
+
 @app.command()
 @errors_to_exit
 def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .jsonl .pdf).")],
@@ -136,10 +174,6 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
     hold no document kgr can read.
     """
-    from kgr.errors import KgrNeo4jUnavailable
-    from kgr.ingest.pipeline import ingest as run_ingest
-    from kgr.litellm_offline import openai_http_route_during
-
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
@@ -149,37 +183,6 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
     verifier = _verifier(verify, cfg)
     with open_engine(schema) as kg:
-        if kg.schema is None:
-            from kgr.errors import KgrSchemaError
-
-            raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
-                                 "store one with `kgr init --schema FILE`")
-        kg.init()
-        if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
-            from kgr.ingest.config import make_extractor
-            from kgr.ingest.fail_fast import preflight
-
-            preflight(make_extractor(cfg))
-        files, size = corpus_size(paths)
-        with IngestProgress(err, files=files, size=size) as progress:
-            rounds = {"n": 0}
-
-            def promote():  # noqa: ANN202 - a RoundSummary
-                rounds["n"] += 1
-                progress.set_phase(f"promoting, round {rounds['n']}")
-                return kg.promote(policy=cfg.policy, verifier=verifier)
-
-            try:
-                with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
-                    report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress, promote=promote,
-                                        embed=embedder(embedding_model, embedding_api_base))
-            except KgrNeo4jUnavailable as exc:
-                # exit now: database calls still retrying in worker threads are abandoned (each chunk's
-                # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
-                progress.stop()
-                err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
-                sys.stderr.flush()
-                sys.stdout.flush()
-                os._exit(1)
+        report = _run_job(kg, paths, cfg, verifier, embedder(embedding_model, embedding_api_base))
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     _exit_status(report, paths)
