@@ -19,7 +19,8 @@ from rich.console import Console
 
 from kgr.errors import KgrError
 
-__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "print_table"]
+__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "print_table",
+           "check_output_path"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -75,6 +76,23 @@ def print_table(table: Any) -> None:
         return
     Console(file=out.file, width=width, highlight=False, soft_wrap=True, force_terminal=out.is_terminal,
             color_system=out.color_system).print(table)
+
+
+def check_output_path(path: Path) -> Path:
+    """``path`` if a file can be written there (its directory exists, it is no directory).
+
+    Raises
+    ------
+    KgrValidationError
+        Not so (one line, before anything is read or connected).
+    """
+    from kgr.errors import KgrValidationError
+
+    if path.is_dir():
+        raise KgrValidationError(f"{path} is a directory; give a file name", field="out")
+    if not path.parent.is_dir():
+        raise KgrValidationError(f"cannot write {path}: no directory {path.parent}", field="out")
+    return path
 
 
 def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)

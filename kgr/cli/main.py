@@ -81,7 +81,7 @@ def stage(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Tripl
     Exit code 2 when no line could be staged (every one bad or rejected).
     """
     with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                             console=err, transient=True) as bar:
+                                             console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("staging…")
         rep = kg.stage_file(path, batch_size=batch_size, workers=workers,
                             on_batch=lambda r: bar.update(task, description=f"staging… {r.rows} rows, {r.new_votes} new votes"))
@@ -134,7 +134,7 @@ def promote(schema: SchemaOpt = None,
             emit(summary, json_, lambda s: out.print(_round_line(s)))
             return
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+                      console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task("promoting…")
             totals = {"promoted": 0, "rounds": 0}
 

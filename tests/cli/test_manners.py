@@ -147,3 +147,13 @@ def test_an_ingest_without_a_key_fails_on_one_line_and_writes_nothing(kgr, tmp_p
                           "(or give --api-base a server that needs none)\n")
     st = json.loads(kgr("status", "--json").stdout)
     assert (st["documents"], st["chunks"]) == (0, 0)
+
+
+@pytest.mark.parametrize("args", [("stage", "{tmp}/missing.jsonl"), ("review", "label", "{tmp}/missing.jsonl"),
+                                  ("init", "--schema", "{tmp}/missing.json"),
+                                  ("export", "laplacian", "--out", "{tmp}/no/such/dir/g.npz"),
+                                  ("export", "jsonl", "--out", "{tmp}")])
+def test_a_missing_file_is_one_line(kgr, tmp_path, args):
+    res = kgr(*(a.format(tmp=tmp_path) for a in args), code=1)
+    assert res.stderr.startswith("Error: ") and res.stderr.count("\n") == 1, res.stderr
+    assert "Traceback" not in res.stdout + res.stderr
