@@ -109,6 +109,10 @@ class Engine:
         """The schema the graph keeps (its newest version), or ``None``."""
         return schema_store.read_schema(self.graph)
 
+    def undeclared_types(self) -> dict[str, int]:
+        """Entity types in the graph that the engine's schema does not declare, with their counts."""
+        return schema_store.undeclared_types(self.graph, self.schema) if self.schema is not None else {}
+
     def reset(self) -> None:
         """Delete everything kgr stored in the database (entities, edges, documents, versions, the
         stored schema...), keeping the constraints and indexes; the store is initialised again."""

@@ -66,7 +66,9 @@ def init(schema: SchemaOpt = None,
         raise KgrValidationError("--migrate needs --schema FILE (the schema to migrate to)", field="migrate")
     with open_engine(schema, migrate=migrate) as kg:
         n = kg.init(migrate=migrate)
-        data = init_summary(n, kg.status(), kg.schema_change, kg.stored_schema())
+        stored = kg.stored_schema()
+        data = init_summary(n, kg.status(), kg.schema_change, stored,
+                            kg.undeclared_types() if kg.schema_change is not None else None)
     emit(data, json_, lambda d: out.print(d["summary"], markup=False, soft_wrap=True))
 
 

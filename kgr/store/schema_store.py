@@ -17,7 +17,7 @@ from kgr.model.schema import KGSchema
 from kgr.model.schema_versions import SchemaChange, SchemaDiff, StoredSchema, schema_diff, schema_hash
 from kgr.store.connection import Graph, Tx
 
-__all__ = ["read_schema", "schema_history", "store_schema", "check_schema", "mismatch_message"]
+__all__ = ["read_schema", "schema_history", "store_schema", "check_schema", "mismatch_message", "undeclared_types"]
 
 
 def _stored(row: dict[str, Any]) -> StoredSchema:
@@ -94,3 +94,13 @@ def store_schema(graph: Graph, schema: KGSchema, *, migrate: bool = False, sourc
 
     return graph.write_unit(unit)
 
+
+def undeclared_types(graph: Graph, schema: KGSchema) -> dict[str, int]:
+    """Entity types present in the graph (entities not merged away, per type) that ``schema`` does
+    not declare: what a schema stored on a graph built without it, or a migration that removed
+    types, leaves outside the vocabulary (the data is kept; nothing is retyped). Empty for an open
+    schema (no entity types: any type is accepted)."""
+    if not schema.entity_types:
+        return {}
+    return {str(r["type"]): int(r["n"]) for r in graph.read("entity_type_counts")
+            if r["type"] is not None and r["type"] not in schema.entity_types}

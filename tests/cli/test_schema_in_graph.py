@@ -175,3 +175,27 @@ def test_engine_reset_empties_the_store(graph):
     assert kg.schema_change.action == "stored" and kg.stored_schema().version == 1
     kg.reset()
     assert kg.stored_schema() is None and kg.status().entities == 0 and kg.status().version == 0
+
+
+def test_the_store_tools_of_kgr_tool_use_the_stored_schema(kgr, tmp_path, graph):
+    kgr("init", "--schema", str(_file(tmp_path, "s1.json", S1)))
+    call = {"source": "doc-1", "extracted_kg": {
+        "entities": {"Software": ["Flask", "Jinja", "Werkzeug"]},
+        "relations": {"LIKES": [{"subject": "Flask", "object": "Jinja"}],
+                      "DEPENDS_ON": [{"subject": "Flask", "object": "Werkzeug"}]}}}
+    kgr("tool", "query_kg_storage", input=json.dumps(call))
+    staged = graph.driver.execute_query("MATCH ()-[p:PENDING_REL]->() RETURN collect(p.type) AS t").records[0]["t"]
+    assert staged == ["DEPENDS_ON"]  # LIKES is not in the graph's schema
+    res = kgr("tool", "query_kg_storage", "--schema", str(_file(tmp_path, "s2.json", S2)), input=json.dumps(call),
+              code=1)
+    assert "differs from the graph's schema" in res.stderr
+
+
+def test_storing_a_schema_on_a_graph_built_without_it_names_the_types_it_leaves_out(kgr, tmp_path, graph):
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps({"subject": "Linux", "subject_type": "Language", "relation": "DEPENDS_ON",
+                             "object": "C", "object_type": "Language", "source": "s"}) + "\n")
+    kgr("stage", str(p))  # no schema anywhere: an open vocabulary
+    out = json.loads(kgr("init", "--schema", str(_file(tmp_path, "s1.json", S1)), "--json").stdout)
+    assert out["undeclared_types"] == {"Language": 2}
+    assert out["summary"].endswith("does not declare (kept as they are): Language (2)")
