@@ -115,8 +115,10 @@ class Engine:
 
     def reset(self) -> None:
         """Delete everything kgr stored in the database (entities, edges, documents, versions, the
-        stored schema...), keeping the constraints and indexes; the store is initialised again."""
+        stored schema...), keeping the constraints and indexes; the store is initialised again (a
+        later :meth:`init` stores the engine's schema anew)."""
         admin.reset(self.graph)
+        self.schema_from_graph = False
 
     def status(self) -> admin.StoreStatus:
         return admin.status(self.graph)
