@@ -157,3 +157,20 @@ def test_a_missing_file_is_one_line(kgr, tmp_path, args):
     res = kgr(*(a.format(tmp=tmp_path) for a in args), code=1)
     assert res.stderr.startswith("Error: ") and res.stderr.count("\n") == 1, res.stderr
     assert "Traceback" not in res.stdout + res.stderr
+
+
+def test_on_a_terminal_the_live_line_shows_the_total_and_the_eta():
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=200)
+    t = [0.0]
+    with IngestProgress(console, files=2, size=200, clock=lambda: t[0]) as p:
+        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8)):
+            p(event, n)
+        t[0] = 4.0
+        p("chunks", 2)
+        p._bar.refresh()  # (rich redraws on its own timer; draw now)
+    assert "2/8 chunks (25 %), 2/2 files" in buf.getvalue() and "ETA 0:00:12" in buf.getvalue()
