@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +10,9 @@ import typer
 
 from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
 from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
+
+#: Largest slice file read (bytes): a slice of the largest budget (1,000,000 tokens) is far smaller.
+MAX_SLICE_FILE = 64 * 1024 * 1024
 
 app = typer.Typer(rich_markup_mode=None, invoke_without_command=True,
                   help="Context slices: the promoted graph around anchors, with provenance and an admissibility token.")
@@ -52,14 +54,29 @@ def verify(path: Annotated[Path, typer.Argument(help="A slice as kgr slice --jso
            json_: JsonOpt = False) -> None:
     """Check a slice's admissibility token: valid (issued here, unaltered) and current (graph unchanged).
     Exit code 0 when valid and current, 3 when valid but stale, 1 when invalid."""
+    from pydantic import ValidationError
+
     from kgr.errors import KgrValidationError
+    from kgr.model.jsontext import loads_strict
     from kgr.model.slices import ContextSlice
 
-    raw = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    where = "stdin" if str(path) == "-" else str(path)
     try:
-        s = ContextSlice.model_validate(json.loads(raw))
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise KgrValidationError(f"{path}: not a slice ({str(exc).splitlines()[0]})", field="slice") from None
+        if str(path) == "-":
+            raw = sys.stdin.buffer.read(MAX_SLICE_FILE + 1)
+        else:
+            with path.open("rb") as fh:
+                raw = fh.read(MAX_SLICE_FILE + 1)
+    except OSError as exc:  # missing, a directory, unreadable, a name too long
+        raise KgrValidationError(f"cannot read {where}: {exc.strerror or exc}", field="slice") from None
+    if len(raw) > MAX_SLICE_FILE:
+        raise KgrValidationError(f"{where}: larger than {MAX_SLICE_FILE} bytes, not a slice", field="slice")
+    try:
+        s = ContextSlice.model_validate(loads_strict(raw))  # strict JSON: kgr.model.jsontext
+    except KgrValidationError as exc:
+        raise KgrValidationError(f"{where}: not a slice ({exc})", field="slice") from None
+    except ValidationError as exc:
+        raise KgrValidationError(f"{where}: not a slice ({KgrValidationError.from_pydantic(exc)})", field="slice") from None
     with open_engine() as kg:
         v = kg.verify_slice(s)
     emit(v, json_, lambda r: out.print(r.reason, markup=False))

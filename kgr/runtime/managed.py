@@ -131,7 +131,7 @@ class ManagedNeo4j:
         """Start the server if it is not running and wait until Bolt and HTTP answer.
 
         Idempotent: when the server on this home already runs, returns its status (same pid).
-        ``announce`` replaces the line said when the process is spawned (see :func:`ensure_running`).
+        ``announce`` replaces the line said when the process is spawned (``""``: none; see :func:`ensure_running`).
 
         Raises
         ------
@@ -156,7 +156,10 @@ class ManagedNeo4j:
     def _spawn(self, announce: str | None = None) -> int:
         cfg = self.config
         cmd = self.command()
-        self._progress.say(announce or f"Starting Neo4j {cfg.neo4j_version} on {cfg.bolt_uri} (home {cfg.home})...")
+        line = announce if announce is not None else \
+            f"Starting Neo4j {cfg.neo4j_version} on {cfg.bolt_uri} (home {cfg.home})..."
+        if line:  # ("": said already, by ensure_running)
+            self._progress.say(line)
         # Keep the Popen object: it reaps the child when it exits while we are still its parent.
         self._proc = spawn(cfg, cmd)
         return self._proc.pid
@@ -210,8 +213,8 @@ def ensure_running(config: RuntimeConfig | None = None, *, timeout: float = 120.
     This is what the connection factory (:func:`kgr.connect.connect`) calls when ``NEO4J_URI`` is
     unset. Progress (the one-time jar download, the start) goes to stderr; an instance that is
     already up costs a pid check and one Bolt handshake. A stopped one is announced on one line
-    before it is started (``kgr: starting the managed Neo4j (stopped) on bolt://... ...``), so a
-    command that waits for it says why.
+    before anything else is done for it (the jars, the ports, the process: ``kgr: starting the managed
+    Neo4j (stopped) on bolt://... ...``), so a command that waits for it, or fails to start it, says why.
     """
     neo = ManagedNeo4j(config, quiet=quiet)
     current = neo.status()
@@ -219,4 +222,5 @@ def ensure_running(config: RuntimeConfig | None = None, *, timeout: float = 120.
         return current
     announce = (f"kgr: starting the managed Neo4j ({'stopped' if current.installed else 'first start'}) "
                 f"on {current.bolt_uri}, home {current.home}; `kgr neo4j stop` stops it …")
-    return neo.start(timeout=timeout, announce=announce)
+    neo._progress.say(announce)
+    return neo.start(timeout=timeout, announce="")

@@ -6,7 +6,11 @@ its LLM failing on one line before it writes anything."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -152,7 +156,8 @@ def test_an_ingest_without_a_key_fails_on_one_line_and_writes_nothing(kgr, tmp_p
 @pytest.mark.parametrize("args", [("stage", "{tmp}/missing.jsonl"), ("review", "label", "{tmp}/missing.jsonl"),
                                   ("init", "--schema", "{tmp}/missing.json"),
                                   ("export", "laplacian", "--out", "{tmp}/no/such/dir/g.npz"),
-                                  ("export", "jsonl", "--out", "{tmp}")])
+                                  ("export", "jsonl", "--out", "{tmp}"), ("slice", "verify", "{tmp}/missing.json"),
+                                  ("slice", "verify", "{tmp}")])
 def test_a_missing_file_is_one_line(kgr, tmp_path, args):
     res = kgr(*(a.format(tmp=tmp_path) for a in args), code=1)
     assert res.stderr.startswith("Error: ") and res.stderr.count("\n") == 1, res.stderr
@@ -174,3 +179,55 @@ def test_on_a_terminal_the_live_line_shows_the_total_and_the_eta():
         p("chunks", 2)
         p._bar.refresh()  # (rich redraws on its own timer; draw now)
     assert "2/8 chunks (25 %), 2/2 files" in buf.getvalue() and "ETA 0:00:12" in buf.getvalue()
+
+
+def _cli(*args: str, columns: int, uri: str) -> str:
+    """``kgr ARGS`` in a fresh process whose environment says the terminal has ``columns`` columns
+    (rich reads ``COLUMNS`` when its consoles are made, at import: CliRunner cannot change it)."""
+    env = {**os.environ, "COLUMNS": str(columns), "NEO4J_URI": uri}
+    proc = subprocess.run([sys.executable, "-c", "from kgr.cli.main import app; app(prog_name='kgr')", *args],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_json_and_tables_do_not_depend_on_the_terminals_width(kgr, tmp_path, graph, neo4j_settings):
+    _flask(kgr, tmp_path)
+    seen = {}
+    for args in (("status", "--json"), ("metrics", "--json"), ("metrics",)):
+        seen[args] = narrow = _cli(*args, columns=40, uri=neo4j_settings.uri)
+        assert narrow == _cli(*args, columns=200, uri=neo4j_settings.uri), args
+    metrics = seen[("metrics",)].splitlines()
+    top = next(i for i, line in enumerate(metrics) if "prom/cand" in line)
+    table = metrics[top:top + 4]  # the header, its rule, the round and the totals
+    assert len(table[0]) > 40 and table[0].split()[-1] in ("retr", "ms/cand"), table  # wider than 40: whole
+    assert not any("…" in line for line in table), table
+    assert json.loads(seen[("status", "--json")])["promoted"] == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_stopped_managed_neo4j_is_announced_before_anything_is_done_for_it(tmp_path, monkeypatch):
+    """No NEO4J_URI: the command needs the managed Neo4j, finds it stopped (a home with no server)
+    and says so on one line before it tries to start it; here the start fails (no java), on one
+    line too. (tests/runtime/test_runtime.py shows the same line before a real start.)"""
+    bolt, http = _free_port(), _free_port()
+    home = tmp_path / "home"
+    for var in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    env = {"KGR_NEO4J_HOME": str(home), "KGR_NEO4J_BOLT_PORT": str(bolt), "KGR_NEO4J_HTTP_PORT": str(http),
+           "KGR_JAVA": str(tmp_path / "no-java")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    res = CliRunner().invoke(app, ["status"])
+    assert res.exit_code == 1, res.output
+    said = res.stderr.splitlines()
+    assert len(said) == 2, said
+    assert re.fullmatch(rf"kgr: starting the managed Neo4j \((stopped|first start)\) on bolt://127\.0\.0\.1:{bolt}, "
+                        rf"home {re.escape(str(home))}; `kgr neo4j stop` stops it …", said[0]), said
+    assert said[1].startswith(f"Error: KGR_JAVA={tmp_path / 'no-java'}: the managed Neo4j needs Java 17+"), said
