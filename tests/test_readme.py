@@ -1,5 +1,5 @@
 """The README says what the code does (issue 32, item 6): every environment variable kgr and its
-tests read is documented, and the /health example does not hard-code a stale tool count."""
+tests read is documented, and the /health example says the number of tools the server serves."""
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ def test_every_environment_variable_is_in_the_readme():
     assert not missing, f"README.md does not document {missing}"
 
 
-def test_the_health_example_does_not_hard_code_the_tool_count():
+def test_the_health_example_says_the_true_tool_count():
+    """The README said 11 tools; the server had 18. Every /health example (README and docs/) says
+    the number the server serves: a tool added or removed without the docs fails here."""
     from kgr.server.catalog import served_tools
 
     docs = README + "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
-    counts = re.findall(r'/health.*"tools":\s*(\d+)', docs)
-    assert all(int(n) == len(served_tools()) for n in counts), (counts, len(served_tools()))
-    assert re.search(r'/health.*"tools":N', README)
+    counts = [int(n) for n in re.findall(r'/health.*"tools":\s*(\d+)', docs)]
+    assert re.search(r'/health.*"tools":\s*\d+', README)  # the README has one
+    assert counts and set(counts) == {len(served_tools())}, (counts, len(served_tools()))
