@@ -24,7 +24,8 @@ pytestmark = pytest.mark.neo4j
 
 def _inner(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp_path / "probe.json"
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KGR_TEST_NEO4J_"))}
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("NEO4J_", "KGR_TEST_NEO4J_")) and k != "KGR_TEST_KEEP_NEO4J"}
     proc = subprocess.run([sys.executable, "-m", "pytest", str(PROBE), "-p", "no:cacheprovider", "-x"],
                           cwd=ROOT, env={**clean, "KGR_PROBE_OUT": str(out), "KGR_REQUIRE_NEO4J": "1", **env},
                           capture_output=True, text=True, timeout=600)
