@@ -4,7 +4,9 @@ the real Neo4j, in process and with worker processes.
 - no key for the provider, an unknown model: refused before anything is read or written;
 - a key litellm raises about before any request (the client refuses to send it: litellm reports
   HTTP 500 "Missing credentials", once retried 4 times per chunk) stops the job at the first chunk.
-(The stub's HTTP 401 is in tests/ingest/test_pipeline_llm.py.)
+Either way no document is left partial (every document in the store has all its chunks, none
+processed), and the next run with a working LLM resumes them, each chunk once. (The stub's HTTP 401
+is in tests/ingest/test_pipeline_llm.py.)
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from kgr.ingest.config import IngestConfig  # noqa: E402
 from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.schema import load_schema  # noqa: E402
 from kgr.store.admin import status  # noqa: E402
+from tests.support.llm_stub import StubReply, llm_stub_factory  # noqa: E402,F401 - the fixture
 
 pytestmark = pytest.mark.neo4j
 
 SCHEMA = load_schema(Path(_ROOT) / "examples" / "schema.json")
 TEXT = "{tag}: Charles Babbage was born in London. Charles Babbage designed the Difference Engine."
+GOOD = {"entities": {"Person": ["Charles Babbage"], "Place": ["London"]},
+        "relations": {"BORN_IN": [{"subject": "Charles Babbage", "object": "London"}]}}
 EXECUTORS = [pytest.param({}, id="inprocess"), pytest.param({"executor": "process", "workers": 2}, id="process")]
 
 
@@ -43,6 +48,13 @@ def _corpus(tmp_path: Path, n: int) -> Path:
 def _config(**kw) -> IngestConfig:
     return IngestConfig(**{"extractor": "llm", "model": "openai/gpt-4o-mini", "timeout": 2.0, "max_attempts": 4,
                            "concurrency": 4, "max_rounds": 1, "promote": False, **kw})
+
+
+def _documents(graph) -> list[tuple[int | None, int, int]]:
+    """``(chunk_count, chunks in the store, chunks processed)`` of every document."""
+    return [tuple(r.values()) for r in graph.driver.execute_query(
+        "MATCH (d:Document) RETURN d.chunk_count AS cut, COUNT { (c:Chunk)-[:PART_OF]->(d) } AS stored, "
+        "COUNT { (c:Chunk)-[:PART_OF]->(d) WHERE c.processed_at IS NOT NULL } AS done").records]
 
 
 @pytest.fixture
@@ -81,7 +93,7 @@ def test_an_unknown_model_stops_the_job_before_anything_is_written(graph, tmp_pa
 @pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 @pytest.mark.parametrize("where", EXECUTORS)
 def test_a_credentials_error_raised_before_any_request_stops_the_job_at_the_first_chunk(
-        graph, tmp_path, no_keys, monkeypatch, where):
+        graph, tmp_path, no_keys, monkeypatch, where, llm_stub_factory):
     """When the environment check cannot see that the key is missing (a provider litellm's check
     does not know), the client's refusal to send the request stops the job at the first chunk: one
     error, no retries, nothing processed."""
@@ -94,5 +106,10 @@ def test_a_credentials_error_raised_before_any_request_stops_the_job_at_the_firs
     assert msg.startswith("stopped: the LLM refused the first chunk (no request sent: LLM request not sent: "
                           "no usable API key for openai/gpt-4o-mini"), msg
     assert "Missing credentials" in msg and "\n" not in msg and "HTTP 500" not in msg
-    done = graph.driver.execute_query("MATCH (c:Chunk) WHERE c.processed_at IS NOT NULL RETURN count(c) AS n")
-    assert done.records[0]["n"] == 0
+    left = _documents(graph)
+    assert left and all(cut == stored and done == 0 for cut, stored, done in left), left  # whole, unprocessed
+
+    stub = llm_stub_factory(default=StubReply.json(GOOD))  # the fix: a key and a server that accepts it
+    report = ingest(graph, [corpus], SCHEMA, config=_config(api_base=stub.base_url, api_key="stub-key", **where))
+    assert report.chunks_failed == [] and len(stub.requests) == 40  # each chunk once, those left resumed
+    assert _documents(graph) == [(1, 1, 1)] * 40

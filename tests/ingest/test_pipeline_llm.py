@@ -302,6 +302,10 @@ def test_an_llm_that_refuses_every_request_stops_the_job_and_loses_nothing(graph
     assert 1 <= len(refusing.requests) < 16
     read_before_stop = _chunk_state(graph)
     assert read_before_stop and not any(done for done, _ in read_before_stop.values())
+    partial = graph.driver.execute_query(  # a document in the store has all its chunks (none half-written)
+        "MATCH (d:Document) WHERE d.chunk_count IS NULL OR COUNT { (:Chunk)-[:PART_OF]->(d) } <> d.chunk_count "
+        "RETURN count(d) AS n").records[0]["n"]
+    assert partial == 0
     # the same from worker processes, whose chunk failures carry the status to the job
     asked = len(refusing.requests)
     with pytest.raises(KgrExtractionError, match=r"^stopped: the LLM refused the first chunk \(HTTP 401"):
