@@ -231,3 +231,31 @@ def test_a_stopped_managed_neo4j_is_announced_before_anything_is_done_for_it(tmp
     assert re.fullmatch(rf"kgr: starting the managed Neo4j \((stopped|first start)\) on bolt://127\.0\.0\.1:{bolt}, "
                         rf"home {re.escape(str(home))}; `kgr neo4j stop` stops it …", said[0]), said
     assert said[1].startswith(f"Error: KGR_JAVA={tmp_path / 'no-java'}: the managed Neo4j needs Java 17+"), said
+
+
+def test_off_a_terminal_the_periodic_lines_show_the_total_and_the_eta():
+    """A log (no terminal): a line every ``every`` seconds from the job's first event, each with the
+    total and, while reading, the ETA; the last line says where the job ended."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=False, width=80)
+    t = [0.0]
+    with IngestProgress(console, files=2, size=200, every=0.02, clock=lambda: t[0]) as p:
+        time.sleep(0.1)
+        assert buf.getvalue() == ""  # nothing before the job's first event
+        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8)):
+            p(event, n)
+        t[0] = 4.0
+        p("chunks", 2)
+        deadline = time.monotonic() + 10
+        while "ETA" not in buf.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        p("chunks", 6)
+    lines = buf.getvalue().splitlines()
+    assert "kgr ingest: 2/8 chunks (25 %), 2/2 files, 0 triples, 0.5 chunks/s, elapsed 0:00:04, ETA 0:00:12" in lines
+    assert lines[-1] == "kgr ingest: 8/8 chunks (100 %), 2/2 files, 0 triples, 2.0 chunks/s, elapsed 0:00:04"
+    assert all(x.startswith("kgr ingest: ") for x in lines), lines  # whole lines (width 80): none wrapped
