@@ -1,7 +1,8 @@
 """The first hour's manners (issue 32, items 3 and 6), through the real CLI against the real Neo4j:
-entity keys normalised with a did-you-mean, tables and JSON not cut to the terminal's width,
-progress with totals off a terminal, what `kgr review label` says, and an ingest that cannot reach
-its LLM failing on one line before it writes anything."""
+entity keys normalised with a did-you-mean, one-line errors on missing files (`slice verify` too),
+tables and JSON the same at 40 and 200 columns, progress with totals and ETA on and off a terminal,
+what `kgr review label` says, a stopped managed Neo4j announced before it is started, and an ingest
+that cannot reach its LLM failing on one line before it writes anything."""
 
 from __future__ import annotations
 
