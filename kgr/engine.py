@@ -29,7 +29,8 @@ from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
-from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, staging, versions
+from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
+from kgr.model.schema_versions import SchemaChange, StoredSchema
 from kgr import slices
 from kgr.slices.anchors import EmbedReport, embed_entities, model_of
 from kgr.slices.outcome import DoctorReport
@@ -66,17 +67,58 @@ class Engine:
         self.schema = schema
         self.embed = embed  # name embeddings for slice anchors (kgr.slices.anchors); None: fulltext only
         self._policies: dict[tuple, Policy] = {}
+        self.schema_from_graph = False  # the schema is the one the graph keeps (connect found none given)
+        self.schema_change: SchemaChange | None = None  # what the last init() did with the schema
 
     @classmethod
     def connect(cls, settings: Neo4jSettings | None = None, *, schema: str | Path | KGSchema | None = None,
-                embed: EmbedFn | None = None) -> "Engine":
-        """Connect (managed local Neo4j when ``NEO4J_URI`` is unset) and load the schema file."""
+                embed: EmbedFn | None = None, migrate: bool = False) -> "Engine":
+        """Connect (managed local Neo4j when ``NEO4J_URI`` is unset) and load the schema file.
+
+        Without ``schema`` the graph's own (stored by ``kgr init --schema``,
+        :mod:`kgr.store.schema_store`) is used, when it keeps one. A given schema that differs from
+        the graph's raises :class:`~kgr.errors.KgrSchemaMismatch`, unless ``migrate`` (then
+        :meth:`init` stores it as the graph's next schema version).
+        """
         sch = load_schema(schema) if isinstance(schema, (str, Path)) else schema
-        return cls(connect(settings), sch, embed=embed)
+        graph = connect(settings)
+        try:
+            stored = schema_store.read_schema(graph)
+            if sch is not None and not migrate:
+                schema_store.check_schema(stored, sch, str(schema) if isinstance(schema, (str, Path)) else
+                                          "the given schema")
+        except BaseException:
+            graph.close()
+            raise
+        engine = cls(graph, sch if sch is not None else (stored.kg_schema if stored else None), embed=embed)
+        engine.schema_from_graph = sch is None and stored is not None
+        return engine
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def init(self) -> int:
-        return admin.init_store(self.graph, self.schema)
+    def init(self, *, migrate: bool = False) -> int:
+        """Create kgr's constraints and indexes (idempotent) and make the engine's schema the graph's
+        (:func:`kgr.store.schema_store.store_schema`: the first is stored, the same one changes
+        nothing, another is refused unless ``migrate``; :attr:`schema_change` says which).
+        Returns the number of schema statements run."""
+        n = admin.init_store(self.graph, self.schema)
+        if self.schema is not None and not self.schema_from_graph:
+            self.schema_change = schema_store.store_schema(self.graph, self.schema, migrate=migrate)
+        return n
+
+    def stored_schema(self) -> StoredSchema | None:
+        """The schema the graph keeps (its newest version), or ``None``."""
+        return schema_store.read_schema(self.graph)
+
+    def undeclared_types(self) -> dict[str, int]:
+        """Entity types in the graph that the engine's schema does not declare, with their counts."""
+        return schema_store.undeclared_types(self.graph, self.schema) if self.schema is not None else {}
+
+    def reset(self) -> None:
+        """Delete everything kgr stored in the database (entities, edges, documents, versions, the
+        stored schema...), keeping the constraints and indexes; the store is initialised again (a
+        later :meth:`init` stores the engine's schema anew)."""
+        admin.reset(self.graph)
+        self.schema_from_graph = False
 
     def status(self) -> admin.StoreStatus:
         return admin.status(self.graph)
@@ -267,6 +309,10 @@ class Engine:
     def merge_entities(self, keep: str, drop: str) -> merge.MergeResult:
         """Merge entity ``drop`` into entity ``keep`` (keys ``"Type:name"``) as one version.
 
-        Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`.
+        Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`. Keys are
+        normalised as staging does (``Person:Ada`` is ``Person:ada``); a key that names no entity is
+        reported with the closest existing keys.
         """
+        keep, drop = inspect.user_entity_key(keep), inspect.user_entity_key(drop)
+        inspect.check_entity_keys(self.graph, [keep, drop], ["keep", "drop"])
         return merge.merge_entities(self.graph, keep, drop)

@@ -13,6 +13,7 @@ __all__ = [
     "KgrValidationError",
     "KgrIdentifierError",
     "KgrSchemaError",
+    "KgrSchemaMismatch",
     "KgrNeo4jUnavailable",
     "KgrRuntimeError",
     "KgrNotFound",
@@ -72,6 +73,11 @@ class KgrIdentifierError(KgrValidationError):
 
 class KgrSchemaError(KgrValidationError):
     """A KG schema file is malformed, or an assertion violates the schema."""
+
+
+class KgrSchemaMismatch(KgrSchemaError):
+    """The graph keeps another KG schema than the one given (``kgr init --schema S --migrate`` makes
+    the given one the graph's)."""
 
 
 class KgrNeo4jUnavailable(KgrError):

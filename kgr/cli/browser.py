@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, out
+from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, out, print_table
 
 __all__ = ["app", "browse"]
 
@@ -195,7 +195,7 @@ def queries(
         t = Table("#", "name", "title", "parameters")
         for q in items:
             t.add_row(q.filename.split("_", 1)[0], q.name, q.title, ", ".join(f"${p}" for p in q.params))
-        out.print(t)
+        print_table(t)
 
     emit(list(saved_queries()), json_, table)
 

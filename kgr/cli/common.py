@@ -19,7 +19,8 @@ from rich.console import Console
 
 from kgr.errors import KgrError
 
-__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "existing_path"]
+__all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "existing_path",
+           "print_table", "check_output_path"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -73,7 +74,38 @@ def emit(value: Any, as_json: bool, human: Callable[[Any], None] | None = None) 
         human(value)
 
 
-def open_engine(schema: Path | None = None, *, embed: Any = None):  # noqa: ANN201 - Engine (lazy import: fast --help)
+def print_table(table: Any) -> None:
+    """Print a rich table on stdout at its natural width, whatever the terminal's: a pipe (80
+    columns to rich) or a narrow window never cuts a value (``kgr metrics | cat`` shows every column)."""
+    from rich.measure import Measurement
+
+    width = Measurement.get(out, out.options.update(max_width=1_000_000), table).maximum
+    if width <= out.width:
+        out.print(table)
+        return
+    Console(file=out.file, width=width, highlight=False, soft_wrap=True, force_terminal=out.is_terminal,
+            color_system=out.color_system).print(table)
+
+
+def check_output_path(path: Path) -> Path:
+    """``path`` if a file can be written there (its directory exists, it is no directory).
+
+    Raises
+    ------
+    KgrValidationError
+        Not so (one line, before anything is read or connected).
+    """
+    from kgr.errors import KgrValidationError
+
+    if path.is_dir():
+        raise KgrValidationError(f"{path} is a directory; give a file name", field="out")
+    if not path.parent.is_dir():
+        raise KgrValidationError(f"cannot write {path}: no directory {path.parent}", field="out")
+    return path
+
+
+def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)
+    """The :class:`~kgr.engine.Engine` of a command: ``schema`` given, else the graph's own."""
     from kgr.engine import Engine
 
-    return Engine.connect(schema=schema, embed=embed)
+    return Engine.connect(schema=schema, embed=embed, migrate=migrate)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, check_output_path, emit, err, errors_to_exit, open_engine, out
 
 app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Export promoted (or pending) edges.")
 
@@ -27,6 +27,8 @@ def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File 
     """
     from kgr.store.export import JsonlExport, iter_exported
 
+    if output:
+        check_output_path(output)
     with open_engine() as kg:
         fh = output.open("w", encoding="utf-8") if output else sys.stdout
         n = 0
@@ -52,6 +54,7 @@ def laplacian(output: Annotated[Path, typer.Option("--out", "-o", help="The .npz
     """Write the promoted graph's Laplacian (scipy CSR) and node-id order to an .npz file."""
     from kgr.store.export import export_laplacian
 
+    check_output_path(output)
     with open_engine() as kg:
         res = export_laplacian(kg.graph, output, include_pending=include_pending)
     emit(res, json_, lambda r: out.print(f"wrote {r.path}: {r.nodes} nodes, {r.edges} edges"))

@@ -1,6 +1,6 @@
 """``kgr ingest``: the options become one :class:`~kgr.ingest.config.IngestConfig` (its validators
 are the only ones; their messages are shown with option names), then the job runs with a progress
-display and a report."""
+display (:mod:`kgr.cli.progress`: totals and ETA on a terminal, periodic lines in logs) and a report."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.progress import Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
 from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
+from kgr.cli.progress import IngestProgress, corpus_size
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
 app = typer.Typer(rich_markup_mode=None)
@@ -72,30 +71,6 @@ def _verifier(verify: VerifyChoice, cfg):  # noqa: ANN001, ANN202 - IngestConfig
     return make_verifier(kind, model=cfg.model, api_base=cfg.api_base) if kind == "llm" else make_verifier(kind)
 
 
-class _Count(ProgressColumn):
-    """A task's count: chunks with their rate (per second, over the last 30 s), cost in USD."""
-
-    max_refresh = 0.5
-
-    def render(self, task: Task) -> Text:
-        if task.fields.get("money"):
-            return Text(f"${task.completed:.4f}")
-        rate = f" ({task.speed:.1f}/s)" if task.fields.get("rate") and task.speed else ""
-        return Text(f"{int(task.completed)}{rate}")
-
-
-def _progress(bar: Progress):  # noqa: ANN202 - the on_progress callable
-    """``on_progress`` for :func:`kgr.ingest.pipeline.ingest`: one line per event on ``bar``."""
-    tasks: dict[str, Any] = {}
-
-    def progress(event: str, n: float) -> None:
-        if event not in tasks:
-            tasks[event] = bar.add_task(event.replace("_", " "), money=event == "cost_usd", rate=event == "chunks")
-        bar.advance(tasks[event], n)
-
-    return progress
-
-
 def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an IngestReport
     if report.documents == 0:
         err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .jsonl "
@@ -108,10 +83,49 @@ def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an Ingest
         raise typer.Exit(2)
 
 
+def _run_job(kg, paths: list[Path], cfg, verifier, embed):  # noqa: ANN001, ANN202 - Engine, IngestConfig, ... -> IngestReport
+    """The job on ``kg``'s graph and schema, with its progress display (one-line errors first)."""
+    from kgr.errors import KgrNeo4jUnavailable, KgrSchemaError
+    from kgr.ingest.pipeline import ingest as run_ingest
+    from kgr.litellm_offline import openai_http_route_during
+
+    if kg.schema is None:
+        raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
+                             "store one with `kgr init --schema FILE`")
+    kg.init()
+    if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
+        from kgr.ingest.config import make_extractor
+        from kgr.ingest.fail_fast import preflight
+
+        preflight(make_extractor(cfg))
+    files, size = corpus_size(paths)
+    with IngestProgress(err, files=files, size=size) as progress:
+        rounds = {"n": 0}
+
+        def promote():  # noqa: ANN202 - a RoundSummary
+            rounds["n"] += 1
+            progress.set_phase(f"promoting, round {rounds['n']}")
+            return kg.promote(policy=cfg.policy, verifier=verifier)
+
+        try:
+            with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
+                return run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress, promote=promote,
+                                  embed=embed)
+        except KgrNeo4jUnavailable as exc:
+            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
+            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
+            progress.stop()
+            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(1)
+
+
 @app.command()
 @errors_to_exit
 def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .jsonl .pdf).")],
-           schema: Annotated[Path, typer.Option("--schema", help="KG schema JSON file.")],
+           schema: Annotated[Path | None, typer.Option("--schema", help=(
+               "KG schema JSON file (stored in the graph on first use); default: the graph's schema."))] = None,
            extractor: Annotated[str | None, typer.Option(
                help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,
            model: Annotated[str | None, typer.Option(
@@ -160,10 +174,6 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
     hold no document kgr can read.
     """
-    from kgr.errors import KgrNeo4jUnavailable
-    from kgr.ingest.pipeline import ingest as run_ingest
-    from kgr.litellm_offline import openai_http_route_during
-
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
@@ -172,21 +182,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
     verifier = _verifier(verify, cfg)
-    with open_engine(schema) as kg, Progress(TextColumn("{task.description}"), _Count(),
-                                             TimeElapsedColumn(), console=err, transient=True) as bar:
-        kg.init()
-        try:
-            with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
-                report = run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=_progress(bar),
-                                    promote=lambda: kg.promote(policy=cfg.policy, verifier=verifier),
-                                    embed=embedder(embedding_model, embedding_api_base))
-        except KgrNeo4jUnavailable as exc:
-            # exit now: database calls still retrying in worker threads are abandoned (each chunk's
-            # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
-            bar.stop()
-            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
-            sys.stderr.flush()
-            sys.stdout.flush()
-            os._exit(1)
+    with open_engine(schema) as kg:
+        report = _run_job(kg, paths, cfg, verifier, embedder(embedding_model, embedding_api_base))
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     _exit_status(report, paths)

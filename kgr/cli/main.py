@@ -10,7 +10,8 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, SchemaOpt, emit, err, errors_to_exit, existing_path, open_engine, out
+from kgr.cli.common import (JsonOpt, SchemaOpt, emit, err, errors_to_exit, existing_path, open_engine, out,
+                            print_table)
 from kgr.model.inspect import EdgeExplanation
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -31,7 +32,8 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
     app.add_typer(_sub.app, name=_noun)
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
-for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics"):
+for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics",
+                "kgr.cli.reset"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
@@ -47,13 +49,28 @@ app.command("browse")(_browser.browse)
 
 @app.command()
 @errors_to_exit
-def init(schema: SchemaOpt = None, json_: JsonOpt = False) -> None:
-    """Create constraints and indexes (idempotent)."""
-    with open_engine(schema) as kg:
-        n = kg.init()
-        st = kg.status()
-    emit({"statements": n, "uri": st.uri, "version": st.version}, json_,
-         lambda d: out.print(f"initialised {d['uri']} ({d['statements']} schema statements, version {d['version']})"))
+def init(schema: SchemaOpt = None,
+         migrate: Annotated[bool, typer.Option("--migrate", help=(
+             "Make --schema the graph's schema although the graph keeps another (recorded as the next schema "
+             "version, with the diff of its types; the data stays as it is)."))] = False,
+         json_: JsonOpt = False) -> None:
+    """Create constraints and indexes (idempotent); with --schema, store the KG schema in the graph.
+
+    Later commands use the stored schema when given none, and refuse a different one unless it is
+    migrated to with --migrate.
+    """
+    from kgr.cli.schema_info import init_summary
+
+    if migrate and schema is None:
+        from kgr.errors import KgrValidationError
+
+        raise KgrValidationError("--migrate needs --schema FILE (the schema to migrate to)", field="migrate")
+    with open_engine(schema, migrate=migrate) as kg:
+        n = kg.init(migrate=migrate)
+        stored = kg.stored_schema()
+        data = init_summary(n, kg.status(), kg.schema_change, stored,
+                            kg.undeclared_types() if kg.schema_change is not None else None)
+    emit(data, json_, lambda d: out.print(d["summary"], markup=False, soft_wrap=True))
 
 
 @app.command()
@@ -67,7 +84,7 @@ def stage(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Tripl
     Exit code 2 when no line could be staged (every one bad or rejected).
     """
     with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                             console=err, transient=True) as bar:
+                                             console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("staging…")
         rep = kg.stage_file(path, batch_size=batch_size, workers=workers,
                             on_batch=lambda r: bar.update(task, description=f"staging… {r.rows} rows, {r.new_votes} new votes"))
@@ -120,7 +137,7 @@ def promote(schema: SchemaOpt = None,
             emit(summary, json_, lambda s: out.print(_round_line(s)))
             return
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+                      console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task("promoting…")
             totals = {"promoted": 0, "rounds": 0}
 
@@ -282,7 +299,7 @@ def status(json_: JsonOpt = False) -> None:
         t = Table(show_header=False)
         for k, v in s.model_dump().items():
             t.add_row(k, str(v))
-        out.print(t)
+        print_table(t)
 
     emit(st, json_, human)
 

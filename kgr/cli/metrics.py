@@ -11,7 +11,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out, print_table
 
 app = typer.Typer(rich_markup_mode=None)
 
@@ -52,7 +52,7 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
         if latency:
             row.append(_num(r.mean_decision_latency_ms, ".3f"))
         t.add_row(*row)
-    out.print(t)
+    print_table(t)
     z = m.psz
     out.print(f"PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms), without labels: corroborated acceptance "
               f"{_pct(z.acceptance)} %, FMR lower bound (retracted) {_pct(z.fmr)} %, "

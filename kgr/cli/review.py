@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
 from kgr.errors import KgrValidationError
 from kgr.ingest.loaders import path_kind
 from kgr.model.jsontext import json_lines, loads_strict
@@ -82,13 +82,19 @@ def queue(limit: Annotated[int, typer.Option(min=1, max=1000, help="Items at mos
 @errors_to_exit
 def label(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Lines {\"key\", \"label\", \"reviewer\"}.")],
           json_: JsonOpt = False) -> None:
-    """Record labels as one version: the scorer refits on them; a promoted edge labelled false is retired."""
+    """Record labels as one version: a promoted edge labelled false is retired and a staged one
+    rejected at once; the rest (the scorer's refit, edges labelled true) takes effect at the next
+    promotion round (`kgr promote`), which this command says."""
     labels = read_labels(path)
     with open_engine() as kg:
         rep = kg.label(labels)
     emit(rep, json_, lambda r: out.print(
         f"version {r.version}: {r.labelled} labels recorded ({r.relabelled} replaced), {r.retired} promoted edges "
         f"retired, {r.rejected} staged edges rejected", markup=False))
+    if rep.labelled:
+        err.print("note: the labels take effect on promotion at the next round: run `kgr promote` (the scorer refits "
+                  "on them; edges labelled true are promoted when the round accepts them)", markup=False,
+                  soft_wrap=True)
 
 
 __all__ = ["app", "read_labels"]

@@ -68,10 +68,11 @@ def serve(
                                    embedding_api_base=embedding_api_base, header_timeout=header_timeout,
                                    body_timeout=body_timeout, max_connections=max_connections,
                                    **({} if cpu_workers is None else {"cpu_workers": cpu_workers})).check()
+    served = _served_schema(schema)
     if config.transport == "stdio":
         from kgr.server.app import run_stdio
 
-        run_stdio(config)
+        run_stdio(config, schema=served)
         return
 
     from kgr.server.app import run_http
@@ -82,9 +83,24 @@ def serve(
                   markup=False, soft_wrap=True)
 
     try:
-        run_http(config, log_level=log_level, on_ready=ready)
+        run_http(config, schema=served, log_level=log_level, on_ready=ready)
     except OSError as exc:
         raise KgrError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _served_schema(path: Path | None):  # noqa: ANN202 - KGSchema | None (imports kept lazy)
+    """The schema the server holds the tools to: ``path``'s, checked against the graph's, or the
+    graph's own (``kgr init --schema``). When Neo4j does not answer yet, ``path``'s (or none): the
+    server starts anyway and its store tools retry on demand."""
+    from kgr.cli.common import open_engine
+    from kgr.errors import KgrNeo4jUnavailable, KgrRuntimeError
+    from kgr.model.schema import load_schema
+
+    try:
+        with open_engine(path) as kg:
+            return kg.schema
+    except (KgrNeo4jUnavailable, KgrRuntimeError):
+        return load_schema(path) if path is not None else None
 
 
 @app.command("agent")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out, print_table
 
 app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Name versions of the promoted graph, diff them, roll back.")
 
@@ -36,7 +36,7 @@ def list_(json_: JsonOpt = False) -> None:
         t = Table("name", "version", "edges", "hash", "note")
         for s in items:
             t.add_row(s.name, str(s.version), str(s.edges), s.hash[:16], s.note)
-        out.print(t)
+        print_table(t)
 
     emit(snaps, json_, table)
 
@@ -63,8 +63,11 @@ def diff(base: Annotated[str, typer.Argument(metavar="BASE", help="Snapshot name
 @app.command("rollback")
 @errors_to_exit
 def rollback(ref: Annotated[str, typer.Argument(metavar="REF", help="Snapshot name or version number.")], json_: JsonOpt = False) -> None:
-    """Open a new version whose promoted edges equal those of REF (nothing is deleted)."""
+    """Open a new version whose promoted edges equal those of REF (nothing is deleted), except the
+    facts whose every source was forgotten since: they are listed and stay out."""
     with open_engine() as kg:
         res = kg.rollback(ref)
     emit(res, json_, lambda r: out.print(
-        f"version {r.version}: rolled back to {r.target_version} (retired {r.retired}, restored {r.restored})"))
+        f"version {r.version}: rolled back to {r.target_version} (retired {r.retired}, restored {r.restored}"
+        + (f"; {len(r.unrestored)} not restored, every source forgotten since: {', '.join(r.unrestored[:10])}"
+           + (" ..." if len(r.unrestored) > 10 else "") if r.unrestored else "") + ")", markup=False, soft_wrap=True))

@@ -23,7 +23,9 @@ Conventions
   doubling from ``initial_backoff`` up to ``max_backoff`` seconds, at least a server's
   ``Retry-After`` within that cap). litellm's and the OpenAI client's own retries are switched off so
   that the policy is the only one. Other errors (authentication, bad request, unknown model) fail at
-  once.
+  once, and so does a request the client refuses to send (no API key: litellm reports it as HTTP
+  500, kgr as reason ``"credentials"``). :meth:`LLMExtractor.preflight` finds an unknown model or a
+  missing key before any request.
 - **Timeout.** ``timeout`` seconds per request (each attempt).
 - **Accounting.** ``usage`` sums the provider-reported tokens of every answered request;
   ``cost_usd`` sums the cost litellm already computed for each answered request
@@ -40,7 +42,7 @@ Conventions
   CPU per call); the calls are still counted as ``unpriced_calls``, never as free.
 - **Failures** raise :class:`kgr.errors.KgrExtractionError`. Besides its message it carries
   ``reason`` (``"timeout"``, ``"rate_limited"``, ``"server_error"``, ``"connection_error"``,
-  ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage``,
+  ``"credentials"``, ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage``,
   ``cost_usd`` and ``unpriced_calls`` so a batch report can account for failed chunks too.
 - **Offline price map.** Importing litellm normally downloads its model price map; kgr sets
   ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (unless already set) so the bundled map is used and no
@@ -55,7 +57,6 @@ Conventions
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import weakref
 from typing import Any
@@ -68,8 +69,9 @@ from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema
 
 from kgr.extract.llm_client import (
-    NO_KEY, CallTally, RetryPolicy, api_base_problem, classify_failure, http_status, load_litellm, message_text,
-    placeholder_priced, prepare_pricing, provider_errors, retry_after,
+    NO_KEY, CallTally, RetryPolicy, api_base_problem, classify_failure, credentials_problem, http_status,
+    load_litellm, message_text, placeholder_priced, prepare_pricing, provider_errors, retry_after,
+    sends_placeholder_key,
 )
 from kgr.extract.llm_prompt import BadOutput, LLMOutput, build_messages, parse_reply, repair_messages, system_prompt
 
@@ -155,6 +157,19 @@ class LLMExtractor:
     def __repr__(self) -> str:
         return f"LLMExtractor(model={self.model!r}, api_base={self.api_base!r}, timeout={self.timeout})"
 
+    def preflight(self) -> None:
+        """Check, without a request, what would make every request fail: an unknown model name or a
+        missing API key (:func:`~kgr.extract.llm_client.credentials_problem`). A job calls it before
+        it reads any document.
+
+        Raises
+        ------
+        KgrExtractionError
+            The model cannot be routed or its key is missing (the message names the fix).
+        """
+        if problem := credentials_problem(self.model, api_base=self.api_base, api_key=self._api_key):
+            raise KgrExtractionError(problem)
+
     # -- request plumbing --------------------------------------------------------------------
     @property
     def priced(self) -> bool:
@@ -190,7 +205,7 @@ class LLMExtractor:
             kw["api_base"] = self.api_base
         if self._api_key:
             kw["api_key"] = self._api_key
-        elif self.api_base and self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        elif sends_placeholder_key(self.model, self.api_base, self._api_key):
             kw["api_key"] = NO_KEY  # local OpenAI-compatible servers often need none; the client insists
         if self.max_tokens:
             kw["max_tokens"] = self.max_tokens
@@ -217,7 +232,11 @@ class LLMExtractor:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if len(detail) > 300:
             detail = detail[:297] + "..."
-        if reason == "timeout":
+        if reason == "credentials":  # the client refused to send anything: no HTTP status
+            status = None
+            msg = (f"LLM request not sent: no usable API key for {self.model} ({detail}); set the provider's "
+                   "key variable (e.g. OPENAI_API_KEY) and re-run")
+        elif reason == "timeout":
             msg = (
                 f"LLM request timed out after {self.timeout:g} s on each of {tally.attempts} attempt(s) "
                 f"({self.model})"

@@ -17,7 +17,7 @@ from kgr.litellm_offline import load_litellm
 
 __all__ = ["NO_KEY", "RetryPolicy", "CallTally", "load_litellm", "prepare_pricing",
            "provider_errors", "classify_failure", "retry_after", "response_cost", "message_text", "http_status",
-           "placeholder_priced", "api_base_problem", "ApiBase"]
+           "placeholder_priced", "api_base_problem", "ApiBase", "credentials_problem", "sends_placeholder_key"]
 
 #: API key sent to a custom ``api_base`` when none is configured (local servers usually ignore it).
 NO_KEY = "kgr-no-key"
@@ -136,12 +136,27 @@ def http_status(exc: BaseException) -> int | None:
     return code if isinstance(code, int) else None
 
 
+def _client_config_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception under it) is the OpenAI SDK refusing to build a request at
+    all: a bare ``openai.OpenAIError`` (not an ``APIError``, which a request's answer or its
+    transport raises), e.g. "Missing credentials" when no API key is configured. litellm reports it
+    as ``InternalServerError`` (HTTP 500), which would otherwise be retried as a server error."""
+    import openai
+
+    return any(type(e) is openai.OpenAIError for e in (exc, *_causes(exc)))
+
+
 def classify_failure(exc: BaseException) -> tuple[str, bool]:
-    """``(reason, transient)`` for an exception raised by a completion request."""
+    """``(reason, transient)`` for an exception raised by a completion request.
+
+    ``"credentials"`` (never retried) is a request that never left: the client had no usable key.
+    """
     import httpx
     import openai
 
     ll = load_litellm()
+    if _client_config_error(exc):
+        return "credentials", False
     if isinstance(exc, (ll.Timeout, TimeoutError, asyncio.TimeoutError)):
         return "timeout", True
     # litellm reports a refused connection as InternalServerError("Connection error."): look underneath
@@ -271,3 +286,42 @@ def _checked_api_base(api_base: str | None) -> str | None:
 
 #: A config model's ``api_base`` field: ``None``, or a URL :func:`api_base_problem` accepts.
 ApiBase = Annotated[str | None, AfterValidator(_checked_api_base)]
+
+
+def sends_placeholder_key(model: str, api_base: str | None, api_key: str | None) -> bool:
+    """Whether kgr sends :data:`NO_KEY` for ``model``: an ``openai/`` model on a custom ``api_base``
+    with no key given and none in ``OPENAI_API_KEY`` (local OpenAI-compatible servers need none)."""
+    import os
+
+    return not api_key and bool(api_base) and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY")
+
+
+def credentials_problem(model: str, *, api_base: str | None = None, api_key: str | None = None) -> str | None:
+    """What stops every request to ``model`` before it is sent, or ``None``; checked without a request.
+
+    - litellm cannot tell the model's provider (``get_llm_provider`` fails): an unknown model name;
+    - no key was given and the provider's key variable (litellm's ``validate_environment``; only
+      variables named ``*_API_KEY`` count, so providers with other kinds of credentials, such as
+      AWS profiles or a local server's address, are never refused here) is unset. An ``openai/``
+      model on a custom ``api_base`` is sent a placeholder key and passes.
+
+    >>> credentials_problem("no-such-model-xyz")  # doctest: +ELLIPSIS
+    "unknown model 'no-such-model-xyz': litellm cannot tell its provider; ...
+    """
+    ll = load_litellm()
+    try:
+        ll.get_llm_provider(model)
+    except Exception:  # noqa: BLE001 - litellm raises BadRequestError (and others) for names it cannot route
+        return (f"unknown model {model!r}: litellm cannot tell its provider; name it provider/model "
+                "(e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, or hosted_vllm/NAME with --api-base)")
+    if api_key or sends_placeholder_key(model, api_base, api_key):
+        return None
+    try:
+        env = ll.validate_environment(model, api_base=api_base) or {}
+    except Exception:  # noqa: BLE001 - a provider litellm cannot check: the first request says it
+        return None
+    missing = [k for k in env.get("missing_keys") or [] if str(k).endswith("_API_KEY")]
+    if missing:
+        return (f"no API key for {model}: set {missing[0]} in the environment"
+                + (" (or give --api-base a server that needs none)" if model.startswith("openai/") else ""))
+    return None

@@ -91,6 +91,7 @@ disambiguation cache holds at most ``disambiguation_cache`` names).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 import statistics
 import sys
 import time
@@ -115,7 +116,7 @@ from kgr.ingest.chunk_loop import ChunkPipeline
 from kgr.ingest.config import IngestConfig, make_extractor
 from kgr.ingest.drafting import ChunkDrafter
 from kgr.ingest.executors import open_remote
-from kgr.ingest.fail_fast import FailFast
+from kgr.ingest.fail_fast import FailFast, preflight
 from kgr.ingest.report import MAX_LISTED, ChunkOutcome, IngestReport
 
 __all__ = ["ingest"]
@@ -155,8 +156,10 @@ def ingest(
     """Ingest files/directories into the store (see the module docstring).
 
     ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
-    ``chunks`` (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as
-    litellm prices the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
+    ``files`` and ``file_bytes`` (files read, and their sizes on disk: a progress display's share
+    of the corpus read), ``chunks_read`` (cut and queued, or found processed), ``chunks``
+    (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
+    the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
     ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). With
     ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
@@ -170,8 +173,14 @@ def ingest(
         the database calls still retrying in the background at once: reconnect to go on.
     KgrValidationError
         A path does not exist.
+    KgrExtractionError
+        The LLM cannot work (unknown model, missing key: before anything is read), or refused the
+        job's first request (:mod:`kgr.ingest.fail_fast`; the re-run resumes).
     """
     cfg = config or IngestConfig()
+    if extractor is None and cfg.executor == "inprocess":
+        extractor = make_extractor(cfg)
+    preflight(extractor if extractor is not None else make_extractor(cfg))  # before anything is read or written
     job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
     if cfg.prune:
@@ -180,6 +189,13 @@ def ingest(
     if embed is not None:
         job.embed_names(embed)
     return job.finish()
+
+
+def _failed_first_last(fut: cf.Future) -> bool:
+    """Sort key of finished chunks: those that succeeded first (:class:`FailFast` sees them first)."""
+    if fut.cancelled() or fut.exception() is not None:
+        return True
+    return fut.result().failure is not None
 
 
 class _Job:
@@ -197,6 +213,7 @@ class _Job:
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
+        self.files_read: set[str] = set()
         self.states: dict[str, provenance.DocumentState] = {}
         self.fail_fast = FailFast()
         # fuzzy matches only to entities that existed when the run began: chunk order (concurrency,
@@ -213,11 +230,27 @@ class _Job:
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
     def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
-        for doc in iter_documents([str(p) for p in paths], on_error=self.issues.append):
+        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue):
             self.report.documents += 1
             self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
+            self.file_read(doc.path)
             self.tick("documents", 1)
             yield doc
+
+    def load_issue(self, issue: LoadIssue) -> None:
+        self.issues.append(issue)
+        self.file_read(issue.path)
+
+    def file_read(self, path: str | None) -> None:
+        """Tick ``files`` and ``file_bytes`` (its size on disk) the first time a file is met."""
+        if not path or path in self.files_read:
+            return
+        self.files_read.add(path)
+        self.tick("files", 1)
+        try:
+            self.tick("file_bytes", os.path.getsize(path))
+        except OSError:  # gone or unreadable: its documents (if any) say so
+            pass
 
     def chunks(self, paths: Sequence[str | Path]) -> Iterator[Chunk]:
         """The chunks that need work, a group of documents at a time (see :meth:`reconcile`)."""
@@ -282,6 +315,7 @@ class _Job:
         """Count ``n`` chunks found processed in an earlier run."""
         self.report.chunks += n
         self.report.chunks_skipped += n
+        self.tick("chunks_read", n)
         self.tick("chunks", n)
 
     def forget(self, **what: list[str]) -> None:
@@ -324,7 +358,7 @@ class _Job:
     def drain(self, until: int) -> None:
         while len(self.inflight) > until:
             done, _ = cf.wait(self.inflight, return_when=cf.FIRST_COMPLETED)
-            for f in done:
+            for f in sorted(done, key=_failed_first_last):  # a success finished beside a refusal counts first
                 self.inflight.discard(f)
                 self.absorb(f)
 
@@ -334,6 +368,7 @@ class _Job:
         try:
             for batch in _batches(self.chunks(paths), _READ_BATCH):
                 self.report.chunks += len(batch)
+                self.tick("chunks_read", len(batch))
                 provenance.upsert_chunks(self.graph, batch, paths=self.paths_by_doc, states=self.states)
                 done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])
                 for chunk in batch:

@@ -62,7 +62,7 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: ``Snapshot`` would be listed as a snapshot, counted as a document, and so on.
 RESERVED_LABELS: frozenset[str] = frozenset({
     "Entity", "Document", "Chunk", "Vote", "Decision", "Version", "Snapshot", "KgrState", "SchemaProposal",
-    "ReviewLabel", "VerifierAnswer", "PolicyState", "IssuedSlice", "Outcome",
+    "ReviewLabel", "VerifierAnswer", "PolicyState", "IssuedSlice", "Outcome", "KgrSchema",
 })
 #: Relationship types between entities that kgr writes itself; refused as relation types (a
 #: relation named ``PENDING_REL`` would be promoted into a staged edge's own type). kgr's other

@@ -127,10 +127,11 @@ class ManagedNeo4j:
         )
 
     # ---- start
-    def start(self, timeout: float = 120.0) -> Neo4jStatus:
+    def start(self, timeout: float = 120.0, *, announce: str | None = None) -> Neo4jStatus:
         """Start the server if it is not running and wait until Bolt and HTTP answer.
 
         Idempotent: when the server on this home already runs, returns its status (same pid).
+        ``announce`` replaces the line said when the process is spawned (``""``: none; see :func:`ensure_running`).
 
         Raises
         ------
@@ -145,16 +146,20 @@ class ManagedNeo4j:
             if pid is None:
                 self.install()
                 check_ports(cfg)
-                pid = self._spawn()
+                pid = self._spawn(announce)
             else:
                 cfg = running_config(cfg, pid)
                 self._progress.say(f"Neo4j is already running (pid {pid}) on {cfg.bolt_uri}.")
-        return self._wait_ready(pid, cfg, timeout)
+        with self._progress.spinner(f"waiting for Neo4j to answer on {cfg.bolt_uri}…"):
+            return self._wait_ready(pid, cfg, timeout)
 
-    def _spawn(self) -> int:
+    def _spawn(self, announce: str | None = None) -> int:
         cfg = self.config
         cmd = self.command()
-        self._progress.say(f"Starting Neo4j {cfg.neo4j_version} on {cfg.bolt_uri} (home {cfg.home})...")
+        line = announce if announce is not None else \
+            f"Starting Neo4j {cfg.neo4j_version} on {cfg.bolt_uri} (home {cfg.home})..."
+        if line:  # ("": said already, by ensure_running)
+            self._progress.say(line)
         # Keep the Popen object: it reaps the child when it exits while we are still its parent.
         self._proc = spawn(cfg, cmd)
         return self._proc.pid
@@ -207,10 +212,15 @@ def ensure_running(config: RuntimeConfig | None = None, *, timeout: float = 120.
 
     This is what the connection factory (:func:`kgr.connect.connect`) calls when ``NEO4J_URI`` is
     unset. Progress (the one-time jar download, the start) goes to stderr; an instance that is
-    already up costs a pid check and one Bolt handshake.
+    already up costs a pid check and one Bolt handshake. A stopped one is announced on one line
+    before anything else is done for it (the jars, the ports, the process: ``kgr: starting the managed
+    Neo4j (stopped) on bolt://... ...``), so a command that waits for it, or fails to start it, says why.
     """
     neo = ManagedNeo4j(config, quiet=quiet)
     current = neo.status()
     if current.running and current.ready:
         return current
-    return neo.start(timeout=timeout)
+    announce = (f"kgr: starting the managed Neo4j ({'stopped' if current.installed else 'first start'}) "
+                f"on {current.bolt_uri}, home {current.home}; `kgr neo4j stop` stops it …")
+    neo._progress.say(announce)
+    return neo.start(timeout=timeout, announce="")

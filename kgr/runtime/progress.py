@@ -27,7 +27,7 @@ class Progress:
         if self.console is None:
             from rich.console import Console
 
-            self.console = Console(stderr=True)
+            self.console = Console(stderr=True, soft_wrap=True)  # one message, one line (never cut at 80 columns)
         self.console.print(message, highlight=False)
 
     @contextlib.contextmanager

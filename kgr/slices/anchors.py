@@ -22,13 +22,14 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.canonical import normalise_entity_key
 from kgr.model.embedding import EmbedFn
 from kgr.store import embeddings as stored
 from kgr.store import inspect
 from kgr.store.connection import Graph
 from kgr.store.slices import EntityRow, entities
 
-__all__ = ["resolve_anchors", "embed_query", "QueryVector", "embed_entities", "EmbedReport", "MAX_ANCHORS", "EMBEDDING_ANCHORS", "EMBEDDING_TIE"]
+__all__ = ["resolve_anchors", "user_anchor_keys", "embed_query", "QueryVector", "embed_entities", "EmbedReport", "MAX_ANCHORS", "EMBEDDING_ANCHORS", "EMBEDDING_TIE"]
 
 #: Most anchors one slice starts from.
 MAX_ANCHORS = 64
@@ -66,6 +67,18 @@ def check_anchor_count(keys: Sequence[str]) -> None:
         raise KgrValidationError(f"at most {MAX_ANCHORS} anchors", field="anchors")
 
 
+def user_anchor_keys(keys: Sequence[str]) -> list[str]:
+    """Anchor keys as a user typed them, each name canonicalised as staging does
+    (``Software:Flask`` → ``Software:flask``), duplicates dropped, order kept.
+
+    Raises
+    ------
+    KgrValidationError
+        A key is not ``TYPE:NAME`` (or its name is not a valid entity name).
+    """
+    return list(dict.fromkeys(normalise_entity_key(k) for k in keys))
+
+
 def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
                     query_vector: QueryVector | None = None, *,
                     known: Sequence[EntityRow] | None = None) -> list[EntityRow]:
@@ -83,8 +96,8 @@ def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,
     found = list(known) if known is not None else entities(graph, keys)
     missing = sorted(set(keys) - {e.key for e in found})
     if missing and not query:
-        raise KgrNotFound(f"no entity with key {missing[0]!r}" + (f" (and {len(missing) - 1} more)"
-                                                                   if len(missing) > 1 else ""))
+        raise KgrNotFound(inspect.no_entity_message(
+            graph, missing[0], suffix=f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     if query:
         hits = inspect.search_entities(graph, query, limit=5)
         best = hits[0].score if hits else 0.0

@@ -10,7 +10,7 @@ from kgr.model.embedding import EmbedFn
 from kgr.model.slices import (NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, slice_content,
                               slice_digest, tier_of)
 from kgr.slices.adjacency import adjacency_for
-from kgr.slices.anchors import MAX_ANCHORS, check_anchor_count, embed_query, resolve_anchors
+from kgr.slices.anchors import MAX_ANCHORS, check_anchor_count, embed_query, resolve_anchors, user_anchor_keys
 from kgr.slices.expand import expand
 from kgr.slices.policies import DEFAULT_POLICY, get_policy
 from kgr.slices.render import BareLines, TokenCounter, pack
@@ -63,6 +63,7 @@ def build_slice(graph: Graph, *, anchors: Sequence[str] = (), query: str | None 
         raise KgrValidationError("budget_tokens must be at least 32", field="budget_tokens")
     count = TokenCounter(model)
     check_anchor_count(anchors)  # before the query is embedded
+    anchors = user_anchor_keys(anchors)  # names canonicalised as staging does (Software:Flask → Software:flask)
     query_vector = embed_query(embed, query) if embed is not None and query else None
     for _ in range(_ATTEMPTS):
         state = slice_state(graph, anchors)  # with the anchors that exist: one read

@@ -60,8 +60,13 @@ class StoreStatus(BaseModel):
     chunks: int
     votes: int
     decisions: int
-    promoted: int
+    promoted: int = Field(description="current promoted edges: always pending_by_status['promoted'] + promoted_on_merged")
     pending_by_status: dict[str, int] = Field(default_factory=dict)
+    promoted_on_merged: int = Field(0, description=(
+        "current promoted edges whose staged edge is an entity merge's tombstone (status 'merged'): restored by "
+        "a rollback across the merge, which restores promoted edges only"))
+    schema_version: int | None = Field(None, description="version of the KG schema the graph keeps (kgr init --schema)")
+    schema_hash: str | None = None
 
 
 def status(graph: Graph) -> StoreStatus:
@@ -71,8 +76,9 @@ def status(graph: Graph) -> StoreStatus:
     return StoreStatus(
         uri=graph.uri, database=graph.database, version=version, hash=h,
         entities=row["entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
-        decisions=row["decisions"], promoted=row["promoted"],
+        decisions=row["decisions"], promoted=row["promoted"], promoted_on_merged=row["promoted_on_merged"],
         pending_by_status={s: n for s, n in row["pending_by_status"]},
+        schema_version=row["schema_version"], schema_hash=row["schema_hash"],
     )
 
 
@@ -88,7 +94,8 @@ def fingerprint(graph: Graph) -> str:
 
 
 def reset(graph: Graph) -> None:
-    """Delete all data (not the schema), then recreate the state node (after this process's slice
+    """Delete all data (every node and relationship, the stored KG schema included; not the
+    constraints and indexes), then recreate the state node (after this process's slice
     records still queued are written: none lands in the wiped store)."""
     flush_slice_records(graph)
     graph.run_script("wipe_database")

@@ -12,12 +12,14 @@ from typing import Any
 
 from neo4j import RoutingControl
 
-from kgr.errors import KgrNotFound
+from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.canonical import canonical_text, edge_key, normalise_entity_key
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
 from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
-from kgr.store.lookup import lucene_query
+from kgr.store.lookup import lucene_escape, lucene_query
 
-__all__ = ["search_entities", "entity_neighbourhood", "explain_edge", "run_saved_query"]
+__all__ = ["search_entities", "entity_neighbourhood", "explain_edge", "run_saved_query", "similar_entity_keys",
+           "no_entity_message", "user_entity_key", "check_entity_keys"]
 
 
 def search_entities(graph: Graph, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:
@@ -35,6 +37,46 @@ def search_entities(graph: Graph, query: str, *, type: str | None = None, limit:
             for r in rows if r["key"] is not None]
 
 
+def user_entity_key(key: str) -> str:
+    """The key a user's ``TYPE:name`` stands for, its name canonicalised as staging does
+    (``Software:Flask`` → ``Software:flask``); a string that is no such key is returned as it is
+    (the lookup then finds nothing and says so)."""
+    try:
+        return normalise_entity_key(key)
+    except KgrValidationError:
+        return key
+
+
+def similar_entity_keys(graph: Graph, key: str, *, limit: int = 3) -> list[str]:
+    """Keys of existing entities whose names are closest to ``key``'s name, those of ``key``'s type
+    first: a did-you-mean for a key that names no entity. Looser than disambiguation's lookup: each
+    word of the name matches within 1 edit (2 from six letters on) or as a prefix, whatever its length."""
+    etype, sep, name = key.partition(":")
+    words = [lucene_escape(w) for w in canonical_text(name if sep else key).split(" ")[:8] if w]
+    if not words:
+        return []
+    query = " ".join(f"{w}~{2 if len(w) >= 6 else 1} {w}*" for w in words)
+    rows = graph.read("server_search_entities", {"query": query, "type": None, "limit": 10, "fetch": 10})
+    ranked = [r["key"] for r in rows if r["type"] == etype] + [r["key"] for r in rows if r["type"] != etype]
+    return [k for k in dict.fromkeys(ranked) if k is not None and k != key][:limit]
+
+
+def no_entity_message(graph: Graph, key: str, *, suffix: str = "") -> str:
+    """``no entity with key 'X'`` with a did-you-mean from :func:`similar_entity_keys` when there is one."""
+    hint = similar_entity_keys(graph, key)
+    text = f"no entity with key {key[:120]!r}{suffix}"
+    return text + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
+
+
+def check_entity_keys(graph: Graph, keys: Sequence[str], roles: Sequence[str] | None = None) -> None:
+    """Raise :class:`KgrNotFound` (with a did-you-mean) for the first of ``keys`` that names no entity;
+    ``roles`` name each key's part in the message (``keep``, ``drop``)."""
+    found = {r["key"] for r in graph.read("entity_keys_exist", {"keys": list(keys)})}
+    for i, k in enumerate(keys):
+        if k not in found:
+            raise KgrNotFound(no_entity_message(graph, k, suffix=f" ({roles[i]})" if roles else ""))
+
+
 def _num(x: Any) -> float | None:
     return None if x is None else float(x)
 
@@ -49,10 +91,11 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
     KgrNotFound
         No entity has that key.
     """
+    key = user_entity_key(key)
     rows = graph.read("server_entity_neighbourhood", {"key": key, "statuses": list(dict.fromkeys(statuses)),
                                                       "fetch": limit + 1})
     if not rows:
-        raise KgrNotFound(f"no entity with key {key[:120]!r} (find keys with search_entities)")
+        raise KgrNotFound(no_entity_message(graph, key, suffix=" (find keys with search_entities)"))
     row = rows[0]
     edges = [e for e in row["edges"] if e is not None]
     out = [NeighbourEdge(relation=str(e["relation"]), key=e["key"], direction="out" if e["outgoing"] else "in",
@@ -65,17 +108,38 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
                          aliases=[str(a) for a in row["aliases"] or []], edges=out, truncated=len(edges) > limit)
 
 
+def _edge_rows(graph: Graph, key: str) -> tuple[list[dict[str, Any]], str]:
+    """``decisions_for_edge``'s rows for ``key`` (24 hex digits, or ``SUBJECT_KEY|RELATION|OBJECT_KEY``
+    with entity keys a user typed: normalised, either direction), and the edge key found."""
+    if key.count("|") == 2:
+        s_key, rel, o_key = (part.strip() for part in key.split("|"))
+        s_key, o_key = user_entity_key(s_key), user_entity_key(o_key)
+        for a, b in ((s_key, o_key), (o_key, s_key)):
+            k = edge_key(a, rel, b)
+            found = graph.read("decisions_for_edge", {"key": k})
+            if found and found[0]["status"] is not None:
+                return found, k
+        check_entity_keys(graph, [s_key, o_key])
+        raise KgrNotFound(f"no staged edge {s_key} -[{rel}]-> {o_key}")
+    rows = graph.read("decisions_for_edge", {"key": key})
+    if not rows or rows[0]["status"] is None:
+        raise KgrNotFound(f"no staged edge with key {key[:120]!r} (an edge key is 24 hex digits, as kgr review queue "
+                          "and kgr export jsonl --pending print them; or give SUBJECT_KEY|RELATION|OBJECT_KEY)")
+    return rows, key
+
+
 def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
     """The staged state of edge ``key`` and every decision recorded about it, oldest first.
+
+    ``key`` is an edge key, or ``SUBJECT_KEY|RELATION|OBJECT_KEY`` (entity keys as a user types
+    them: ``Software:Flask|DEPENDS_ON|Software:Werkzeug``).
 
     Raises
     ------
     KgrNotFound
         No staged edge has that key.
     """
-    rows = graph.read("decisions_for_edge", {"key": key})
-    if not rows or rows[0]["status"] is None:
-        raise KgrNotFound(f"no staged edge with key {key!r}")
+    rows, key = _edge_rows(graph, key)
     row = rows[0]
     decisions = [DecisionRecord(action=str(d["action"]), version=None if d.get("version") is None else int(d["version"]),
                                 at=_num(d.get("at")), reason=str(d.get("reason") or ""), inputs=d.get("inputs"))

@@ -15,7 +15,8 @@ adding or subtracting one term. :func:`full_hash` recomputes it from the edges f
 
 **Snapshots** name a version with its hash. :func:`diff` lists the edges added and removed between
 two versions; :func:`rollback` opens a new version whose promoted edge set equals that of the
-snapshot's version (edges not in it are retired, missing ones restored as new instances).
+snapshot's version (edges not in it are retired, missing ones restored as new instances), except
+the facts whose every vote source a forget removed since: those stay out, listed as ``unrestored``.
 """
 
 from __future__ import annotations
@@ -211,13 +212,22 @@ class RollbackResult(BaseModel):
     retired: int
     restored: int
     hash: str
+    unrestored: list[str] = Field(default_factory=list, description=(
+        "keys of edges promoted at the target that were not restored: a forget after the target removed "
+        "every vote source they had (no evidence left)"))
 
 
 def rollback(graph: Graph, ref: str | int, *, reason: str = "", now: float | None = None) -> RollbackResult:
-    """Open a new version whose promoted edge set equals the one valid at ``ref``.
+    """Open a new version whose promoted edge set equals the one valid at ``ref``, less the facts
+    whose evidence was forgotten since.
 
     Edges current now but absent then are retired (``valid_to`` set, pending status ``held``);
-    edges present then but not now are restored as new instances. Both are recorded as decisions.
+    edges present then but not now are restored as new instances (their staged edge ``promoted``).
+    Both are recorded as decisions. An edge that a forget after ``ref`` left without a single vote
+    (its staged edge deleted: :mod:`kgr.store.forget`) is **not** restored: it is listed in
+    ``unrestored`` with a decision ``unrestored`` naming the forget's version, and the new hash is
+    that of the edges actually current. An edge that kept some votes is restored (it has evidence).
+    So the promoted edges and the staged edges marked ``promoted`` stay one set (``kgr status``).
     """
     target = _version_of(graph, ref)
     ts = time.time() if now is None else now
@@ -237,6 +247,10 @@ def rollback(graph: Graph, ref: str | int, *, reason: str = "", now: float | Non
         def row(e: dict) -> dict:
             return {"key": e["key"], "s_key": e["subject_key"], "o_key": e["object_key"], "reason": why}
 
+        forgotten = {r["key"]: r["forgotten_at"] for r in
+                     tx.run("rollback_forgotten", {"rows": [row(wanted[k]) for k in restore], "target": target})} \
+            if restore else {}
+        restore = [k for k in restore if k not in forgotten]
         rows_r = [row(current[k]) for k in retire]
         rows_s = [row(wanted[k]) for k in restore]
         done_r = tx.run("retire_edges", {"rows": rows_r, "version": version, "status": "held"}) if rows_r else []
@@ -245,13 +259,16 @@ def rollback(graph: Graph, ref: str | int, *, reason: str = "", now: float | Non
             {"id": uuid.uuid4().hex, "key": k, "action": act, "round": version, "reason": why,
              "inputs": json.dumps({"rollback_to": target})}
             for act, keys in (("retire", retire), ("restore", restore)) for k in keys
-        ]
+        ] + [{"id": uuid.uuid4().hex, "key": k, "action": "unrestored", "round": version,
+              "reason": f"{why}: not restored, every vote source was forgotten in version {v}",
+              "inputs": json.dumps({"rollback_to": target, "forgotten_in": v})} for k, v in sorted(forgotten.items())]
         if decisions:
             tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
         new_hash = add_terms(old_hash, added=[r["key"] for r in done_s], removed=[r["key"] for r in done_r])
-        close_version(tx, version, new_hash, kind="rollback", now=ts, note=why,
+        note = why + (f" ({len(forgotten)} edge(s) not restored: their sources were forgotten)" if forgotten else "")
+        close_version(tx, version, new_hash, kind="rollback", now=ts, note=note,
                       promoted=len(done_s), retired=len(done_r))
         return RollbackResult(version=version, target_version=target, retired=len(done_r),
-                              restored=len(done_s), hash=new_hash)
+                              restored=len(done_s), hash=new_hash, unrestored=sorted(forgotten))
 
     return graph.write_unit(unit)

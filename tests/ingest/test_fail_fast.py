@@ -19,9 +19,17 @@ def test_refusals_before_any_success_stop_the_job_at_the_threshold():
     ff = FailFast(after=3)
     ff.observe(_out("request_error", 401))
     ff.observe(_out("timeout"))  # neither counts nor resets
-    ff.observe(_out("request_error", 404))
-    with pytest.raises(KgrExtractionError, match="refused the first 3 chunks with HTTP 403"):
+    ff.observe(_out("credentials"))  # a request the client would not send (no key)
+    with pytest.raises(KgrExtractionError, match="refused the first 3 chunks .HTTP 403"):
         ff.observe(_out("request_error", 403))
+
+
+@pytest.mark.parametrize(("kind", "status", "fix"), [
+    ("request_error", 401, "rejected the API key"), ("request_error", 403, "may not use this model"),
+    ("request_error", 404, "check --model and --api-base"), ("credentials", None, "no usable API key")])
+def test_by_default_the_first_refusal_stops_the_job_with_its_fix(kind, status, fix):
+    with pytest.raises(KgrExtractionError, match=rf"^stopped: the LLM refused the first chunk .*{fix}.*re-run"):
+        FailFast().observe(_out(kind, status))
 
 
 @pytest.mark.parametrize("other", [("server_error", 500), ("rate_limited", 429), ("request_error", 400),

@@ -106,7 +106,7 @@ def test_browser_and_discovery_answer(server: ManagedNeo4j) -> None:
     assert discovery["neo4j_edition"] == "community"
 
 
-def test_stop_then_start_keeps_data(server: ManagedNeo4j) -> None:
+def test_stop_then_start_keeps_data(server: ManagedNeo4j, capsys: pytest.CaptureFixture[str]) -> None:
     token = f"persist-{time.time_ns()}"
     uri = server.status().bolt_uri
     with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
@@ -123,7 +123,12 @@ def test_stop_then_start_keeps_data(server: ManagedNeo4j) -> None:
     conf = server.config.home / "conf" / "neo4j.conf"
     conf.write_text(conf.read_text() + "db.transaction.concurrent.maximum=777\n")
 
-    started = server.start(timeout=120)
+    capsys.readouterr()
+    started = ensure_running(server.config, timeout=120)  # what a command that needs the database does
+    # issue 32, item 6: it says, on one line, that it starts the stopped server (it took 62 s, silently)
+    said = capsys.readouterr().err.splitlines()
+    assert said[0] == (f"kgr: starting the managed Neo4j (stopped) on {started.bolt_uri}, home {server.config.home}; "
+                       "`kgr neo4j stop` stops it …"), said
     assert started.running and started.ready and started.pid != old_pid
     assert _count_marker(started.bolt_uri, token) == 1
     with neo4j.GraphDatabase.driver(started.bolt_uri, auth=None) as driver:
