@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgr.errors import KgrValidationError
-from kgr.extract.base import ExtractionResult
+from kgr.extract.base import ExtractionResult, RelationSpan
+from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
+from kgr.extract.guesses import Roles, find_guesses, guess_type, schema_roles
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -65,19 +67,14 @@ log = logging.getLogger("kgr.extract")
 _COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?(?!\w)")
 _CONJ = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
-_CAPITALISED = re.compile(
-    r"(?<![\w'’])[A-Z][\w'’\-]*(?:\s+(?:(?:of|the|de|da|del|di|du|van|von|der|le|la|for)\s+)*[A-Z][\w'’\-]*)*"
-)
-_STOP_HEADS = frozenset(
-    """a an and as at but by for from he her his i if in it its my no nor of on or our she so that the their
-    then there these they this those to we what when where which while who why with you after before
-    during however meanwhile later also although because since until yet both each every many most
-    some such one two three several""".split()
-)
-_MONTHS_DAYS = frozenset(
-    """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday""".split()
-)
+_CODE = re.compile(r"`+[^`]+`+")
+_ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
+#: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
+MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
+#: A known name directly followed by a capitalised word is the start of a longer, unknown name
+#: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
+_NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
+_SECOND_PREDICATE = re.compile(r"\b(?:and|or)\s+(?:is|are|was|were|has|have|had|can|will|also|then)\b", re.IGNORECASE)
 
 
 @dataclass(eq=False)  # identity semantics: mentions are dictionary keys
@@ -87,6 +84,7 @@ class _Mention:
     types: list[str]
     names: dict[str, str]  # type -> reported name
     guess: bool = False
+    shape: str = "other"  # a guess's name shape (kgr.extract.guesses)
     possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
 
 
@@ -98,6 +96,7 @@ class _Compiled:
     triggers: re.Pattern[str] | None
     trigger_rel: dict[str, list[tuple[str, bool]]]  # normalised trigger -> [(relation, passive)]
     aliases: dict[tuple[str, str], str] = field(default_factory=dict)
+    roles: Roles = field(default_factory=lambda: Roles(None, None))
 
 
 def _norm(s: str) -> str:
@@ -152,7 +151,7 @@ def _compile(schema: KGSchema) -> _Compiled:
     if trigger_rel:
         alts = sorted(trigger_rel, key=lambda s: (-len(s), s))
         trig_re = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
-    return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map())
+    return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map(), schema_roles(schema))
 
 
 _ASKS_MORE = re.compile(
@@ -272,25 +271,20 @@ class RulesExtractor:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
                 cands.append((s, e, 1, _Mention(s, e, [etype], {etype: reported})))
-        return _mark_possessives(text, _resolve_overlaps(cands))
+        kept = [m for m in _resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
+        return _mark_possessives(text, kept)
 
-    def _guesses(self, text: str, taken: list[_Mention], types: list[str]) -> list[_Mention]:
-        out: list[_Mention] = []
-        for m in _CAPITALISED.finditer(text):
-            toks = [(t.start() + m.start(), t.end() + m.start(), t.group()) for t in re.finditer(r"\S+", m.group(0))]
-            # drop leading function words ("The Difference Engine" -> "Difference Engine")
-            while toks and toks[0][2].casefold() in _STOP_HEADS:
-                toks.pop(0)
-            if not toks:
+    @staticmethod
+    def _guesses(sentence: str, masked: str, taken: list[_Mention], starts: set[int],
+                 expect: set[int]) -> list[_Mention]:
+        codes = [m.span() for m in _CODE.finditer(sentence)]
+        out = []
+        for g in find_guesses(sentence, masked, codes, starts, expect):
+            if any(t.start < g.end and g.start < t.end for t in taken):
                 continue
-            s, e = toks[0][0], toks[-1][1]
-            if len(toks) == 1 and toks[0][2].casefold() in _MONTHS_DAYS:
-                continue
-            if any(t.start < e and s < t.end for t in taken):
-                continue
-            name = " ".join(text[s:e].split())
-            out.append(_Mention(s, e, list(types), {t: name for t in types}, guess=True))
-        return _mark_possessives(text, out)
+            out.append(_Mention(g.start, g.end, [], {}, guess=True, shape=g.shape))
+            out[-1].names["*"] = g.name
+        return _mark_possessives(masked, out)
 
     # -- relations ---------------------------------------------------------------------------
     def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
@@ -299,43 +293,33 @@ class RulesExtractor:
         widened = guided_types(schema, guidance)
         found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
         relations: dict[str, list[dict[str, str]]] = {}
+        spans: dict[tuple[str, str, str], tuple[int, int]] = {}  # (relation, subject, object) -> sentence span
         typed: dict[_Mention, str] = {}  # type chosen through a relation
         offsets: dict[_Mention, int] = {}  # offset in the chunk
 
         all_mentions: list[_Mention] = []
         for s0, e0 in sentence_spans(chunk_text):
             sentence = chunk_text[s0:e0]
-            mentions = self._mentions(sentence, comp)
+            masked = mask_markup(sentence)
+            mentions = self._mentions(masked, comp)
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
-            guesses = self._guesses(sentence, mentions, widened) if widened else []
-            for rel, passive, ts, te in self._triggers(sentence, comp, mentions):
-                spec = schema.relation_types[rel]
-                dom, rng = list(spec.domain), list(spec.range)
-                ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive)
-                if ends is None and guesses:
-                    ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened)
-                if ends is None:
+            if is_boilerplate(sentence):
+                continue
+            for rel, sm, st, om, ot in self._sentence_relations(sentence, masked, mentions, comp, schema, widened):
+                sname, oname = sm.names[st], om.names[ot]
+                if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
                     continue
-                subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
-                for sm, st in subjects:
-                    for om, ot in objects:
-                        sname, oname = sm.names[st], om.names[ot]
-                        if (
-                            st == ot
-                            and canonical_name(sname) == canonical_name(oname)
-                            and not schema.allow_self_loops
-                        ):
-                            continue
-                        typed.setdefault(sm, st)
-                        typed.setdefault(om, ot)
-                        found.append((s0 + sm.start, st, sname))
-                        found.append((s0 + om.start, ot, oname))
-                        pair = {"subject": sname, "object": oname}
-                        lst = relations.setdefault(rel, [])
-                        if pair not in lst:
-                            lst.append(pair)
+                typed.setdefault(sm, st)
+                typed.setdefault(om, ot)
+                found.append((s0 + sm.start, st, sname))
+                found.append((s0 + om.start, ot, oname))
+                pair = {"subject": sname, "object": oname}
+                lst = relations.setdefault(rel, [])
+                if pair not in lst:
+                    lst.append(pair)
+                    spans.setdefault((rel, sname, oname), (s0, e0))
         for m in all_mentions:
             t = typed.get(m, m.types[0])
             found.append((offsets[m], t, m.names[t]))
@@ -345,7 +329,43 @@ class RulesExtractor:
             if name not in lst:
                 lst.append(name)
         clean = sanitize_extraction(ordered, relations, schema)
-        return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules")
+        kept = {(r, p.subject, p.object) for r, ps in clean.kg.relations.items() for p in ps}
+        return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
+                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
+                                       for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
+
+    def _sentence_relations(self, sentence: str, masked: str, mentions: list[_Mention], comp: _Compiled,
+                            schema: KGSchema, widened: list[str]):
+        """``(relation, subject mention, its type, object mention, its type)`` read in one sentence:
+        the trigger's ends within :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens and no clause
+        boundary of it, and the clause not negated (:func:`kgr.extract.cues.negated`)."""
+        triggers = list(self._triggers(masked, comp, mentions))
+        guesses: list[_Mention] = []
+        if widened:
+            starts = {0} | {m.end() for m in BOUNDARY.finditer(masked)} | {m.end() for m in re.finditer(r",\s*", masked)}
+            after = {te + len(_ARTICLE.match(masked, te).group(0)) for _, _, _, te in triggers}
+            starts, after = ({i + len(masked[i:]) - len(masked[i:].lstrip()) for i in pos} for pos in (starts, after))
+            guesses = self._guesses(sentence, masked, mentions, starts, starts | after)
+        ends_at = sorted([(m.start, m.end) for m in [*mentions, *guesses]])
+        for rel, passive, ts, te in triggers:
+            spec = schema.relation_types[rel]
+            dom, rng = list(spec.domain), list(spec.range)
+            ends = _find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles)
+            if ends is None and guesses:
+                ends = _find_pair(masked, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened,
+                                  roles=comp.roles)
+            if ends is None:
+                continue
+            subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
+            left = subjects if subjects[0][0].end <= ts else objects
+            right = objects if left is subjects else subjects
+            if not (_close(masked, left[-1][0].end, ts, MAX_LEFT_GAP) and _close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
+                continue
+            for sm, st in subjects:
+                for om, ot in objects:
+                    if negated(masked, [(ts, te), (sm.start, sm.end), (om.start, om.end)], ends_at):
+                        continue
+                    yield rel, sm, st, om, ot
 
     @staticmethod
     def _triggers(sentence: str, comp: _Compiled, mentions: list[_Mention]):
@@ -385,16 +405,27 @@ def _mark_possessives(text: str, mentions: list[_Mention]) -> list[_Mention]:
     return mentions
 
 
-def _fits(m: _Mention, allowed: list[str], widened: list[str] | None) -> str | None:
-    """The first of ``m``'s types that ``allowed`` accepts (a guess takes the first widened allowed type)."""
+def _fits(m: _Mention, allowed: list[str], widened: list[str] | None, roles: Roles) -> str | None:
+    """The first of ``m``'s types that ``allowed`` accepts; a guess gets its one type
+    (:func:`kgr.extract.guesses.guess_type`), which ``allowed`` must accept."""
     if m.possessive:
         return None
     if m.guess:
-        pool = [t for t in (allowed or widened or []) if widened and t in widened]
-        return pool[0] if pool else None
+        t = guess_type(m.shape, allowed, widened or [], roles)
+        if t is not None:
+            m.names.setdefault(t, m.names["*"])
+        return t
     if not allowed:
         return m.types[0]
     return next((t for t in m.types if t in allowed), None)
+
+
+def _close(text: str, a: int, b: int, most: int) -> bool:
+    """Whether ``text[a:b]`` (between a relation end and its trigger) holds at most ``most`` tokens,
+    no clause boundary and no second predicate ("SciPy and is distributed under": SciPy is the object
+    of the first predicate, not the subject of the second)."""
+    gap = text[a:b]
+    return len(gap.split()) <= most and BOUNDARY.search(gap) is None and _SECOND_PREDICATE.search(gap) is None
 
 
 def _side(
@@ -404,6 +435,7 @@ def _side(
     widened: list[str] | None,
     *,
     leftwards: bool,
+    roles: Roles,
 ) -> list[tuple[_Mention, str]]:
     """The nearest mention in ``seq`` (ordered nearest first) fitting ``allowed``, plus coordinated ones.
 
@@ -412,7 +444,7 @@ def _side(
     to the nearest mention must be the conjunction; right of it the chain is cut after the last one.
     """
     for i, m in enumerate(seq):
-        t = _fits(m, allowed, widened)
+        t = _fits(m, allowed, widened, roles)
         if t is None:
             continue
         chain = [(m, t)]
@@ -422,7 +454,7 @@ def _side(
             gap = sentence[nxt.end : prev.start] if leftwards else sentence[prev.end : nxt.start]
             if not _COORD.fullmatch(gap):
                 break
-            t2 = _fits(nxt, allowed, widened)
+            t2 = _fits(nxt, allowed, widened, roles)
             if t2 is None:
                 break
             has_conj = _CONJ.search(gap) is not None
@@ -447,6 +479,7 @@ def _find_pair(
     *,
     guesses: list[_Mention] | None = None,
     widened: list[str] | None = None,
+    roles: Roles = Roles(None, None),
 ) -> tuple[list[tuple[_Mention, str]], list[tuple[_Mention, str]]] | None:
     left = [m for m in mentions if m.end <= ts][::-1]
     right = [m for m in mentions if m.start >= te]
@@ -454,9 +487,9 @@ def _find_pair(
     g_right = [m for m in (guesses or []) if m.start >= te]
 
     def pick(known: list[_Mention], guessed: list[_Mention], allowed: list[str], leftwards: bool):
-        got = _side(sentence, known, allowed, None, leftwards=leftwards)
+        got = _side(sentence, known, allowed, None, leftwards=leftwards, roles=roles)
         if not got and guessed:
-            got = _side(sentence, guessed, allowed, widened, leftwards=leftwards)
+            got = _side(sentence, guessed, allowed, widened, leftwards=leftwards, roles=roles)
         return got
 
     readings = ["reversed", "forward"] if passive else ["forward", "reversed"]
