@@ -31,12 +31,16 @@ How it reads a chunk
      ``(Eckert)-[BUILT]->(ENIAC)`` even with an active trigger "built";
    - coordinated mentions ("Eckert and Mauchly", "A, B and C") next to the chosen end join it;
    - self loops are dropped unless the schema allows them.
-4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools) widens the
-   search in a second pass: entity types named in recommendations that ask for more extraction (or
-   the domain and range types of relation types named there; every type if they name none, see
-   :func:`guided_types`) may also be filled by
-   *capitalised noun phrases* that no gazetteer or pattern knows, when a trigger has no known
-   mention on that side. Such a phrase becomes an entity only when it fills a relation slot.
+   - the ends lie at most :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens from the trigger with
+     no clause boundary or second predicate between, and the clause is not negated, removed or
+     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer");
+     licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
+     first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
+4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
+   types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
+   knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
+   one type per name from its shape, closed types never guessed). Such a name becomes an entity
+   only when it fills a relation slot.
 
 Everything passes through :func:`kgr.extract.validate.sanitize_extraction` at the end, so the result
 follows the same rules as an LLM's output. The rules extractor never proposes new types.
@@ -54,7 +58,8 @@ from typing import Any
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
-from kgr.extract.guesses import Roles, find_guesses, guess_type, schema_roles
+from kgr.extract.guesses import Roles, find_guesses, schema_roles
+from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -64,9 +69,6 @@ __all__ = ["RulesExtractor", "guided_types"]
 
 log = logging.getLogger("kgr.extract")
 
-_COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s?(?!\w)")
-_CONJ = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
 _CODE = re.compile(r"`+[^`]+`+")
 _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
 #: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
@@ -74,18 +76,6 @@ MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name
 #: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
 _NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
-_SECOND_PREDICATE = re.compile(r"\b(?:and|or)\s+(?:is|are|was|were|has|have|had|can|will|also|then)\b", re.IGNORECASE)
-
-
-@dataclass(eq=False)  # identity semantics: mentions are dictionary keys
-class _Mention:
-    start: int
-    end: int
-    types: list[str]
-    names: dict[str, str]  # type -> reported name
-    guess: bool = False
-    shape: str = "other"  # a guess's name shape (kgr.extract.guesses)
-    possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
 
 
 @dataclass
@@ -236,8 +226,8 @@ class RulesExtractor:
         return comp
 
     # -- mentions ----------------------------------------------------------------------------
-    def _mentions(self, text: str, comp: _Compiled) -> list[_Mention]:
-        cands: list[tuple[int, int, int, _Mention]] = []  # (start, end, priority, mention)
+    def _mentions(self, text: str, comp: _Compiled) -> list[Mention]:
+        cands: list[tuple[int, int, int, Mention]] = []  # (start, end, priority, mention)
         if comp.gazetteer is not None:
             for m in comp.gazetteer.finditer(text):
                 got = m.group(0)
@@ -251,7 +241,7 @@ class RulesExtractor:
                         types.append(etype)
                         names[etype] = reported
                 if types:
-                    cands.append((m.start(), m.end(), 0, _Mention(m.start(), m.end(), types, names)))
+                    cands.append((m.start(), m.end(), 0, Mention(m.start(), m.end(), types, names)))
         for etype, pat in comp.patterns:
             try:
                 found = list(pat.finditer(text, timeout=PATTERN_SECONDS))
@@ -270,21 +260,21 @@ class RulesExtractor:
                 except KgrValidationError:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
-                cands.append((s, e, 1, _Mention(s, e, [etype], {etype: reported})))
-        kept = [m for m in _resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
-        return _mark_possessives(text, kept)
+                cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
+        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
+        return mark_possessives(text, kept)
 
     @staticmethod
-    def _guesses(sentence: str, masked: str, taken: list[_Mention], starts: set[int],
-                 expect: set[int]) -> list[_Mention]:
+    def _guesses(sentence: str, masked: str, taken: list[Mention], starts: set[int],
+                 expect: set[int]) -> list[Mention]:
         codes = [m.span() for m in _CODE.finditer(sentence)]
         out = []
         for g in find_guesses(sentence, masked, codes, starts, expect):
             if any(t.start < g.end and g.start < t.end for t in taken):
                 continue
-            out.append(_Mention(g.start, g.end, [], {}, guess=True, shape=g.shape))
+            out.append(Mention(g.start, g.end, [], {}, guess=True, shape=g.shape))
             out[-1].names["*"] = g.name
-        return _mark_possessives(masked, out)
+        return mark_possessives(masked, out)
 
     # -- relations ---------------------------------------------------------------------------
     def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
@@ -294,10 +284,10 @@ class RulesExtractor:
         found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
         relations: dict[str, list[dict[str, str]]] = {}
         spans: dict[tuple[str, str, str], tuple[int, int]] = {}  # (relation, subject, object) -> sentence span
-        typed: dict[_Mention, str] = {}  # type chosen through a relation
-        offsets: dict[_Mention, int] = {}  # offset in the chunk
+        typed: dict[Mention, str] = {}  # type chosen through a relation
+        offsets: dict[Mention, int] = {}  # offset in the chunk
 
-        all_mentions: list[_Mention] = []
+        all_mentions: list[Mention] = []
         for s0, e0 in sentence_spans(chunk_text):
             sentence = chunk_text[s0:e0]
             masked = mask_markup(sentence)
@@ -334,13 +324,13 @@ class RulesExtractor:
                                 spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
                                        for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
 
-    def _sentence_relations(self, sentence: str, masked: str, mentions: list[_Mention], comp: _Compiled,
+    def _sentence_relations(self, sentence: str, masked: str, mentions: list[Mention], comp: _Compiled,
                             schema: KGSchema, widened: list[str]):
         """``(relation, subject mention, its type, object mention, its type)`` read in one sentence:
         the trigger's ends within :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens and no clause
         boundary of it, and the clause not negated (:func:`kgr.extract.cues.negated`)."""
         triggers = list(self._triggers(masked, comp, mentions))
-        guesses: list[_Mention] = []
+        guesses: list[Mention] = []
         if widened:
             starts = {0} | {m.end() for m in BOUNDARY.finditer(masked)} | {m.end() for m in re.finditer(r",\s*", masked)}
             after = {te + len(_ARTICLE.match(masked, te).group(0)) for _, _, _, te in triggers}
@@ -350,16 +340,16 @@ class RulesExtractor:
         for rel, passive, ts, te in triggers:
             spec = schema.relation_types[rel]
             dom, rng = list(spec.domain), list(spec.range)
-            ends = _find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles)
+            ends = find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles)
             if ends is None and guesses:
-                ends = _find_pair(masked, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened,
+                ends = find_pair(masked, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened,
                                   roles=comp.roles)
             if ends is None:
                 continue
             subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
             left = subjects if subjects[0][0].end <= ts else objects
             right = objects if left is subjects else subjects
-            if not (_close(masked, left[-1][0].end, ts, MAX_LEFT_GAP) and _close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
+            if not (close(masked, left[-1][0].end, ts, MAX_LEFT_GAP) and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
                 continue
             for sm, st in subjects:
                 for om, ot in objects:
@@ -368,7 +358,7 @@ class RulesExtractor:
                     yield rel, sm, st, om, ot
 
     @staticmethod
-    def _triggers(sentence: str, comp: _Compiled, mentions: list[_Mention]):
+    def _triggers(sentence: str, comp: _Compiled, mentions: list[Mention]):
         if comp.triggers is None:
             return
         for m in comp.triggers.finditer(sentence):
@@ -378,128 +368,3 @@ class RulesExtractor:
             after_by = re.match(r"\s+by\b", sentence[te:], re.IGNORECASE) is not None
             for rel, passive in comp.trigger_rel.get(_norm(m.group(0)), []):
                 yield rel, passive or after_by, ts, te
-
-
-def _resolve_overlaps(cands: list[tuple[int, int, int, _Mention]]) -> list[_Mention]:
-    """Longest span wins; equal spans merge their types (lower priority number first)."""
-    cands.sort(key=lambda c: (-(c[1] - c[0]), c[0], c[2]))
-    kept: list[_Mention] = []
-    for s, e, _prio, m in cands:
-        same = next((k for k in kept if k.start == s and k.end == e), None)
-        if same is not None:
-            for t in m.types:
-                if t not in same.types:
-                    same.types.append(t)
-                    same.names[t] = m.names[t]
-            continue
-        if any(k.start < e and s < k.end for k in kept):
-            continue
-        kept.append(m)
-    kept.sort(key=lambda m: m.start)
-    return kept
-
-
-def _mark_possessives(text: str, mentions: list[_Mention]) -> list[_Mention]:
-    for m in mentions:
-        m.possessive = _POSSESSIVE.match(text, m.end) is not None
-    return mentions
-
-
-def _fits(m: _Mention, allowed: list[str], widened: list[str] | None, roles: Roles) -> str | None:
-    """The first of ``m``'s types that ``allowed`` accepts; a guess gets its one type
-    (:func:`kgr.extract.guesses.guess_type`), which ``allowed`` must accept."""
-    if m.possessive:
-        return None
-    if m.guess:
-        t = guess_type(m.shape, allowed, widened or [], roles)
-        if t is not None:
-            m.names.setdefault(t, m.names["*"])
-        return t
-    if not allowed:
-        return m.types[0]
-    return next((t for t in m.types if t in allowed), None)
-
-
-def _close(text: str, a: int, b: int, most: int) -> bool:
-    """Whether ``text[a:b]`` (between a relation end and its trigger) holds at most ``most`` tokens,
-    no clause boundary and no second predicate ("SciPy and is distributed under": SciPy is the object
-    of the first predicate, not the subject of the second)."""
-    gap = text[a:b]
-    return len(gap.split()) <= most and BOUNDARY.search(gap) is None and _SECOND_PREDICATE.search(gap) is None
-
-
-def _side(
-    sentence: str,
-    seq: list[_Mention],
-    allowed: list[str],
-    widened: list[str] | None,
-    *,
-    leftwards: bool,
-    roles: Roles,
-) -> list[tuple[_Mention, str]]:
-    """The nearest mention in ``seq`` (ordered nearest first) fitting ``allowed``, plus coordinated ones.
-
-    Coordination needs a conjunction: "A, B and C" joins all three, "A and B" both, but a bare comma
-    ("At the request of Newman, Flowers designed ...") joins nothing. Left of a trigger the gap next
-    to the nearest mention must be the conjunction; right of it the chain is cut after the last one.
-    """
-    for i, m in enumerate(seq):
-        t = _fits(m, allowed, widened, roles)
-        if t is None:
-            continue
-        chain = [(m, t)]
-        conj_at = 0  # chain length up to and including the last conjunction gap
-        prev = m
-        for nxt in seq[i + 1 :]:
-            gap = sentence[nxt.end : prev.start] if leftwards else sentence[prev.end : nxt.start]
-            if not _COORD.fullmatch(gap):
-                break
-            t2 = _fits(nxt, allowed, widened, roles)
-            if t2 is None:
-                break
-            has_conj = _CONJ.search(gap) is not None
-            if leftwards and len(chain) == 1 and not has_conj:
-                break
-            chain.append((nxt, t2))
-            if has_conj:
-                conj_at = len(chain)
-            prev = nxt
-        return chain if leftwards else chain[: max(1, conj_at)]
-    return []
-
-
-def _find_pair(
-    sentence: str,
-    mentions: list[_Mention],
-    ts: int,
-    te: int,
-    dom: list[str],
-    rng: list[str],
-    passive: bool,
-    *,
-    guesses: list[_Mention] | None = None,
-    widened: list[str] | None = None,
-    roles: Roles = Roles(None, None),
-) -> tuple[list[tuple[_Mention, str]], list[tuple[_Mention, str]]] | None:
-    left = [m for m in mentions if m.end <= ts][::-1]
-    right = [m for m in mentions if m.start >= te]
-    g_left = [m for m in (guesses or []) if m.end <= ts][::-1]
-    g_right = [m for m in (guesses or []) if m.start >= te]
-
-    def pick(known: list[_Mention], guessed: list[_Mention], allowed: list[str], leftwards: bool):
-        got = _side(sentence, known, allowed, None, leftwards=leftwards, roles=roles)
-        if not got and guessed:
-            got = _side(sentence, guessed, allowed, widened, leftwards=leftwards, roles=roles)
-        return got
-
-    readings = ["reversed", "forward"] if passive else ["forward", "reversed"]
-    for reading in readings:
-        if reading == "forward":
-            subs = pick(left, g_left, dom, True)
-            objs = pick(right, g_right, rng, False) if subs else []
-        else:
-            objs = pick(left, g_left, rng, True)
-            subs = pick(right, g_right, dom, False) if objs else []
-        if subs and objs:
-            return subs, objs
-    return None

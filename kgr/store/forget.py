@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
+from kgr.store.stage_rows import VOTE_LISTS, VOTE_PROPS
 from kgr.store.staging import MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
 
@@ -84,27 +85,33 @@ class _DryRun(Exception):
 
 
 def _remaining(edge: dict, forgotten: set[str]) -> dict:
-    """The write row of one affected edge: its votes without the forgotten sources."""
+    """The write row of one affected edge: its votes without the forgotten sources (every per-vote
+    field of :data:`~kgr.store.stage_rows.VOTE_LISTS` carried, overflow votes moved inline in order)."""
     p = edge["props"]
-    inline = [(s, float(c), at) for s, c, at in zip(p.get("sources") or [], p.get("source_confidence") or [],
-                                                   p.get("source_at") or [])]
+    n = len(p.get("sources") or [])
+    lists = {name: list(p.get(name) or []) for name in VOTE_LISTS}
+    lists["source_span"] += [""] * (n - len(lists["source_span"]))  # edges staged before spans were kept
+    inline = [dict(zip(VOTE_PROPS, (lists[name][i] if i < len(lists[name]) else None for name in VOTE_LISTS)))
+              for i in range(n)]
     overflow = sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"]))
-    kept_inline = [v for v in inline if v[0] not in forgotten]
+    kept_inline = [v for v in inline if v["source"] not in forgotten]
     kept_over = [v for v in overflow if v["source"] not in forgotten]
     room = max(0, MAX_INLINE_VOTES - len(kept_inline))
     moved, kept_over = kept_over[:room], kept_over[room:]
-    kept_inline += [(v["source"], float(v.get("confidence") or 0.0), v.get("at")) for v in moved]
-    confs = [c for _, c, _ in kept_inline] + [float(v.get("confidence") or 0.0) for v in kept_over]
+    kept_inline += [{k: v.get(k) for k in VOTE_PROPS} for v in moved]
+    for v in kept_inline:
+        v["confidence"] = float(v.get("confidence") or 0.0)
+        v["span"] = v.get("span") or ""
+    confs = [v["confidence"] for v in kept_inline] + [float(v.get("confidence") or 0.0) for v in kept_over]
     confidence = 1.0
     for c in confs:
         confidence *= 1.0 - c
-    times = [at for _, _, at in kept_inline if at is not None] + [v["at"] for v in kept_over if v.get("at") is not None]
+    times = [v["at"] for v in kept_inline if v["at"] is not None] + [v["at"] for v in kept_over if v.get("at") is not None]
     votes = len(confs)
     removed = len(inline) + len(overflow) - votes
     return {"key": edge["key"], "s_key": edge["s_key"], "o_key": edge["o_key"], "votes": votes,
             "confidence": 1.0 - confidence if confs else 0.0,
-            "sources": [s for s, _, _ in kept_inline], "source_confidence": [c for _, c, _ in kept_inline],
-            "source_at": [at for _, _, at in kept_inline],
+            **{name: [v[prop] for v in kept_inline] for name, prop in zip(VOTE_LISTS, VOTE_PROPS)},
             "first_seen": min(times, default=p.get("first_seen")), "last_seen": max(times, default=p.get("last_seen")),
             "delete_votes": [v["id"] for v in overflow if v["source"] in forgotten] + [v["id"] for v in moved],
             "delete_edge": votes == 0, "forgotten": removed, "_before": len(inline) + len(overflow)}

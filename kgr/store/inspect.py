@@ -13,6 +13,7 @@ from typing import Any
 from neo4j import RoutingControl
 
 from kgr.errors import KgrNotFound
+from kgr.model.review import EvidenceLink
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
 from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
 from kgr.store.lookup import lucene_query
@@ -66,7 +67,8 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
 
 
 def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
-    """The staged state of edge ``key`` and every decision recorded about it, oldest first.
+    """The staged state of edge ``key``, the evidence of its first 10 votes (source, chunk, document,
+    the sentence that produced the vote) and every decision recorded about it, oldest first.
 
     Raises
     ------
@@ -84,7 +86,9 @@ def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
                            object=str(row["object"]), status=str(row["status"]), votes=int(row["votes"] or 0),
                            confidence=float(row["confidence"] or 0.0), p_hat=_num(row.get("p_hat")),
                            features=[float(x) for x in row["features"]] if row.get("features") else None,
-                           feature_set=row.get("feature_set"), decisions=decisions)
+                           feature_set=row.get("feature_set"), decisions=decisions,
+                           evidence=[EvidenceLink(source=src, chunk_id=cid, document=doc, quote=quote)
+                                     for src, cid, doc, quote in row.get("evidence") or []])
 
 
 def run_saved_query(graph: Graph, text: str, params: dict[str, Any]) -> list[dict[str, Any]]:

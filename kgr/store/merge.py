@@ -78,7 +78,7 @@ __all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
 
 #: Properties of a pending edge the merge recomputes (its votes) or that only a tombstone has: never copied.
-_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at",
+_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at", "source_span",
                "merged_into_key", "merged_at_version", "merged_votes")
 
 
@@ -128,15 +128,17 @@ def _votes_of(edge: dict) -> list[dict]:
     sources = props.get("sources") or []
     confs = props.get("source_confidence") or []
     ats = props.get("source_at") or []
+    spans = props.get("source_span") or []  # absent on edges staged before spans were kept
     out = [{"source": s, "confidence": float(confs[i]) if i < len(confs) else 1.0,
-            "at": ats[i] if i < len(ats) else props.get("last_seen"), "vote_id": None}
+            "at": ats[i] if i < len(ats) else props.get("last_seen"), "span": spans[i] if i < len(spans) else "",
+            "vote_id": None}
            for i, s in enumerate(sources)]
     seen = set(sources)
     for v in sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"])):
         if v["source"] not in seen:  # never both inline and a node (staging's invariant); be safe
             seen.add(v["source"])
             out.append({"source": v["source"], "confidence": float(v.get("confidence") or 0.0),
-                        "at": v.get("at"), "vote_id": v["id"]})
+                        "at": v.get("at"), "span": v.get("span") or "", "vote_id": v["id"]})
     return out
 
 
@@ -165,6 +167,7 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "source_confidence": [v["confidence"] for v in have if v["vote_id"] is None]
         + [v["confidence"] for v in to_inline],
         "source_at": [v["at"] for v in have if v["vote_id"] is None] + [v["at"] for v in to_inline],
+        "source_span": [v["span"] for v in have if v["vote_id"] is None] + [v["span"] for v in to_inline],
         "first_seen": min(seen, default=None),
         "last_seen": max(seen, default=None),
         "merged_from": [*(base.get("merged_from") or []), old["key"]],
@@ -180,11 +183,11 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "key": new_key, "s_key": old["new_s"], "o_key": old["new_o"], "props": props,
         "tombstone": {"status": "merged", "merged_into_key": new_key, "merged_at_version": version,
                       "votes": 0, "confidence": 0.0, "sources": [], "source_confidence": [], "source_at": [],
-                      "merged_votes": len(incoming), "reason": reason},
+                      "source_span": [], "merged_votes": len(incoming), "reason": reason},
         "delete_votes": [v["vote_id"] for v in duplicates + to_inline if v["vote_id"] is not None],
         "rekey_votes": [{"old_id": v["vote_id"], "new_id": f"{new_key}|{v['source']}"}
                         for v in to_overflow if v["vote_id"] is not None],
-        "new_votes": [{"source": v["source"], "confidence": v["confidence"], "at": v["at"]}
+        "new_votes": [{"source": v["source"], "confidence": v["confidence"], "at": v["at"], "span": v["span"]}
                       for v in to_overflow if v["vote_id"] is None],
         "_before": len(have), "_added": len(added),
     }
