@@ -23,7 +23,7 @@ __all__ = ["mask_markup", "is_boilerplate", "negated", "clause_bounds", "BOUNDAR
 
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _LABEL = re.compile(r"^\s*(?:[-*+•]\s+)?(?:\[[^\]]{1,40}\]\s*)?[\w./+-]+(?:\s[\w./+-]+)?:\s+(?=\S)")
-_MARKUP = re.compile(r"`+|\*+|(?<!\w)_+|_+(?!\w)|[\[\]|]|<[^<>]{0,40}>|:[a-z]+:(?=`)")
+_MARKUP = re.compile(r"\]\[[^\]]{0,60}\]|`+|\*+|(?<!\w)_+|_+(?!\w)|[\[\]|]|<[^<>]{0,40}>|:[a-z]+:(?=`)")
 _BOILERPLATE = re.compile(
     r"without warrant|\bas is\b|you may not use this file|permission is hereby granted|redistribution and use in "
     r"source|the software is provided|either express or implied|for more details|this program is free software|"
@@ -47,7 +47,8 @@ _TAIL_END = re.compile(r",|\b(?:which|that|who|whose|where|when)\b", re.IGNORECA
 
 
 def mask_markup(sentence: str) -> str:
-    """``sentence`` with markup, a leading list marker and a leading line label blanked (same length).
+    """``sentence`` with markup (reference-link labels ``][label]`` included), a leading list marker
+    and a leading line label blanked (same length).
 
     >>> mask_markup("* d/control: Add ``valgrind`` to **Depends**.")
     '               Add   valgrind   to   Depends  .'

@@ -46,6 +46,7 @@ _TOKEN = re.compile(r"[A-Za-z0-9\u00c0-\u024f][\w\u00c0-\u024f.+/#-]*[\w\u00c0-\
 _SHAPED = re.compile(r"[a-z0-9][A-Z]|[A-Za-z].*\d|\d.*[A-Za-z]|[A-Za-z][-_./+][A-Za-z0-9]")
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?\.?", re.IGNORECASE)  # "i.e", "e.g.", "a.k.a"
 _COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")  # "work-in-progress", "look-and-feel"
+_PREFIXED = re.compile(r"(?:auto|multi|non|pre|re|co|self|cross|sub|inter|semi|anti|de|un|post|over|under)-[a-z]")
 _MODIFIER_SUFFIX = re.compile(r"-(?:based|compatible|like|style|aware|only|specific|friendly|agnostic|level|wide|free|"
                               r"safe|enabled|related|oriented|powered|driven|ready|side)$", re.IGNORECASE)
 _INITIAL = re.compile(r"[A-Z]\.")
@@ -54,7 +55,9 @@ ORG_WORDS = frozenset("""foundation inc inc. ltd ltd. llc gmbh corporation corp 
 labs laboratory laboratories organization organisation community group university institute services systems
 technologies association society agency""".split())
 _ORG_AFTER = re.compile(r"\s+(?:organization|organisation|team|project|community|foundation|developers)\b")
-_NOUN_NEXT = re.compile(r" +[a-z]")  # "classpath scanning": a lowercase word modifying the next one
+# "classpath scanning": a lowercase word modifying the next one, unless that is a kind of software
+_NOUN_NEXT = re.compile(r" +(?!(?:module|package|library|crate|plugin|extension|tool|command|binary|daemon|program|"
+                        r"utility|framework)s?\b)[a-z]")
 _PERSON_TYPE = re.compile(r"\b(?:person|people|human|author|individual)s?\b", re.IGNORECASE)
 _ORG_TYPE = re.compile(r"\b(?:organi[sz]ation|company|companies|institution)s?\b", re.IGNORECASE)
 
@@ -93,7 +96,8 @@ class Guess:
 def _kind(tok: str, code: bool) -> str:
     if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok):
         return "modifier"
-    if _COMPOUND_WORD.fullmatch(tok) and not (has_lexicon() and not all(map(is_common_word, tok.split("-")))):
+    if _COMPOUND_WORD.fullmatch(tok) and (_PREFIXED.match(tok) or not has_lexicon()
+                                          or all(map(is_common_word, tok.split("-")))):
         return "lower"  # an English compound, unless the word list knows a part is no common word
     if code or _SHAPED.search(tok):
         return "shaped"
@@ -150,7 +154,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             run.append((s, e, tok))
             if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
                 flush()  # a lowercase shaped name stands alone ("libdrm-dev")
-        elif kind == "lower" and not run and s in expect and has_lexicon() and not is_common_word(tok) \
+        elif kind == "lower" and tok.isalpha() and not run and s in expect and has_lexicon() and not is_common_word(tok) \
                 and not _NOUN_NEXT.match(masked, e):
             run.append((s, e, tok))
             flush()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kgr.extract.cues import BOUNDARY
 from kgr.extract.guesses import Roles, guess_type
 
-__all__ = ["Mention", "resolve_overlaps", "mark_possessives", "close", "find_pair"]
+__all__ = ["Mention", "resolve_overlaps", "mark_possessives", "close", "find_pair", "fits", "shared_subject"]
 
 _COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s?(?!\w)")
@@ -54,7 +54,7 @@ def mark_possessives(text: str, mentions: list[Mention]) -> list[Mention]:
     return mentions
 
 
-def _fits(m: Mention, allowed: list[str], widened: list[str] | None, roles: Roles) -> str | None:
+def fits(m: Mention, allowed: list[str], widened: list[str] | None, roles: Roles) -> str | None:
     """The first of ``m``'s types that ``allowed`` accepts; a guess gets its one type
     (:func:`kgr.extract.guesses.guess_type`), which ``allowed`` must accept."""
     if m.possessive:
@@ -93,7 +93,7 @@ def _side(
     to the nearest mention must be the conjunction; right of it the chain is cut after the last one.
     """
     for i, m in enumerate(seq):
-        t = _fits(m, allowed, widened, roles)
+        t = fits(m, allowed, widened, roles)
         if t is None:
             continue
         chain = [(m, t)]
@@ -103,7 +103,7 @@ def _side(
             gap = sentence[nxt.end : prev.start] if leftwards else sentence[prev.end : nxt.start]
             if not _COORD.fullmatch(gap):
                 break
-            t2 = _fits(nxt, allowed, widened, roles)
+            t2 = fits(nxt, allowed, widened, roles)
             if t2 is None:
                 break
             has_conj = _CONJ.search(gap) is not None
@@ -152,3 +152,26 @@ def find_pair(
         if subs and objs:
             return subs, objs
     return None
+
+
+_COPULA_RELATIVE = re.compile(r"\s*(?:is|are|was|were)\s+(?:a|an|the)\b[^,;:]*\b(?:which|that)\s*$", re.IGNORECASE)
+
+
+def shared_subject(text: str, cands: list[Mention], ts: int, allowed: list[str], widened: list[str] | None,
+                   roles: Roles) -> tuple[Mention, str] | None:
+    """The subject a trigger shares with an earlier predicate of its clause, when the nearer left
+    mention belongs to that predicate: the mention opening the clause, followed by "is a … which"
+    ("Granian is an ASGI compatible Rust HTTP server which supports HTTP/2") or by a coordinated
+    predicate ("scikit-learn is … built on top of SciPy and is distributed under the BSD license").
+    None when the clause does not open with a mention that ``allowed`` accepts."""
+    lo = 0
+    for m in BOUNDARY.finditer(text, 0, ts):
+        lo = m.end()
+    first = min((m for m in cands if lo <= m.start and m.end <= ts), key=lambda m: m.start, default=None)
+    if first is None or text[lo:first.start].strip():
+        return None
+    gap = text[first.end:ts]
+    if not (_COPULA_RELATIVE.match(gap) or _SECOND_PREDICATE.search(gap)):
+        return None
+    t = fits(first, allowed, widened, roles)
+    return (first, t) if t is not None else None

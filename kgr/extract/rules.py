@@ -59,7 +59,7 @@ from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
-from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps
+from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -349,7 +349,11 @@ class RulesExtractor:
             subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
             left = subjects if subjects[0][0].end <= ts else objects
             right = objects if left is subjects else subjects
-            if not (close(masked, left[-1][0].end, ts, MAX_LEFT_GAP) and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
+            left_ok = close(masked, left[-1][0].end, ts, MAX_LEFT_GAP)
+            if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
+                shared = shared_subject(masked, [*mentions, *guesses], ts, dom, widened, comp.roles)
+                subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
+            if not (left_ok and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
                 continue
             for sm, st in subjects:
                 for om, ot in objects:
