@@ -12,7 +12,7 @@ Conventions
   keeps dozens of requests in flight.
 - **Output.** The model is asked for the agent tools' extracted-KG JSON
   ``{"entities": {Type: [names]}, "relations": {Type: [{"subject", "object", "quote"}]}}`` (``quote``:
-  the sentence stating the relation, copied from the text; :func:`kgr.extract.spans.locate` turns it,
+  the sentence stating the relation, copied from the text; :func:`kgr.text.spans.locate` turns it,
   or when it is missing or not found the first sentence naming both ends, into the relation's
   span in ``result.spans``). The reply is parsed
   (code fences and text around the outermost ``{...}`` are tolerated) and validated by
@@ -67,7 +67,7 @@ from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
 from kgr.errors import KgrExtractionError, KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
-from kgr.extract.spans import locate
+from kgr.text.spans import locate
 from kgr.text.sentences import sentence_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema

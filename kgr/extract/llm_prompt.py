@@ -24,7 +24,7 @@ class LLMPair(BaseModel):
 
     subject: str
     object: str
-    quote: str | None = None  # the sentence of the text that states it (kgr.extract.spans.locate)
+    quote: str | None = None  # the sentence of the text that states it (kgr.text.spans.locate)
 
 
 class LLMOutput(BaseModel):

@@ -13,7 +13,7 @@ from kgr.extract.cues import mask_markup, negated
 from kgr.extract.guesses import find_guesses
 from kgr.extract.llm_prompt import parse_reply
 from kgr.extract.rules import RulesExtractor
-from kgr.extract.spans import locate
+from kgr.text.spans import locate
 from kgr.model.schema import load_schema
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "extract"

@@ -130,3 +130,23 @@ def test_overflow_votes_keep_their_sentence_when_a_forget_moves_them_inline(grap
     assert len(spans["inline"]) == 1 and len(spans["overflow"]) == 1 and all(spans["inline"] + spans["overflow"])
     forget(graph, documents=[file_document_id(a)], quorum=1)
     assert {e.quote for e in explain_edge(graph, KEY).evidence} == {B}
+
+
+def test_an_agent_session_stores_votes_with_the_sentence_naming_both_ends(graph, tmp_path):
+    from kgr.tools.context import ToolContext
+    from kgr.tools.registry import run_tool
+
+    a, _ = _corpus(tmp_path)
+    ingest(graph, [a], SCHEMA, config=IngestConfig(promote=False, max_rounds=1))
+    chunk = graph.driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text",
+                                       database_=graph.database).records[0]
+    kg = {"entities": {"Person": ["Charles Babbage"], "Machine": ["Analytical Engine"]},
+          "relations": {"DESIGNED": [{"subject": "Charles Babbage", "object": "Analytical Engine"}]}}
+    text = chunk["text"] + " In 1834 Charles Babbage conceived the Analytical Engine."
+    graph.driver.execute_query("MATCH (c:Chunk {id: $id}) SET c.text = $t", id=chunk["id"], t=text,
+                               database_=graph.database)
+    ctx = ToolContext(graph=graph, schema=SCHEMA, source=chunk["id"], source_text=text)
+    run_tool("query_kg_storage", {"extracted_kg": kg}, context=ctx)
+    key = edge_key("Person:charles babbage", "DESIGNED", "Machine:analytical engine")
+    assert {e.quote for e in explain_edge(graph, key).evidence} == {
+        "In 1834 Charles Babbage conceived the Analytical Engine."}

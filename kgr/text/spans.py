@@ -1,7 +1,8 @@
-"""Where in a chunk a relation was said, for an extractor that does not read sentence by sentence.
+"""Where in a chunk a relation was said, for whoever does not read it sentence by sentence.
 
 The LLM extractor asks the model to copy, for each relation, the sentence of the text that states
-it (``"quote"`` in the reply's JSON). :func:`locate` turns that into a span of the chunk:
+it (``"quote"`` in the reply's JSON); ``query_kg_storage`` in an agent session knows only the
+chunk's text and the names. :func:`locate` turns either into a span of the chunk:
 
 1. the quote is searched in the chunk, ignoring case and differences in whitespace (its first
    :data:`QUOTE_CHARS` characters); found, the span is that of the sentences
