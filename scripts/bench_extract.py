@@ -1,8 +1,15 @@
 """Benchmark: precision and recall of the offline rules extractor on the hand-annotated sample.
 
-    python scripts/bench_extract.py [--data tests/data/extract] [--split all|tune|heldout] [--json] [--errors]
+    python scripts/bench_extract.py [--data tests/data/extract] [--sample first|context]
+                                    [--split all|tune|heldout|blind] [--lexicon with|without|both] [--json] [--errors]
 
-Each sentence of ``tests/data/extract/sample.jsonl`` is one chunk, run through the ingestion loop's
+``--sample first`` (default) scores ``sample.jsonl`` (splits ``tune`` / ``heldout``); ``--sample context``
+scores ``sample_context.jsonl`` (splits ``tune`` / ``blind``), per split, per kind and per relation,
+and the blind split's recall again without its densest sentence (curl's list of 21 protocols, id
+``DENSE_ID``). ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and
+without it (``KGR_NO_LEXICON``), in one process.
+
+Each sentence of the sample is one chunk, run through the ingestion loop's
 extraction rounds exactly as ``kgr ingest`` runs them (:class:`kgr.ingest.drafting.ChunkDrafter`:
 the extractor, then the density, quality, feedback and coverage tools, whose recommendations
 guide the next round; ``max_rounds`` 3), then turned into the assertions staging would receive
@@ -24,12 +31,14 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import re
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+from kgr.extract import lexicon
 from kgr.extract.rules import RulesExtractor
 from kgr.ingest.assertions import assertions_of
 from kgr.ingest.chunking import Chunk
@@ -40,6 +49,8 @@ from kgr.model.canonical import canonical_name
 from kgr.model.schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = {"first": "sample.jsonl", "context": "sample_context.jsonl"}
+SPLITS = {"first": ["tune", "heldout"], "context": ["tune", "blind"]}
 _VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[+x]?$")
 
 
@@ -113,36 +124,86 @@ def _fmt(x: float | None) -> str:
     return "  -  " if x is None else f"{x:.2f}"
 
 
+def _dense_id(rows: list[dict]) -> str | None:
+    """The id of the blind sentence with the most gold triples (curl's 21 protocols), reported apart."""
+    blind = [r for r in rows if r["split"] == "blind"]
+    return max(blind, key=lambda r: len(r["triples"]))["id"] if blind else None
+
+
+def tables(rows: list[dict], preds: list[list[tuple]], splits: list[str], errors_of: str | None) -> dict:
+    """Per split: the relation table, per kind the overall figures, and for blind the recall without the densest."""
+    result: dict = {}
+    dense = _dense_id(rows)
+    for sp in splits:
+        idx = [i for i, r in enumerate(rows) if sp == "all" or r["split"] == sp]
+        table, errs = score([rows[i] for i in idx], [preds[i] for i in idx])
+        kinds = {}
+        for kind in sorted({rows[i]["kind"] for i in idx}):
+            kidx = [i for i in idx if rows[i]["kind"] == kind]
+            kinds[kind] = score([rows[i] for i in kidx], [preds[i] for i in kidx])[0]["all"]
+        entry = {"relations": table, "kinds": kinds}
+        if sp == "blind" and dense is not None:
+            rest = [i for i in idx if rows[i]["id"] != dense]
+            entry["without_" + dense] = score([rows[i] for i in rest], [preds[i] for i in rest])[0]["all"]
+        result[sp] = entry
+        if errors_of == sp:
+            for kind, sid, tr in errs:
+                print(f"{kind:6} {sid:5} {tr[0]} ({tr[1]}) -{tr[2]}-> {tr[3]} ({tr[4]})", file=sys.stderr)
+    return result
+
+
+def _print(name: str, result: dict) -> None:
+    for sp, entry in result.items():
+        print(f"\n[{name} / {sp}]  relation        predicted correct  gold found  precision recall")
+        rows = sorted(entry["relations"].items(), key=lambda kv: (kv[0] != "all", kv[0]))
+        rows += [(f"kind:{k}", c) for k, c in entry["kinds"].items()]
+        rows += [(k.replace("without_", "all w/o "), c) for k, c in entry.items() if k.startswith("without_")]
+        for rel, c in rows:
+            print(f"        {rel:22} {c['predicted']:9} {c['correct']:7} {c['gold']:5} {c['found']:5}  "
+                  f"{_fmt(c['precision']):>9} {_fmt(c['recall']):>6}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=ROOT / "tests" / "data" / "extract")
-    ap.add_argument("--split", choices=["all", "tune", "heldout"], default="all")
+    ap.add_argument("--sample", choices=sorted(SAMPLES), default="first")
+    ap.add_argument("--split", choices=["all", "tune", "heldout", "blind"], default="all")
+    ap.add_argument("--lexicon", choices=["with", "without", "both"], default="with",
+                    help="the nlp extra's word list (if installed), none, or both runs")
     ap.add_argument("--rounds", type=int, default=3, help="extraction rounds per chunk (kgr ingest's default: 3)")
     ap.add_argument("--json", action="store_true", help="print the tables as JSON")
-    ap.add_argument("--errors", action="store_true", help="list wrong and missed triples of the chosen split")
+    ap.add_argument("--errors", action="store_true",
+                    help="list wrong and missed triples of the chosen split (the tune split if 'all'; never blind)")
     args = ap.parse_args()
     schema = load_schema(args.data / "schema.json")
-    rows = [json.loads(line) for line in (args.data / "sample.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    t0 = time.perf_counter()
-    preds = asyncio.run(predict(rows, schema, args.rounds))
-    seconds = time.perf_counter() - t0
-    splits = ["tune", "heldout", "all"] if args.split == "all" else [args.split]
-    result = {}
-    for sp in splits:
-        idx = [i for i, r in enumerate(rows) if sp == "all" or r["split"] == sp]
-        result[sp], errs = score([rows[i] for i in idx], [preds[i] for i in idx])
-        if args.errors and sp == (args.split if args.split != "all" else "tune"):
-            for kind, sid, tr in errs:
-                print(f"{kind:6} {sid:5} {tr[0]} ({tr[1]}) -{tr[2]}-> {tr[3]} ({tr[4]})", file=sys.stderr)
+    path = args.data / SAMPLES[args.sample]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if args.split != "all" and args.split not in SPLITS[args.sample]:
+        ap.error(f"--split {args.split}: the {args.sample} sample has splits {', '.join(SPLITS[args.sample])}")
+    if args.errors and args.split == "blind":
+        ap.error("--errors: the blind split's errors are never listed (tune on the tune split)")
+    splits = [*SPLITS[args.sample], "all"] if args.split == "all" else [args.split]
+    modes = ["with", "without"] if args.lexicon == "both" else [args.lexicon]
+    out: dict = {"sample": path.name, "sentences": len(rows), "gold": sum(len(r["triples"]) for r in rows), "runs": {}}
+    for mode in modes:
+        if mode == "without":
+            os.environ["KGR_NO_LEXICON"] = "1"
+        else:
+            os.environ.pop("KGR_NO_LEXICON", None)
+        lexicon._frequencies.cache_clear()  # noqa: SLF001 - the word list is read once per process
+        label = f"{mode} word list" + ("" if mode == "without" or lexicon.has_lexicon() else " (extra not installed)")
+        t0 = time.perf_counter()
+        preds = asyncio.run(predict(rows, schema, args.rounds))
+        seconds = time.perf_counter() - t0
+        errors_of = (args.split if args.split != "all" else "tune") if args.errors and mode == modes[0] else None
+        out["runs"][label] = {"seconds": round(seconds, 2), "splits": tables(rows, preds, splits, errors_of)}
     if args.json:
-        print(json.dumps({"sentences": len(rows), "seconds": round(seconds, 2), "splits": result}, indent=2))
+        print(json.dumps(out, indent=2))
         return
-    print(f"{len(rows)} sentences, {sum(len(r['triples']) for r in rows)} gold triples, {seconds:.1f} s")
-    for sp in splits:
-        print(f"\n[{sp}]  relation        predicted correct  gold found  precision recall")
-        for rel, c in sorted(result[sp].items(), key=lambda kv: (kv[0] != "all", kv[0])):
-            print(f"        {rel:15} {c['predicted']:9} {c['correct']:7} {c['gold']:5} {c['found']:5}  "
-                  f"{_fmt(c['precision']):>9} {_fmt(c['recall']):>6}")
+    print(f"{out['sample']}: {out['sentences']} sentences, {out['gold']} gold triples")
+    for label, run in out["runs"].items():
+        print(f"\n=== {label} ({run['seconds']:.1f} s)")
+        _print(label.split()[0], run["splits"])
 
 
 if __name__ == "__main__":
