@@ -76,6 +76,15 @@ MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name
 #: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
 _NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
+#: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
+_RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
+#: A sentence opening with a pronoun or a definite description of the document's own subject.
+_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
+                   re.VERBOSE)
+#: After a trigger noun: what provides it is not its subject.
+_PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
+#: A "License: X" line of a README or package description (its subject is the document's).
+_LICENSE_LINE = re.compile(r"\W{0,3}Licen[cs]e:\s")
 
 
 @dataclass
@@ -277,8 +286,16 @@ class RulesExtractor:
         return mark_possessives(masked, out)
 
     # -- relations ---------------------------------------------------------------------------
-    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
-        """Extract entities and relations from ``chunk_text`` (rules in the module docstring)."""
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None,
+                title: str | None = None) -> ExtractionResult:
+        """Extract entities and relations from ``chunk_text`` (rules in the module docstring).
+
+        ``title``, the document's title when a loader knows it, is the name of a sentence-initial
+        "It" / "This package|library|project|module|tool|program|command" (typed as the first
+        relation domain type it fits; "It is a …" is left alone), and the missing subject of a
+        list item or changelog entry "Add/Added/Explicit/Full/Native/Initial support for X" and
+        the subject of a "License: X" line.
+        """
         comp = self._compiled(schema)
         widened = guided_types(schema, guidance)
         found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
@@ -292,12 +309,18 @@ class RulesExtractor:
             sentence = chunk_text[s0:e0]
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
+            own = _SELF.match(masked) if title else None
+            if own is not None and title:
+                mentions.insert(0, self._title_mention(own.end(), title, schema))
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
             if is_boilerplate(sentence):
                 continue
-            for rel, sm, st, om, ot in self._sentence_relations(sentence, masked, mentions, comp, schema, widened):
+            found_here = list(self._sentence_relations(sentence, masked, mentions, comp, schema, widened))
+            if title and _LICENSE_LINE.match(sentence):
+                found_here += self._license_line(mentions, title, schema)
+            for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
                     continue
@@ -323,6 +346,25 @@ class RulesExtractor:
         return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
                                 spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
                                        for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
+
+    @staticmethod
+    def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:
+        """The document's title standing at ``[0, end)`` of a sentence (or for its missing subject), with every relation domain type."""
+        types = list(dict.fromkeys(t for spec in schema.relation_types.values() for t in spec.domain))
+        return Mention(0, end, types, {t: title for t in types})
+
+    @staticmethod
+    def _license_line(mentions: list[Mention], title: str, schema: KGSchema):
+        """``LICENSED_UNDER`` from the document (``title``) to each licence named on a "License: …" line."""
+        spec = schema.relation_types.get("LICENSED_UNDER")
+        if spec is None or not spec.domain:
+            return
+        me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
+        for m in mentions:
+            for t in m.types:
+                if t in spec.range:
+                    yield "LICENSED_UNDER", me, spec.domain[0], m, t
+                    break
 
     def _sentence_relations(self, sentence: str, masked: str, mentions: list[Mention], comp: _Compiled,
                             schema: KGSchema, widened: list[str]):
@@ -350,6 +392,8 @@ class RulesExtractor:
             left = subjects if subjects[0][0].end <= ts else objects
             right = objects if left is subjects else subjects
             left_ok = close(masked, left[-1][0].end, ts, MAX_LEFT_GAP)
+            if left is subjects and left_ok and _RELATIVE.search(masked[left[-1][0].end:ts]):
+                left_ok = False  # "X … to architectures that support Y": the clause's subject is not X
             if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
                 shared = shared_subject(masked, [*mentions, *guesses], ts, dom, widened, comp.roles)
                 subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
@@ -369,6 +413,8 @@ class RulesExtractor:
             ts, te = m.span()
             if any(x.start < te and ts < x.end for x in mentions):
                 continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
+            if _PROVIDED_BY.match(sentence, te):
+                continue  # "SSL support is provided by OpenSSL": the document supports SSL through OpenSSL
             after_by = re.match(r"\s+by\b", sentence[te:], re.IGNORECASE) is not None
             for rel, passive in comp.trigger_rel.get(_norm(m.group(0)), []):
                 yield rel, passive or after_by, ts, te
