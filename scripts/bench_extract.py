@@ -5,8 +5,8 @@
 
 ``--sample first`` (default) scores ``sample.jsonl`` (splits ``tune`` / ``heldout``); ``--sample context``
 scores ``sample_context.jsonl`` (splits ``tune`` / ``blind``), per split, per kind and per relation,
-and the blind split's recall again without its densest sentence (curl's list of 21 protocols, id
-``DENSE_ID``). ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and
+and the blind split's recall again without its densest sentence (the blind sentence with
+the most gold triples: curl's list of 21 protocols, ``dqx25``). ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and
 without it (``KGR_NO_LEXICON``), in one process.
 
 Each sentence of the sample is one chunk, run through the ingestion loop's
