@@ -194,6 +194,9 @@ def _print_explanation(why: EdgeExplanation) -> None:
         names = FEATURES if why.feature_set == FEATURE_SET else [f"f{i}" for i in range(len(why.features))]
         out.print(f"  p_hat {why.p_hat:.4f} from the features of its last scored decision: "
                   + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, why.features)), markup=False)
+    for ev in why.evidence:
+        where = ev.document or ev.chunk_id or ev.source
+        out.print(f"  said in {where}" + (f': "{" ".join(ev.quote.split())}"' if ev.quote else ""), markup=False)
     for d in why.decisions:
         out.print(esc(f"  v{d.version} {d.action}: {d.reason}"), markup=False)
         inputs = d.inputs

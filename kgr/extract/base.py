@@ -41,6 +41,7 @@ __all__ = [
     "TypedRelation",
     "ProposedTypes",
     "RejectedItem",
+    "RelationSpan",
     "extract_concurrently",
 ]
 
@@ -117,6 +118,19 @@ class RejectedItem(BaseModel):
     reason: str
 
 
+class RelationSpan(BaseModel):
+    """Where in the chunk one relation of ``kg`` was read: the character span ``[start, end)`` of its
+    sentence (or clause) in the chunk's text, under the names ``kg`` uses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relation: str
+    subject: str
+    object: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
 class ExtractionResult(BaseModel):
     """What one extractor call on one chunk produced (conventions in the module docstring)."""
 
@@ -131,6 +145,8 @@ class ExtractionResult(BaseModel):
     unpriced_calls: int = Field(0, ge=0, description="answered requests litellm could not price (their cost is "
                                                      "unknown and counted as 0.0 in cost_usd)")
     extractor: str = Field("", description="which extractor produced this ('rules', 'llm:<model>')")
+    spans: list[RelationSpan] = Field(default_factory=list, description=(
+        "the sentence each relation of kg was read from (a relation without one: unknown)"))
 
 
 @runtime_checkable

@@ -33,7 +33,7 @@ from kgr.model.tools.quality import QualityMetricsOutput
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph
 from kgr.tools.context import ToolContext
-from kgr.tools.disambiguation import rewrite_kg
+from kgr.tools.disambiguation import endpoint_renamer, rewrite_kg
 from kgr.tools.registry import run_tool
 
 from kgr.ingest.assertions import (
@@ -57,6 +57,8 @@ class _Draft:
     rejections: list[Rejection]
     extractor: str
     quality: float | None = None
+    #: (relation, subject, object) -> the span of the sentence it was read from (the first round's)
+    spans: dict[tuple[str, str, str], tuple[int, int]] | None = None
 
 
 @dataclass
@@ -149,6 +151,7 @@ class ChunkDrafter:
         rejections: list[Rejection] = []
         extractor_name = ""
         score: float | None = None
+        spans: dict[tuple[str, str, str], tuple[int, int]] = {}
 
         lane = self._lane
 
@@ -171,6 +174,8 @@ class ChunkDrafter:
             rejections.extend(rejections_of(res, chunk.id))
             proposals.extend(proposals_of(res))
             kg = merge_kg(kg, res.kg)
+            for sp in res.spans:
+                spans.setdefault((sp.relation, sp.subject, sp.object), (sp.start, sp.end))
             base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
             history.append(base["extracted_kg"])
             if not last:
@@ -194,15 +199,17 @@ class ChunkDrafter:
         out.tool_calls = dict(calls)
         return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
                       extractor=extractor_name or self.config.extractor,
-                      quality=None if score is None else float(score) / 100.0)
+                      quality=None if score is None else float(score) / 100.0, spans=spans)
 
     async def _finish(self, chunk: Chunk, out: ChunkOutcome, draft: _Draft) -> Drafted:
         """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
         kg, rejections = draft.kg, draft.rejections
         calls = draft.calls
-        final = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else kg
+        final, renames = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else (kg, {})
         await self._lane.turn()
-        assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve)
+        rename = endpoint_renamer(renames)
+        spans = {(r, rename(s), rename(o)): sp for (r, s, o), sp in (draft.spans or {}).items()}
+        assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve, spans=spans)
         rejections.extend(bad)
         entities: list[tuple[str, str]] = []
         keys: list[str] = []
@@ -239,9 +246,11 @@ class ChunkDrafter:
         """Drop the disambiguation cache (a forget deleted entities); call with no chunk in flight."""
         self._matches.clear()
 
-    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str], out: ChunkOutcome) -> ExtractedKG:
+    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str],
+                            out: ChunkOutcome) -> tuple[ExtractedKG, dict[tuple[str, str], str]]:
         """Step 4: ``final_kg`` of ``query_entity_disambiguation`` for ``kg``, asking the tool only about
-        the names this run has not yet resolved to a unique exact match.
+        the names this run has not yet resolved to a unique exact match; and the renames made
+        (``(type, name) -> new name``, :func:`~kgr.tools.disambiguation.rewrite_kg`'s).
 
         A name whose best match is an exact match (confidence 1.0) on the entity keyed by the name
         itself (after the schema's aliases), with no other candidate at 1.0, is remembered for the
@@ -287,7 +296,7 @@ class ChunkDrafter:
                     cache[items[i]] = best.candidate.name
                     if len(cache) > size:
                         cache.popitem(last=False)
-        return rewrite_kg(kg, items, resolved, targets)[0]
+        return rewrite_kg(kg, items, resolved, targets)
 
 
 def failed_outcome(chunk: Chunk, exc: BaseException, out: ChunkOutcome | None = None, *,

@@ -164,14 +164,17 @@ class PromotedAdjacency:
         if sources is None or len(sources) < per_edge:
             return None
         chunks, out = pre[0].chunks, []
-        for source in sources[:per_edge]:
+        spans = pre[0].span_quotes.get(key, ())
+        for i, source in enumerate(sources[:per_edge]):
             chunk = chunks.get(source)
             if chunk is None:  # a source that is no chunk (slice_quotes' OPTIONAL MATCH finds nothing)
                 out.append(SliceQuote(source=source))
             else:
                 doc, path, text = chunk
+                said = spans[i] if i < len(spans) else ""  # the vote's sentence, else the chunk's start
+                quote = said or text
                 out.append(SliceQuote(source=source, chunk_id=source, document_id=doc, path=path,
-                                      quote=None if text is None else text[:chars]))
+                                      quote=None if quote is None else quote[:chars]))
         return out
 
     def keep_quotes(self, by_edge: dict[str, list[SliceQuote]], per_edge: int, chars: int) -> None:

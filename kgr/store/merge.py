@@ -81,7 +81,7 @@ __all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
 
 #: Properties of a pending edge the merge recomputes (its votes) or that only a tombstone has: never copied.
-_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at",
+_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at", "source_span",
                "merged_into_key", "merged_at_version", "merged_votes")
 
 

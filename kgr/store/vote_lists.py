@@ -19,14 +19,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kgr.store.stage_rows import VOTE_LISTS
+
 __all__ = ["per_vote_lists", "inline_votes", "overflow_votes", "to_lists", "STANDARD_LISTS", "VOTE_NODE_KEYS"]
 
 #: Properties of a (:Vote) node that are bookkeeping, not a field of the vote.
 VOTE_NODE_KEYS = frozenset({"id", "created_tx"})
 
 
-#: The per-vote lists every staged edge has (staging writes them); others are found by their shape.
-STANDARD_LISTS = ("sources", "source_confidence", "source_at")
+#: The per-vote lists every staged edge has (staging writes them: :data:`~kgr.store.stage_rows.VOTE_LISTS`);
+#: others are found by their shape.
+STANDARD_LISTS = VOTE_LISTS
+#: The value a standard list holds for a vote that lacks the field (an edge staged before sentence
+#: spans were kept has no ``source_span``: its votes get ``""``, "no span known").
+_STANDARD_BLANKS = {"sources": "", "source_confidence": 0.0, "source_at": 0.0, "source_span": ""}
 
 
 def _field(list_name: str) -> str:
@@ -34,7 +40,7 @@ def _field(list_name: str) -> str:
 
 
 def per_vote_lists(props: Mapping[str, Any]) -> list[str]:
-    """The names of ``props``' per-vote lists: staging's three first, then any other ``source_*``
+    """The names of ``props``' per-vote lists: staging's own first (:data:`STANDARD_LISTS`), then any other ``source_*``
     list as long as ``sources``, by name."""
     n = len(props.get("sources") or [])
     extra = sorted(k for k, v in props.items() if k.startswith("source_") and k not in STANDARD_LISTS
@@ -78,6 +84,6 @@ def to_lists(votes: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[s
     out: dict[str, list[Any]] = {}
     for name in names:
         raw = [v.get(_field(name)) for v in votes]
-        blank = _blank(raw)
+        blank = _STANDARD_BLANKS[name] if name in _STANDARD_BLANKS else _blank(raw)
         out[name] = [blank if x is None else x for x in raw]
     return out
