@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import promotion_streams as ps  # noqa: E402
 from kgr.engine import Engine  # noqa: E402
 from kgr.extract.verify import RulesVerifier  # noqa: E402
-from kgr.gauge.calibrated import CalibratedConfig  # noqa: E402
+from kgr.promotion.config import CalibratedConfig  # noqa: E402
 from kgr.gauge.policies import QuorumConfig, make_policy  # noqa: E402
 from kgr.gauge.policy import PromotionConfig  # noqa: E402
 from kgr.ingest.config import IngestConfig  # noqa: E402
