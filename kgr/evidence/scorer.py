@@ -7,7 +7,8 @@ labelled row and -1 for the others (scikit-learn's semi-supervised convention).
 **1. Without labels** the score is the latent-class posterior (:mod:`kgr.evidence.latent`),
 fitted by EM on every row.
 
-**2. With labels** (at least ``min_labels``, ``min_per_class`` of each class) a
+**2. With labels** (at least ``min_labels``, and ``min_per_class`` of each class: a handful of
+minority labels fits a base rate, not a ranking) a
 :class:`sklearn.linear_model.LogisticRegression` is fitted on the labelled rows over the design
 
 .. math::
@@ -127,6 +128,9 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         Folds of the out-of-fold log-odds (fewer when a class has fewer labels; at least 2).
     clip : float
         Selection weights are clipped to ``[median/clip, median*clip]``.
+    min_slope : float
+        The out-of-fold sigmoid's slope :math:`a` below which the supervised stage is dropped (its
+        out-of-fold log-odds barely rank: the labels do not yet teach a ranking, only a base rate).
     random_state : int
         Seeds the folds (the fit is deterministic).
 
@@ -143,14 +147,15 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
     n_labels_ : int
     """
 
-    def __init__(self, *, min_labels: int = 20, min_per_class: int = 3, C: float = 1.0, latent_scale: float = 10.0,
-                 folds: int = 5, clip: float = 100.0, random_state: int = 0):
+    def __init__(self, *, min_labels: int = 20, min_per_class: int = 10, C: float = 1.0, latent_scale: float = 10.0,
+                 folds: int = 5, clip: float = 100.0, min_slope: float = 0.25, random_state: int = 0):
         self.min_labels = min_labels
         self.min_per_class = min_per_class
         self.C = C
         self.latent_scale = latent_scale
         self.folds = folds
         self.clip = clip
+        self.min_slope = min_slope
         self.random_state = random_state
 
     def _design(self, X: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -185,6 +190,9 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
                                     params={"sample_weight": w})
             platt = LogisticRegression(C=1e4, max_iter=1000).fit(eta[:, None], t, sample_weight=w)
         a, b = float(platt.coef_[0, 0]), float(platt.intercept_[0])
+        if a < self.min_slope:  # out of fold, the fit ranks no better than chance: the labels teach nothing yet
+            self.model_, self.scaler_ = None, None
+            return self
         self.calibration_ = (a, b)
         self.oof_ = _sigmoid(a * eta + b)
         return self

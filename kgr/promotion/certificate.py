@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta
+from scipy.special import betaincinv
 
 __all__ = ["clopper_pearson_upper", "SliceBounds", "slice_bounds"]
 
@@ -63,7 +63,7 @@ def clopper_pearson_upper(f, m, level: float = 0.9):  # noqa: ANN001, ANN201 - s
     m = np.asarray(m, dtype=np.float64)
     ok = m > f
     with np.errstate(invalid="ignore", divide="ignore"):
-        u = np.where(ok, beta.ppf(level, f + 1.0, np.where(ok, m - f, 1.0)), 1.0)
+        u = np.where(ok, betaincinv(f + 1.0, np.where(ok, m - f, 1.0), level), 1.0)
     return float(u) if u.ndim == 0 else u
 
 

@@ -37,7 +37,7 @@ class CalibratedConfig(BaseModel):
     rules_min_support: int = Field(2, ge=1)
     rules_min_confidence: float = Field(0.05, ge=0.0, le=1.0)
     min_labels: int = Field(20, ge=2, description="labels before the supervised stage of the scorer")
-    min_per_class: int = Field(3, ge=1, description="labels of each class needed as well")
+    min_per_class: int = Field(10, ge=1, description="labels of each class needed as well")
     C: float = Field(1.0, gt=0.0, description="inverse L2 strength of the supervised stage")
     write_tolerance: float = Field(1e-3, ge=0.0, description="a recorded p_hat is rewritten when it moved by more")
 
