@@ -137,15 +137,16 @@ def promote(schema: SchemaOpt = None,
             rounds = kg.promote_until_done(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier,
                                            max_rounds=max_rounds, on_round=seen)
     result = {"rounds": [r.model_dump() for r in rounds],
-              **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "held", "rejected", "expired")},
+              **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "retired", "rejected", "expired")},
+              "held": rounds[-1].held if rounds else 0,
               "deferred": rounds[-1].deferred if rounds else 0,
               "cut": next((r.cut.model_dump() for r in reversed(rounds) if r.cut is not None), None)}
 
     def show(res: dict) -> None:
         for r in rounds:
             out.print(_round_line(r), markup=False)
-        out.print(f"{len(rounds)} rounds: {res['promoted']} promoted, {res['held']} held, {res['rejected']} rejected, "
-                  f"{res['deferred']} left undecided", markup=False)
+        out.print(f"{len(rounds)} rounds: {res['promoted']} promoted, {res['retired']} retired, {res['held']} held, "
+                  f"{res['rejected']} rejected, {res['deferred']} left undecided", markup=False)
 
     emit(result, json_, show)
 

@@ -39,6 +39,8 @@ class CutReport(BaseModel):
 
     target_fmr: float = Field(description="the false-promotion rate the promoted set is held to")
     promoted: int = Field(0, description="edges the cut promotes (the policy's own; pinned ones aside)")
+    held: int = Field(0, description="managed edges held after the settle (below the cut, escalated, quorum)")
+    rejected: int = Field(0, description="managed edges rejected after the settle (hard violations, labelled false)")
     expected_fmr: float | None = Field(None, description="the model's expected FMR of them: sum(1 - p_hat) / promoted")
     bound: float | None = Field(None, description="the upper confidence bound on their FMR (within the target)")
     level: float = Field(0.9, description="confidence level of the bound")
@@ -52,13 +54,14 @@ class CutReport(BaseModel):
 
     def describe(self) -> str:
         """One clause for people."""
+        now = f"now {self.promoted} promoted, {self.held} held, {self.rejected} rejected"
         if not self.promoted:
-            return f"target FMR {self.target_fmr:g}, nothing promoted" + (f": {self.advice}" if self.advice else "")
+            return f"{now}; target FMR {self.target_fmr:g}, nothing promoted" + (f": {self.advice}" if self.advice else "")
         alone = "" if self.audit_bound is None or not self.audit_labels else f" at {self.audit_bound:.4f}"
         cert = (f"certified: its {self.audit_labels} audit labels alone bound it{alone}" if self.certified else
                 f"not certified: {self.audit_labels} audit labels bound it{alone or ' at 1'} alone; the model's "
                 f"expectation stands in for {max(0, self.audits_needed - self.audit_labels)} more")
-        return (f"target FMR {self.target_fmr:g}: expected FMR {self.expected_fmr:.4f}, "
+        return (f"{now}; target FMR {self.target_fmr:g}: expected FMR {self.expected_fmr:.4f}, "
                 f"{self.level:.0%} bound {self.bound:.4f} ({cert})")
 
 

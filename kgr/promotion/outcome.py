@@ -52,7 +52,8 @@ def advice(inputs: RoundInputs, scored, cfg: CalibratedConfig) -> str:  # noqa: 
 
 def _report(inputs: RoundInputs, scored, cfg: CalibratedConfig, promoted: int) -> dict:  # noqa: ANN001
     ct = scored.cut
-    return {"target_fmr": cfg.target_fmr, "promoted": promoted, "expected_fmr": ct.expected_fmr, "bound": ct.bound,
+    return {"target_fmr": cfg.target_fmr, "promoted": promoted, "held": scored.action.count("hold"),
+            "rejected": scored.action.count("reject"), "expected_fmr": ct.expected_fmr, "bound": ct.bound,
             "level": cfg.level, "audit_labels": ct.audits, "audits_needed": cfg.prior_audits,
             "audit_bound": ct.audit_bound, "certified": bool(ct.k and ct.audit_bound <= cfg.target_fmr + 1e-12),
             "labels": scored.labels,

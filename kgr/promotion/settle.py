@@ -120,6 +120,12 @@ class CalibratedPolicy:
         if inputs.nothing_new:
             return RoundDecisions(decisions=[], note=note, report=st.report or self._empty_report(),
                                   decide_ms=(time.perf_counter() - started) * 1000.0)
+        if not inputs.candidates:  # nothing staged: no fit (and no scikit-learn import) for an empty store
+            from kgr.promotion.outcome import advice
+
+            report = {**self._empty_report(), "advice": advice(inputs, None, cfg)}
+            return RoundDecisions(decisions=[], note=note, report=report,
+                                  decide_ms=(time.perf_counter() - started) * 1000.0)
         scored = self.score(inputs)
         out = assemble(inputs, scored, cfg)
         wrote = bool(out.decisions or out.refreshed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 from kgr.evidence.features import FEATURES
 from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs
@@ -120,8 +121,18 @@ def test_when_nothing_can_be_promoted_the_report_says_why_and_what_to_do():
     assert out.promoted_order == () and out.report["promoted"] == 0
     assert "no candidate has evidence that separates it" in out.report["advice"]
     assert "label 20 edges with `kgr review queue`" in out.report["advice"] and "--verify llm" in out.report["advice"]
-    empty = CalibratedPolicy(FAST).decide(inputs([]), None)
-    assert empty.report["advice"].startswith("nothing is staged")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                            # issue 29: numpy RuntimeWarnings on an empty store
+        empty = CalibratedPolicy(FAST).decide(inputs([]), None)
+    assert empty.report["advice"].startswith("nothing is staged") and empty.decisions == []
+
+
+def test_the_report_counts_what_the_cut_promotes_holds_and_rejects():
+    out = CalibratedPolicy(FAST).decide(inputs(office()), None)
+    r = out.report
+    assert r["promoted"] == len(out.promoted_order) > 0
+    assert r["promoted"] + r["held"] + r["rejected"] == len(office())
+    assert r["rejected"] >= 3                                     # range violation, self loop, labelled false
 
 
 def test_pinned_edges_are_evidence_and_never_retired():
