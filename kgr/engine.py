@@ -46,10 +46,20 @@ def _with_target(policy: object, config: BaseModel | None, target_fmr: float | N
         return config
     if policy != "calibrated":
         raise KgrValidationError("target_fmr applies to the calibrated policy only", field="target_fmr")
-    from kgr.gauge.calibrated import CalibratedConfig
+    from kgr.promotion.config import CalibratedConfig
 
     base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
     return base.model_copy(update={"target_fmr": target_fmr})
+
+
+def _with_reader(policy: object, config: BaseModel | None, verifier: Verifier | None) -> BaseModel | None:
+    """``config`` with the calibrated policy's ``hold_unread`` on when a verifier will read what it escalates."""
+    if verifier is None or policy != "calibrated":
+        return config
+    from kgr.promotion.config import CalibratedConfig
+
+    base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
+    return base.model_copy(update={"hold_unread": True})
 
 
 class FileStageReport(staging.StageReport):
@@ -186,16 +196,18 @@ class Engine:
     def promote(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
                 config: BaseModel | None = None, target_fmr: float | None = None,
                 verifier: Verifier | None = None) -> RoundSummary:
-        """One promotion round of ``policy`` (default: calibrated), written as one version.
+        """One promotion round of ``policy`` (default: calibrated, a settle of every staged edge), one version.
 
         ``target_fmr`` sets the calibrated policy's target (its config otherwise). With a
-        ``verifier``, the candidates the round escalated are then re-read
-        (:meth:`reread`): their new evidence is decided in the next round, and
-        ``summary.reread`` says what was found.
+        ``verifier``, the escalated edges not yet read are then re-read (:meth:`reread`), whatever
+        this round decided: their new evidence is weighed by the next round, and ``summary.reread``
+        says what was found. The calibrated policy then also holds unread edges above its cut that
+        one silent reading would drop below it, until they are read.
         """
-        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
+        chosen = self.policy(policy, quorum=quorum, config=_with_reader(policy, _with_target(policy, config, target_fmr),
+                                                                        verifier))
         summary = rounds.run_round(self.graph, chosen, schema=self.schema)
-        if verifier is not None and summary.escalated:
+        if verifier is not None:
             summary.reread = self.reread(verifier)
         return summary
 
@@ -221,21 +233,24 @@ class Engine:
                            on_round: Callable[[RoundSummary], None] | None = None) -> list[RoundSummary]:
         """Promotion rounds until the staged backlog is worked through; every round is one version.
 
-        A round decides a bounded number of candidates and promotes at most its budget; an edge
-        held only for budget is decided again next round. Rounds repeat until one is
-        :attr:`~kgr.model.decisions.RoundSummary.settled` (nothing promoted, nothing held for
-        budget, and nothing deferred or nothing written), or after ``max_rounds``. ``on_round``
+        The calibrated policy settles everything in one round; with a ``verifier`` the escalated
+        edges are re-read after it, and rounds repeat while re-reading finds new answers. The other
+        policies decide a bounded number of candidates per round and repeat until one is
+        :attr:`~kgr.model.decisions.RoundSummary.settled`. At most ``max_rounds``; ``on_round``
         sees each round's summary.
         """
         if max_rounds < 1:
             raise KgrValidationError("max_rounds must be >= 1", field="max_rounds")
-        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
+        chosen = self.policy(policy, quorum=quorum, config=_with_reader(policy, _with_target(policy, config, target_fmr),
+                                                                        verifier))
         out: list[RoundSummary] = []
         while len(out) < max_rounds:
             summary = self.promote(policy=chosen, verifier=verifier)
             if summary.version is None and not out:
                 out.append(summary)  # nothing to decide: report the empty round once
-                break
+                if not (summary.reread is not None and summary.reread.claims):
+                    break
+                continue
             if summary.version is not None:
                 out.append(summary)
                 if on_round is not None:

@@ -30,16 +30,13 @@ from kgr.gauge.policy import (
     decide_round,
 )
 from kgr.gauge.batch import GaugeBatch, gauge_batch
-from kgr.gauge.calibrated import CalibratedConfig, CalibratedPolicy, CalibratedState, promotion_cut
 from kgr.gauge.constraints import FactHolders, PromotedIndex, functional_losers, functional_relations
 from kgr.gauge.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
 from kgr.gauge.facts import FactTable, Vocabulary
-from kgr.gauge.features import FEATURE_SET, FEATURES, EvidenceGraph, evidence_graph, source_features
 from kgr.gauge.policies import GedigPolicy, Policy, QuorumConfig, QuorumPolicy, growth_epoch, make_policy
 from kgr.gauge.review import review_priority
 from kgr.gauge.roles import RoleEvidence, role_evidence, role_profiles
 from kgr.gauge.rules import Rule, RuleEvidence, RuleSet, mine_rules
-from kgr.gauge.scorer import LatentClass, Logistic, ScorerConfig, ScorerModel, explain, explain_many, fit_scorer, predict
 from kgr.gauge.reward import (
     ConstraintInputs,
     RewardTerms,
@@ -97,12 +94,9 @@ __all__ = [
     "CandidateDecision",
     "GedigRound",
     "decide_round",
-    # the promotion seam and the calibrated policy
+    # the promotion seam (the calibrated policy is kgr.promotion's)
     "Policy", "QuorumConfig", "QuorumPolicy", "GedigPolicy", "make_policy", "growth_epoch",
-    "CalibratedConfig", "CalibratedPolicy", "CalibratedState", "promotion_cut",
     "FactHolders", "PromotedIndex", "functional_losers", "functional_relations",
-    "FEATURES", "FEATURE_SET", "EvidenceGraph", "evidence_graph", "source_features",
-    "ScorerConfig", "ScorerModel", "LatentClass", "Logistic", "fit_scorer", "predict", "explain", "explain_many",
     "review_priority",
     # learned plausibility and the vectorised gauge
     "FactTable", "Vocabulary", "Rule", "RuleSet", "RuleEvidence", "mine_rules",

@@ -4,10 +4,10 @@ A policy is pure. It tells the store what to read (:meth:`Policy.plan`), receive
 :class:`~kgr.model.promotion.RoundInputs`, and returns :class:`~kgr.model.promotion.RoundDecisions`
 with its new state; :func:`kgr.store.rounds.run_round` does the I/O around it. Implementations:
 
-``calibrated`` (the default, :mod:`kgr.gauge.calibrated`)
-    A calibrated :math:`\hat p = P(\text{true} \mid \text{evidence})` for every candidate;
-    promotes what maximises acceptance while the expected false-promotion rate stays within a
-    target; escalates ambiguous candidates for more evidence.
+``calibrated`` (the default, :mod:`kgr.promotion.settle`)
+    One settle: a calibrated :math:`\hat p = P(\text{true} \mid \text{evidence})` for every
+    managed staged edge from one model, and one cut, the largest top slice whose bound on the
+    false-promotion rate stays within a target; escalates ambiguous edges for more evidence.
 ``gedig``
     The first version's policy: votes → constraints → the geDIG gauge and its gates → greedy
     :math:`R_{\text{env}}` selection (:func:`kgr.gauge.policy.decide_round`).
@@ -229,7 +229,8 @@ def make_policy(name: PolicyName | str = DEFAULT_POLICY, config: BaseModel | Non
             raise KgrValidationError(f"policy gedig takes a PromotionConfig, got {type(gcfg).__name__}", field="config")
         return GedigPolicy(gcfg.model_copy(update={"quorum": quorum}) if quorum else gcfg)
     if name == "calibrated":
-        from kgr.gauge.calibrated import CalibratedConfig, CalibratedPolicy
+        from kgr.promotion.config import CalibratedConfig
+        from kgr.promotion.settle import CalibratedPolicy
 
         ccfg = config if config is not None else CalibratedConfig()
         if not isinstance(ccfg, CalibratedConfig):

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
-from kgr.model.decisions import EdgeDecision, RoundSummary
+from kgr.model.decisions import CutReport, EdgeDecision, RoundSummary
 from kgr.model.promotion import (
     CandidateRow,
     EdgeList,
@@ -64,6 +64,8 @@ __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_ro
            "PromotedGraphCache"]
 
 _STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
+#: Rows per statement when a round writes many (one transaction, several statements).
+_BATCH = 10_000
 #: Labelled edges (newest first) whose features a round recomputes for the scorer's refit.
 MAX_LABELLED_READ = 5000
 
@@ -213,6 +215,10 @@ def _background(graph: Graph, n: int, salt: int, skip: set[str], pool: list[tupl
 def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
     """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
+    if request.settle:
+        from kgr.store.settle import read_settle
+
+        return read_settle(graph, request, context, schema=schema, cache=cache, now=now)
     if request.limit < 1:
         raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
     params = {"limit": request.limit, "epoch": request.epoch}
@@ -283,7 +289,7 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
     base = inputs.context
     summary = RoundSummary(candidates=len(inputs.candidates), deferred=inputs.deferred, policy=policy)
     held_unchanged = decisions.unchanged
-    if not ds and not decisions.rescored:  # nothing to version; keep what the policy learnt
+    if not ds and not decisions.rescored and not decisions.refreshed:  # nothing to version; keep what it learnt
         if decisions.state is not None:
             graph.write("policy_state_write", {"policy": policy, "state": decisions.state, "now": inputs.now or time.time()})
         summary.held = held_unchanged
@@ -311,7 +317,7 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
         store = cache or PROMOTED_CACHE
         promoted = [d for d in ds if d.action == "promote" and d.key not in demoted]
         if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted and not summary.retired \
-                and not decisions.rescored:
+                and not decisions.rescored and not decisions.refreshed:
             added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes), d.p_hat)
                      for d in promoted]
             store.advance(graph, base, summary.version, summary.hash, added, inputs.entity_types)
@@ -341,8 +347,8 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                "reason": d.reason, "votes": d.inputs.get("votes"), "hold": d.hold, "p_hat": d.p_hat,
                "features": d.features, "feature_set": d.feature_set}
               for d in ds if d.action in _STATUS]
-    retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason}
-              for d in ds if d.action == "retire"]
+    retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason,
+               "status": d.inputs.get("status"), "hold": d.hold} for d in ds if d.action == "retire"]
     gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "held"}) if retire else []
     done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts, "epoch": inputs.epoch}) \
         if promote else []
@@ -372,6 +378,9 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                  for k, p in decisions.rescored.items() if k in ends]
         if rows_:
             tx.run("rescore_promoted", {"rows": rows_})
+    for i in range(0, len(decisions.refreshed), _BATCH):
+        tx.run("settle_refresh", {"rows": [{"key": k, "s_key": s_, "o_key": o_, "p_hat": p, "decided": dec}
+                                           for k, s_, o_, p, dec in decisions.refreshed[i:i + _BATCH]]})
     if decisions.state is not None:
         tx.run("policy_state_write", {"policy": policy, "state": decisions.state, "now": ts})
     new_hash = add_terms(old_hash, added=[r["key"] for r in done], removed=[r["key"] for r in gone])
@@ -405,7 +414,7 @@ def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGr
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    context, state = read_context(graph, policy.name, cache=cache)
+    context, state = read_context(graph, policy.name, cache=cache, counts=getattr(policy, "counts", True))
     request = policy.plan(context, state)
     inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
     timings["read"] = time.perf_counter() - t0
@@ -421,7 +430,17 @@ def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGr
     summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
     summary.expected_fmr = decisions_expected_fmr(decisions, inputs)
     summary.escalated = len(decisions.escalated) if decisions.escalated else summary.escalated
+    _report(summary, decisions)
     return summary
+
+
+def _report(summary: RoundSummary, decisions: RoundDecisions) -> None:
+    """What a settle reports about its cut (target, expected FMR, bound) goes on the summary."""
+    if not decisions.report:
+        return
+    summary.settle = True
+    summary.cut = CutReport(**decisions.report)
+    summary.expected_fmr = summary.cut.expected_fmr
 
 
 def decisions_expected_fmr(decisions: RoundDecisions, inputs: RoundInputs) -> float | None:
