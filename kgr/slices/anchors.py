@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrNotFound, KgrValidationError
-from kgr.model.canonical import normalise_entity_key
 from kgr.model.embedding import EmbedFn
 from kgr.store import embeddings as stored
 from kgr.store import inspect
@@ -69,14 +68,11 @@ def check_anchor_count(keys: Sequence[str]) -> None:
 
 def user_anchor_keys(keys: Sequence[str]) -> list[str]:
     """Anchor keys as a user typed them, each name canonicalised as staging does
-    (``Software:Flask`` → ``Software:flask``), duplicates dropped, order kept.
-
-    Raises
-    ------
-    KgrValidationError
-        A key is not ``TYPE:NAME`` (or its name is not a valid entity name).
+    (``Software:Flask`` → ``Software:flask``), duplicates dropped, order kept. A string that is no
+    ``TYPE:NAME`` key is kept as it is (:func:`kgr.store.inspect.user_entity_key`): it names no
+    entity, which :func:`resolve_anchors` reports with a did-you-mean, as for any unknown key.
     """
-    return list(dict.fromkeys(normalise_entity_key(k) for k in keys))
+    return list(dict.fromkeys(inspect.user_entity_key(k) for k in keys))
 
 
 def resolve_anchors(graph: Graph, keys: Sequence[str], query: str | None,

@@ -48,12 +48,19 @@ def user_entity_key(key: str) -> str:
         return key
 
 
+#: The longest word :func:`similar_entity_keys` matches fuzzily (characters).
+MAX_FUZZY_WORD = 64
+
+
 def similar_entity_keys(graph: Graph, key: str, *, limit: int = 3) -> list[str]:
     """Keys of existing entities whose names are closest to ``key``'s name, those of ``key``'s type
     first: a did-you-mean for a key that names no entity. Looser than disambiguation's lookup: each
     word of the name matches within 1 edit (2 from six letters on) or as a prefix, whatever its length."""
     etype, sep, name = key.partition(":")
-    words = [lucene_escape(w) for w in canonical_text(name if sep else key).split(" ")[:8] if w]
+    # Words past MAX_FUZZY_WORD characters are no name's words, and Lucene refuses their fuzzy
+    # automaton ("input automaton is too large"): they are left out of the hint.
+    words = [lucene_escape(w) for w in canonical_text(name if sep else key).split(" ")[:8]
+             if w and len(w) <= MAX_FUZZY_WORD]
     if not words:
         return []
     query = " ".join(f"{w}~{2 if len(w) >= 6 else 1} {w}*" for w in words)
