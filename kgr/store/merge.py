@@ -72,7 +72,7 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
+__all__ = ["MergedEdge", "MergeResult", "merge_entities", "merge_in_tx", "STATUS_RANK"]
 
 #: Which status a united pending edge keeps: the higher rank of the two edges' statuses.
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
@@ -303,6 +303,36 @@ def _merged_aliases(k: dict, d: dict) -> list[str]:
     return aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
 
 
+def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float,
+                reason: str) -> tuple[MergeResult, list[str], list[str]]:
+    """The merge of ``drop`` into ``keep`` inside an open write unit whose version is ``version``
+    (several merges and splits share one version in ``kgr resolve``). Returns the result (``hash``
+    empty: the caller closes the version) and the promoted edge keys created and retired."""
+    ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
+    _check_pair(ents, keep, drop)
+    moves = _Moves(keep, drop, version, reason)
+    moves.move_pending(tx)
+    moves.move_promoted(tx)
+    aliases = _merged_aliases(ents[keep], ents[drop])
+    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
+    report = moves.report()
+    decisions = moves.decisions(report)
+    if decisions:
+        tx.run("record_decisions", {"rows": decisions, "version": version, "now": now})
+    created = [r["key"] for r in moves.done if r["created"]]
+    retired = [r["old_key"] for r in moves.done]
+    return MergeResult(
+        version=version, keep=keep, drop=drop,
+        pending_moved=sum(1 for m in report if m.outcome == "moved"),
+        pending_united=sum(1 for m in report if m.outcome == "united"),
+        votes_added=sum(r["_added"] for r in moves.rows),
+        self_loops=sum(1 for m in report if m.outcome == "self_loop"),
+        promoted_created=len(created), promoted_retired=len(retired),
+        mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
+        hash="", edges=report,
+    ), created, retired
+
+
 def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = None) -> MergeResult:
     """Merge entity ``drop`` into entity ``keep`` as one version (semantics in the module docstring).
 
@@ -321,31 +351,10 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
 
     def unit(tx: Tx) -> MergeResult:
         version, old_hash = open_version(tx)
-        ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
-        _check_pair(ents, keep, drop)
-        moves = _Moves(keep, drop, version, reason)
-        moves.move_pending(tx)
-        moves.move_promoted(tx)
-        aliases = _merged_aliases(ents[keep], ents[drop])
-        ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
-        report = moves.report()
-        decisions = moves.decisions(report)
-        if decisions:
-            tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
-        created = [r["key"] for r in moves.done if r["created"]]
-        retired = [r["old_key"] for r in moves.done]
+        res, created, retired = merge_in_tx(tx, keep, drop, version=version, now=ts, reason=reason)
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="merge", now=ts, note=reason,
                       promoted=len(created), retired=len(retired))
-        return MergeResult(
-            version=version, keep=keep, drop=drop,
-            pending_moved=sum(1 for m in report if m.outcome == "moved"),
-            pending_united=sum(1 for m in report if m.outcome == "united"),
-            votes_added=sum(r["_added"] for r in moves.rows),
-            self_loops=sum(1 for m in report if m.outcome == "self_loop"),
-            promoted_created=len(created), promoted_retired=len(retired),
-            mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
-            hash=new_hash, edges=report,
-        )
+        return res.model_copy(update={"hash": new_hash})
 
     return graph.write_unit(unit)
