@@ -130,6 +130,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
            max_rounds: Annotated[int | None, typer.Option(help="Extraction rounds per chunk (default 3).")] = None,
            promote_every: Annotated[int | None, typer.Option(help="Promotion round every N chunks (default 0: at the end).")] = None,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
+           no_resolve: Annotated[bool, typer.Option("--no-resolve", help=(
+               "Skip the entity resolution at the end of the job (kgr resolve runs it later)."))] = False,
            policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
            prune: Annotated[bool, typer.Option("--prune", help=(
                "Also forget the documents ingested earlier from files under PATH... that are gone (deleted files, "
@@ -167,7 +169,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
-        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote,
+        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
         executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))

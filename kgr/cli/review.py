@@ -18,13 +18,14 @@ app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Label the c
 MAX_LABEL_FILE = 50 * 1024 * 1024
 
 
-def read_labels(path: Path) -> list[EdgeLabel]:
-    """Every line of a label JSONL file; any bad line fails the whole file with its line number."""
+def read_labels(path: Path, model: type = EdgeLabel) -> list:
+    """Every line of a label JSONL file (``model`` lines: edge labels, or pair labels); any bad line
+    fails the whole file with its line number."""
     if not path.is_file():
         raise KgrValidationError(f"no such file: {path}", field="path")
     if path.stat().st_size > MAX_LABEL_FILE:
         raise KgrValidationError(f"{path} is larger than {MAX_LABEL_FILE} bytes", field="path")
-    labels: list[EdgeLabel] = []
+    labels: list = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -33,7 +34,7 @@ def read_labels(path: Path) -> list[EdgeLabel]:
         if not line.strip():
             continue
         try:
-            labels.append(EdgeLabel.model_validate_json(line))
+            labels.append(model.model_validate_json(line))
         except ValidationError as exc:
             err = KgrValidationError.from_pydantic(exc)
             raise KgrValidationError(f"{path}:{n}: {err} (nothing was recorded)", field="labels") from None
@@ -82,6 +83,41 @@ def label(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Lines
     emit(rep, json_, lambda r: out.print(
         f"version {r.version}: {r.labelled} labels recorded ({r.relabelled} replaced), {r.retired} promoted edges "
         f"retired, {r.rejected} staged edges rejected", markup=False))
+
+
+@app.command("pairs")
+@errors_to_exit
+def pairs(limit: Annotated[int, typer.Option(min=1, max=1000, help="Pairs at most.")] = 20,
+          json_: JsonOpt = False) -> None:
+    """The entity pairs the last `kgr resolve` was unsure about, most uncertain first, with their evidence.
+
+    Answer them in a JSONL file, one line each: {"a": KEY, "b": KEY, "label": true|false, "reviewer": ...}
+    (true: the same entity), and record it with `kgr review label-pairs FILE`; the next resolution uses them.
+    """
+    with open_engine() as kg:
+        items = kg.review_pairs(limit=limit)
+
+    def show(items) -> None:  # noqa: ANN001 - list[PairEvidence]
+        out.print(f"{len(items)} entity pairs to review", markup=False)
+        for e in items:
+            comps = ", ".join(f"{c.comparison}={c.level}" for c in e.comparisons if c.level >= 0)
+            out.print(f"{e.a}  |  {e.b}  p={e.probability:.3f}  {comps}", markup=False)
+
+    emit(items, json_, show)
+
+
+@app.command("label-pairs")
+@errors_to_exit
+def label_pairs(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl",
+                                                     help="Lines {\"a\", \"b\", \"label\", \"reviewer\"}.")],
+                json_: JsonOpt = False) -> None:
+    """Record merge (true) / no-merge (false) labels on entity pairs; the next `kgr resolve` fits on them."""
+    from kgr.model.resolution import PairLabel
+
+    labels = read_labels(path, PairLabel)
+    with open_engine() as kg:
+        rep = kg.label_pairs(labels)
+    emit(rep, json_, lambda r: out.print(f"{r.labelled} pair labels recorded ({r.relabelled} replaced)", markup=False))
 
 
 __all__ = ["app", "read_labels"]

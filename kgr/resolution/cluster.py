@@ -10,7 +10,9 @@ clusters hold a **cannot-link**:
 - two names the KG schema declares as distinct entities of the type;
 - a reviewer's no-merge label between two of their entities.
 
-Pairs are taken in a fixed order, independent of how the units were read: **must-links** first
+Pairs are taken in a fixed order, independent of how the units were read: *forced* links first
+(units of one entity whose functional values differ but whose other context does not tell them
+apart: extraction noise, not two entities; they join despite the values), then **must-links**
 (units of one entity, and pairs a reviewer labelled *merge*), then the pairs the model accepted
 (:math:`p \\ge \\tau`); within each, by decreasing probability, ties by the unit ids. So an
 entity stays whole unless its units cannot-link (a split), a neutral unit joins the group it
@@ -39,6 +41,7 @@ class Link:
     j: int
     p: float
     must: bool = False
+    force: bool = False  #: join despite clearly different functional values (noise within one entity)
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,8 @@ class _Info:
         self.entities |= other.entities
 
 
-def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool]) -> str | None:
-    for rel in sorted(a.functional.keys() & b.functional.keys()):
+def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True) -> str | None:
+    for rel in sorted(a.functional.keys() & b.functional.keys()) if functional else ():
         for x in sorted(a.functional[rel]):
             for y in sorted(b.functional[rel]):
                 if values_differ(x, y):
@@ -126,13 +129,13 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: f
     for (i, j), p in (scores or {}).items():
         near[i][j] = near[j][i] = p
     order = sorted((lk for lk in links if lk.must or lk.p >= cut),
-                   key=lambda lk: (not lk.must, -round(lk.p, 12), units[lk.i].uid, units[lk.j].uid))
+                   key=lambda lk: (not lk.force, not lk.must, -round(lk.p, 12), units[lk.i].uid, units[lk.j].uid))
     blocked: list[Blocked] = []
     for lk in order:
         a, b = find(lk.i), find(lk.j)
         if a == b:
             continue
-        why = _conflict(info[a], info[b], no_merge)
+        why = _conflict(info[a], info[b], no_merge, functional=not lk.force)
         if why is not None:
             blocked.append(Blocked(lk.i, lk.j, lk.p, why))
             continue

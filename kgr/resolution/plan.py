@@ -7,6 +7,13 @@ merges :math:`\\sum (1 - p) / k` stays within ``target_fmr`` (and :math:`p \\ge 
 a tie-break (an LLM) its verdict decides them and is recorded as evidence; otherwise they go to the
 review queue. A reviewer's label overrides both (a merge label is a must-link, no-merge a cannot-link).
 
+**Splits need context.** Units of one entity are must-links; when their functional values clearly
+differ (a cannot-link) they are split only if their *context* (every comparison but the name and the
+functional ones) also speaks against them: its log2 Bayes factors sum below ``split_bits`` (0). One
+chunk that extracted a wrong birth place for "alan turing" is noise (nothing else tells it apart:
+it stays, promotion holds the conflicting fact); two people named "jacob green" with different birth
+dates, homes and jobs are two entities.
+
 **From clusters to operations** (:func:`operations`). Each entity has a *home* cluster, the one with
 most of its sources (ties: the cluster's first unit id). A cluster's kept entity is the entity at
 home there with most sources (ties: the smaller key); when no entity is at home in a cluster (all its
@@ -117,6 +124,7 @@ def _fit(units: Sequence[Unit], comps: ComparisonSet, pairs: list[tuple[int, int
     fs = FellegiSunter([c.levels for c in comps.comparisons], [c.tf_level for c in comps.comparisons], warm_start=True)
     names = comps.names
     ctx = np.array([c != "name" for c in names])
+    fs.fit(gamma[:0], y[:0], X_random=rand)  # starting m, u and lambda (no pair: no EM step)
     by_name = np.array([any(not r.startswith("graph:") for r in rules[k]) for k in range(len(pairs))], dtype=bool)
     if by_name.any():  # context comparisons' m on pairs blocked by name (EM reads no name level there)
         fs.fit(gamma[by_name], y[by_name], X_random=rand, tf=tf[by_name], use=ctx, update=ctx)
@@ -150,7 +158,8 @@ def _fit_name(fs: FellegiSunter, names: Sequence[str], gamma: np.ndarray, y: np.
 def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: Collection[str] = (),
               labels: Mapping[tuple[str, str], bool] | None = None, target_fmr: float = 0.02,
               band_low: float = 0.2, vectors: np.ndarray | None = None, tie_break: TieBreak | None = None,
-              window: int = 6, max_block: int = 40, support: float = 0.3) -> TypePlan:
+              window: int = 6, max_block: int = 40, support: float = 0.3,
+              split_bits: float = 0.0) -> TypePlan:
     """Resolve the units of one entity type (module docstring). ``labels`` maps sorted entity-key pairs
     to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking."""
     labels = labels or {}
@@ -166,9 +175,12 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
                                     lambda_=round(fs.lambda_, 6), em_iterations=fs.n_iter_,
                                     labelled_pairs=int((y >= 0).sum()), cut=None if np.isinf(tau) else round(tau, 6)))
     links: list[Link] = []
+    context = np.array([not (c == "name" or c.startswith("f:")) for c in comps.names], dtype=bool)
     for row, (i, j) in enumerate(pairs):
         p = float(sc.p[row])
-        if not cross[row] or y[row] == 1:
+        if not cross[row]:  # one entity: stays whole unless its context, too, tells the units apart
+            links.append(Link(i, j, p, must=True, force=float(sc.bits[row][context].sum()) >= split_bits))
+        elif y[row] == 1:
             links.append(Link(i, j, p, must=True))
         elif y[row] == 0:
             continue

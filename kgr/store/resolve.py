@@ -132,10 +132,12 @@ def resolve(graph: Graph, schema: KGSchema | None = None, *, etype: str | None =
                         accepted_pairs=sum(p.accepted for p in plans),
                         expected_wrong_merges=round(sum(p.expected_wrong for p in plans), 6),
                         llm_decisions=sum(p.llm_decisions for p in plans))
-    if not dry_run and (rep.merges or rep.splits or rep.review):
+    if not dry_run and (rep.merges or rep.splits):
         version, new_hash = apply(graph, rep.merges, rep.splits, [r for p in plans for r in p.review],
                                   now=time.time() if now is None else now)
         rep.version, rep.hash = version, new_hash
+    elif not dry_run:  # nothing to merge or split: only the review queue is brought up to date
+        graph.write_unit(lambda tx: _write_review(tx, [r for p in plans for r in p.review], None))
     rep.seconds = round(time.perf_counter() - started, 3)
     return rep
 
@@ -174,7 +176,7 @@ def apply(graph: Graph, merges: Sequence[MergeProposal], splits: Sequence[SplitP
     return graph.write_unit(unit)
 
 
-def _write_review(tx: Tx, review: Sequence[PairEvidence], version: int) -> None:
+def _write_review(tx: Tx, review: Sequence[PairEvidence], version: int | None) -> None:
     best: dict[str, PairEvidence] = {}
     for r in review:
         if r.decision != "review" or r.a == r.b:
