@@ -124,7 +124,7 @@ def run_kgr(rows: list[dict], tmp: Path, target_fmr: float | None) -> tuple[dict
     staged = _kgr(["stage", str(tmp / "triples.jsonl"), "--schema", str(tmp / "schema.json")], env)
     t1 = time.perf_counter()
     extra = ["--target-fmr", str(target_fmr)] if target_fmr else []
-    resolved = _kgr(["resolve", "--schema", str(tmp / "schema.json"), *extra], env)
+    resolved = _kgr(["resolve", "--type", "Person", "--schema", str(tmp / "schema.json"), *extra], env)
     t2 = time.perf_counter()
     where = {s: v.key for v in read_entities(g, "Person") for e in v.edges for s in e.sources}
     g.close()

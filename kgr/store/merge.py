@@ -226,32 +226,50 @@ class _Moves:
 
     def move_pending(self, tx: Tx) -> None:
         """Pending edges of DROP (locked) onto KEEP; self-loops rejected in place."""
-        olds = [e for e in tx.run("merge_read_edges", {"drop": self.drop}, targets=False)
+        self.classify(tx.run("merge_read_edges", {"drop": self.drop}, targets=False))
+        if self.movers:
+            self.targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": self.wanted()}, targets=True)}
+        self.build_rows()
+        if self.rows:
+            moved = tx.run("merge_move_pending", {"rows": self.write_rows()})[0]["moved"]
+            if moved != len(self.rows):
+                raise RuntimeError(f"merge moved {moved} of {len(self.rows)} pending edges")  # locked: cannot happen
+        if self.loops:
+            tx.run("merge_self_loops", {"rows": self.loop_rows(), "version": self.version})
+
+    def classify(self, edges: list[dict]) -> None:
+        """DROP's live pending edges, read and locked: self-loops apart, the others with their new keys."""
+        olds = [e for e in edges
                 if not (e["props"].get("status") == "merged" and not e["props"].get("votes"))
                 and not (e["props"].get("merge_self_loop") and e["props"].get("status") == "rejected")]
         for e in olds:
             e["new_s"], e["new_o"] = self.ends(e)
             (self.loops if e["new_s"] == e["new_o"] else self.movers).append(e)
             e["new_key"] = None if e["new_s"] == e["new_o"] else edge_key(e["new_s"], e["relation"], e["new_o"])
-        if self.movers:
-            wanted = [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e in self.movers]
-            self.targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": wanted}, targets=True)}
+
+    def wanted(self) -> list[dict]:
+        """The KEEP edges the moved edges will join (to read and lock)."""
+        return [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e in self.movers]
+
+    def build_rows(self) -> None:
         self.rows = [_unite(e, self.targets.get(e["new_key"]), e["new_key"], self.keep, self.drop, self.version,
                             self.reason) for e in self.movers]
-        if self.rows:
-            clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rows]
-            moved = tx.run("merge_move_pending", {"rows": clean})[0]["moved"]
-            if moved != len(self.rows):
-                raise RuntimeError(f"merge moved {moved} of {len(self.rows)} pending edges")  # locked: cannot happen
-        if self.loops:
-            tx.run("merge_self_loops", {"rows": [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"],
-                                                   "reason": f"self-loop after {self.reason}"} for e in self.loops],
-                                        "version": self.version})
+
+    def write_rows(self) -> list[dict]:
+        return [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rows]
+
+    def loop_rows(self) -> list[dict]:
+        return [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"], "reason": f"self-loop after {self.reason}"}
+                for e in self.loops]
 
     def move_promoted(self, tx: Tx) -> None:
         """Current promoted edges of DROP: retired, and re-created on KEEP unless it has them or they loop."""
+        self.plan_promoted(tx.run("merge_drop_promoted", {"drop": self.drop}))
+        self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
+
+    def plan_promoted(self, promoted: list[dict]) -> None:
         united = {r["key"]: r["props"] for r in self.rows}
-        self.prom = tx.run("merge_drop_promoted", {"drop": self.drop})
+        self.prom = promoted
         for p in self.prom:
             p["new_s"], p["new_o"] = self.ends(p)
             loop = p["new_s"] == p["new_o"]
@@ -260,7 +278,6 @@ class _Moves:
             self.prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
                               "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
                               "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
-        self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
 
     def report(self) -> list[MergedEdge]:
         """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""

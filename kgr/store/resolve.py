@@ -9,8 +9,8 @@ EM and term-frequency adjustment, the target-FMR cut, constrained clustering) an
 
 1. splits first: the sources of each entity's units away from home move, with their votes, to their
    cluster's kept entity, a new split entity where none is at home (:func:`kgr.store.split.move_sources`);
-2. then merges, each exactly as ``kgr merge`` records it (:func:`kgr.store.merge.merge_in_tx`:
-   ``merged_into``, aliases, votes united by source, promoted edges moved, decisions);
+2. then merges, each exactly as ``kgr merge`` records it (``merged_into``, aliases, votes united by
+   source, promoted edges moved, decisions), many at a time (:mod:`kgr.store.merge_wave`);
 3. the uncertain band is written as ``(:MatchCandidate)`` nodes: the queue of ``kgr review pairs``.
 
 The content hash moves by the promoted edges created and retired, so a rollback to a version before
@@ -39,7 +39,7 @@ from kgr.resolution.operations import split_key
 from kgr.resolution.plan import TieBreak, TypePlan, plan_type
 from kgr.resolution.units import EdgeView, EntityView, Unit, build_units
 from kgr.store.connection import Graph, Tx
-from kgr.store.merge import merge_in_tx
+from kgr.store.merge_wave import merge_waves
 from kgr.store.split import create_split_entity, move_sources
 from kgr.store.versions import add_terms, close_version, open_version
 
@@ -161,11 +161,11 @@ def apply(graph: Graph, merges: Sequence[MergeProposal], splits: Sequence[SplitP
                                  reason=f"resolve: split {len(sp.sources)} sources of {sp.entity} to {sp.into}")
             created += moved.created
             retired += moved.retired
-        for mg in merges:
-            _, c, r = merge_in_tx(tx, mg.keep, mg.drop, version=version, now=now,
-                                  reason=f"resolve: merged {mg.drop} into {mg.keep} (p = {mg.probability:.4f})")
-            created += c
-            retired += r
+        reasons = {(mg.keep, mg.drop): f"resolve: merged {mg.drop} into {mg.keep} (p = {mg.probability:.4f})"
+                   for mg in merges}
+        c, r = merge_waves(tx, [(mg.keep, mg.drop) for mg in merges], version=version, now=now, reasons=reasons)
+        created += c
+        retired += r
         _write_review(tx, review, version)
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="resolve", now=now,
