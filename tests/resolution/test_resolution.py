@@ -146,3 +146,17 @@ def test_plan_is_independent_of_input_order():
         plan = plan_type(units, functional=["BORN_ON"])
         results.append((sorted((m.keep, m.drop) for m in plan.merges), sorted((s.entity, s.into) for s in plan.splits)))
     assert results[0] == results[1] and results[0][0]
+
+
+def test_embedding_neighbours_are_a_blocking_rule():
+    names = ["international business machines", "ibm corp", "zeta", "omega"]
+    units = build_units([view(f"Person:{n}", ("LIVES_IN", f"Place:p{i}", [f"s{i}"])) for i, n in enumerate(names)], [])
+    idx = {u.name: i for i, u in enumerate(units)}
+    vectors = np.zeros((len(units), 3))
+    for u_i, u in enumerate(units):  # the two IBM names point the same way, the others elsewhere
+        vectors[u_i] = [1, 0.1, 0] if "ibm" in u.name or "business" in u.name else [0, 1, u_i]
+    pairs = block(units, window=1, vectors=vectors, k=1)
+    i, j = sorted((idx["international business machines"], idx["ibm corp"]))
+    assert "embedding" in pairs[(i, j)]
+    without = block(units, window=1)
+    assert (i, j) not in without  # nothing but the embeddings pairs them

@@ -191,3 +191,26 @@ def test_labels_steer_the_next_resolution(graph):
     assert (m.keep, m.drop) not in {(x.keep, x.drop) for x in again.merges}
     assert next(t for t in again.types if t.type == "Person").labelled_pairs >= 1
     assert review_pairs(graph, limit=5) == []  # nothing written by dry runs
+
+
+def test_review_pairs_and_labels_through_the_cli(graph, tmp_path):
+    import json
+
+    recs = people_records(15, 3, seed=9)
+    stage(graph, [t for r in recs for t in person_triples(r)], schema=SCHEMA)
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(SCHEMA.model_dump_json(), encoding="utf-8")
+    runner = CliRunner()
+    res = runner.invoke(app, ["resolve", "--schema", str(schema_file), "--target-fmr", "0.0001", "--json"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["version"] is not None and rep["merges"]
+    queue = json.loads(runner.invoke(app, ["review", "pairs", "--json"]).stdout)
+    assert queue and queue == sorted(queue, key=lambda q: abs(q["probability"] - 0.5))  # most uncertain first
+    first = queue[0]
+    lines = tmp_path / "pairs.jsonl"
+    lines.write_text(json.dumps({"a": first["a"], "b": first["b"], "label": False, "reviewer": "t"}) + "\n")
+    res = runner.invoke(app, ["review", "label-pairs", str(lines), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["labelled"] == 1
+    assert all((q["a"], q["b"]) != (first["a"], first["b"]) for q in
+               json.loads(runner.invoke(app, ["review", "pairs", "--json"]).stdout))
