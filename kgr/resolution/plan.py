@@ -40,6 +40,8 @@ from kgr.resolution.units import Unit
 
 __all__ = ["TypePlan", "plan_type", "merge_cut", "TieBreak", "RANDOM_PAIRS"]
 
+#: Band pairs kept for the review queue per type, the most uncertain (p nearest 0.5) first.
+REVIEW_LIMIT = 1000
 #: Random pairs drawn to estimate u (fewer when the type has fewer pairs).
 RANDOM_PAIRS = 10_000
 #: (verdict, note) of a tie-break on two units: True merge, False keep apart, None no answer.
@@ -60,6 +62,7 @@ class TypePlan:
     llm_decisions: int = 0
     labels: list[int] = field(default_factory=list)
     entities: set[str] = field(default_factory=set)
+    band: list[int] = field(default_factory=list)  #: candidate rows left to review
 
 
 def _random_pairs(n: int, k: int) -> list[tuple[int, int]]:
@@ -196,9 +199,12 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
     cl, blocked = constrained_clusters(units, links, cut=tau, support=support, scores=scores, declared=declared,
                                        no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
     plan.labels = cl
+    plan.band.sort(key=lambda r: (abs(float(sc.p[r]) - 0.5), pairs[r]))
+    plan.review += [sc.evidence(r, "review") for r in plan.band[:REVIEW_LIMIT]]
     plan.entities = {u.entity for u in units}
     row_of = {pr: r for r, pr in enumerate(pairs)}
-    plan.blocked = [sc.evidence(row_of[(b.i, b.j)], "blocked", b.reason) for b in blocked if cross[row_of[(b.i, b.j)]]]
+    refused = sorted((b for b in blocked if cross[row_of[(b.i, b.j)]]), key=lambda b: (-b.p, b.i, b.j))
+    plan.blocked = [sc.evidence(row_of[(b.i, b.j)], "blocked", b.reason) for b in refused[:REVIEW_LIMIT]]
     joined = [r for r, (i, j) in enumerate(pairs) if cross[r] and sc.p[r] >= tau and cl[i] == cl[j]]
     plan.accepted = len(joined)
     plan.expected_wrong = round(float(sum(1.0 - sc.p[r] for r in joined)), 6)
@@ -216,7 +222,7 @@ def _tie_break(plan: TypePlan, sc: _Scored, row: int, tie_break: TieBreak | None
             plan.llm_decisions += 1
             plan.review.append(sc.evidence(row, "llm_merge" if verdict else "llm_reject", note))
             return max(float(sc.p[row]), tau) if verdict else None
-    plan.review.append(sc.evidence(row, "review"))
+    plan.band.append(row)  # evidence built afterwards for the most uncertain ones only
     return None
 
 
