@@ -214,3 +214,17 @@ def test_review_pairs_and_labels_through_the_cli(graph, tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["labelled"] == 1
     assert all((q["a"], q["b"]) != (first["a"], first["b"]) for q in
                json.loads(runner.invoke(app, ["review", "pairs", "--json"]).stdout))
+
+
+def test_merges_of_connected_entities_in_one_wave_end_like_merges_one_by_one(graph):
+    recs = people_records(12, 3)
+    typo = {r["person"]: r["name"] for r in recs if r["id"].endswith("-1")}
+    knows = TripleAssertion(subject=typo[0], subject_type="Person", relation="KNOWS", object=typo[1],
+                            object_type="Person", source="k1", confidence=0.9)
+    stage(graph, [t for r in recs for t in person_triples(r)] + [knows], schema=SCHEMA)
+    resolve(graph, SCHEMA)
+    where = entity_of(graph)
+    edges = votes_by_source(graph)["k1"]
+    # the KNOWS vote sits between the entities its two people ended on, whatever merged into what
+    assert edges == {(where["r0-0"], "KNOWS", where["r1-0"])}
+    check_hash(graph)

@@ -17,6 +17,7 @@ SCHEMA = KGSchema.model_validate({
         "BORN_ON": {"domain": ["Person"], "range": ["Date"], "functional": True},
         "LIVES_IN": {"domain": ["Person"], "range": ["Place"]},
         "WORKS_AS": {"domain": ["Person"], "range": ["Occupation"]},
+        "KNOWS": {"domain": ["Person"], "range": ["Person"]},
     },
 })
 
