@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.model.canonical import IDENTIFIER_RE
-from kgr.model.resolution import ENTITY_KEY, PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
+from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
 from kgr.server.helpers import _graph, _In, _spec
 from kgr.store import resolve as res
 from kgr.tools.context import ToolContext
@@ -33,7 +33,8 @@ def resolve_entities(params: ResolveEntitiesInput, *, context: ToolContext) -> R
 
 
 class SplitEntityInput(_In):
-    key: Annotated[str, Field(pattern=ENTITY_KEY, max_length=1200, description="entity key TYPE:NAME")]
+    key: Annotated[str, Field(min_length=3, max_length=1200, pattern=r"^[A-Za-z_][A-Za-z0-9_]*:.+$",
+                              description="entity key TYPE:NAME (a key no entity has: not found)")]
     dry_run: bool = Field(False, description="say what would move and change nothing")
 
 

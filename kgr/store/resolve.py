@@ -201,22 +201,35 @@ def record_pair_labels(graph: Graph, labels: Sequence[PairLabel], *, now: float 
     """Record merge / no-merge labels on entity pairs (read by the next :func:`resolve`)."""
     rows = []
     for lab in labels:
-        a, b = normalise_entity_key(lab.a), normalise_entity_key(lab.b)
-        if a == b:
-            raise KgrValidationError(f"a pair label names {a!r} twice", field="b")
+        a, b = _known_key(lab.a), _known_key(lab.b)
+        if a == b:  # an entity is itself: nothing to learn
+            continue
         rows.append({"id": "|".join(sorted((a, b))), "a": min(a, b), "b": max(a, b), "label": lab.label,
                      "reviewer": lab.reviewer})
     if not rows:
         return PairLabelReport()
+    keys = sorted({r[k] for r in rows for k in ("a", "b")})
+    missing = sorted(set(keys) - {r["key"] for r in graph.read("resolve_entities_exist", {"keys": keys})})
+    if missing:
+        raise KgrNotFound(f"no entity with key {missing[0]!r}" + (f" and {len(missing) - 1} more" if len(missing) > 1
+                                                                   else "") + ": nothing was recorded")
     out = graph.write("resolve_labels_write", {"rows": rows, "now": time.time() if now is None else now})[0]
     return PairLabelReport(labelled=out["labelled"], relabelled=out["relabelled"])
+
+
+def _known_key(key: str) -> str:
+    """``key`` normalised; a key no entity can have (its name invalid) is not found."""
+    try:
+        return normalise_entity_key(key)
+    except KgrValidationError:
+        raise KgrNotFound(f"no entity with key {key[:80]!r}") from None
 
 
 def split_entity(graph: Graph, schema: KGSchema | None, key: str, *, dry_run: bool = False,
                  now: float | None = None) -> SplitReport:
     """``kgr split KEY``: split entity ``key`` where its sources' functional values conflict (its type's
     model places the neutral sources), as one version; no merges."""
-    key = normalise_entity_key(key)
+    key = _known_key(key)
     ent_type = key.partition(":")[0]
     plans = _plans(graph, schema, ent_type, target_fmr=0.02, embed=None, tie_break=None)
     if not any(key in p.entities for p in plans):
