@@ -72,14 +72,18 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["MergedEdge", "MergeResult", "merge_entities", "merge_in_tx", "STATUS_RANK"]
+__all__ = ["MergedEdge", "MergeResult", "merge_entities", "merge_in_tx", "STATUS_RANK", "VOTE_LISTS"]
+
+#: The per-vote inline lists of a staged edge and the vote field each holds (entry ``i`` of every list
+#: belongs to ``sources[i]``); an overflow (:Vote) node holds the same fields as properties. Merge and
+#: split move votes through this one mapping, so a new per-vote list only needs an entry here.
+VOTE_LISTS = {"sources": "source", "source_confidence": "confidence", "source_at": "at"}
 
 #: Which status a united pending edge keeps: the higher rank of the two edges' statuses.
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
 
 #: Properties of a pending edge the merge recomputes (its votes) or that only a tombstone has: never copied.
-_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at",
-               "merged_into_key", "merged_at_version", "merged_votes")
+_NOT_COPIED = ("key", "votes", "confidence", *VOTE_LISTS, "merged_into_key", "merged_at_version", "merged_votes")
 
 
 class MergedEdge(BaseModel):
@@ -123,21 +127,40 @@ class MergeResult(BaseModel):
 
 
 def _votes_of(edge: dict) -> list[dict]:
-    """An edge's votes in order: inline (arrival order), then overflow (by time, then source)."""
+    """An edge's votes in order: inline (arrival order), then overflow (by time, then source).
+
+    Each vote has every field of :data:`VOTE_LISTS` (a missing confidence is 1.0 inline, 0.0 overflow;
+    a missing time is the edge's ``last_seen``; other missing fields None) and ``vote_id`` (None inline).
+    """
     props = edge["props"]
     sources = props.get("sources") or []
-    confs = props.get("source_confidence") or []
-    ats = props.get("source_at") or []
-    out = [{"source": s, "confidence": float(confs[i]) if i < len(confs) else 1.0,
-            "at": ats[i] if i < len(ats) else props.get("last_seen"), "vote_id": None}
-           for i, s in enumerate(sources)]
+    lists = {f: props.get(name) or [] for name, f in VOTE_LISTS.items() if f != "source"}
+    out = []
+    for i, s in enumerate(sources):
+        vote = {f: (vals[i] if i < len(vals) else None) for f, vals in lists.items()}
+        vote.update(source=s, confidence=float(vote["confidence"]) if vote.get("confidence") is not None else 1.0,
+                    vote_id=None)
+        if vote.get("at") is None:
+            vote["at"] = props.get("last_seen")
+        out.append(vote)
     seen = set(sources)
     for v in sorted(edge["overflow"], key=lambda v: (v.get("at") or 0.0, v["source"])):
         if v["source"] not in seen:  # never both inline and a node (staging's invariant); be safe
             seen.add(v["source"])
-            out.append({"source": v["source"], "confidence": float(v.get("confidence") or 0.0),
-                        "at": v.get("at"), "vote_id": v["id"]})
+            vote = {f: v.get(f) for f in VOTE_LISTS.values()}
+            vote.update(confidence=float(v.get("confidence") or 0.0), vote_id=v["id"])
+            out.append(vote)
     return out
+
+
+def vote_lists(votes: list[dict]) -> dict[str, list]:
+    """The inline lists (:data:`VOTE_LISTS`) holding ``votes``, in their order."""
+    return {name: [v.get(f) for v in votes] for name, f in VOTE_LISTS.items()}
+
+
+def vote_fields(vote: dict) -> dict:
+    """A vote's fields as an overflow (:Vote) node stores them."""
+    return {f: vote.get(f) for f in VOTE_LISTS.values()}
 
 
 def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, version: int, reason: str) -> dict:
@@ -161,10 +184,7 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "type": old["relation"],
         "votes": len(have) + len(added),
         "confidence": confidence,
-        "sources": [v["source"] for v in have if v["vote_id"] is None] + [v["source"] for v in to_inline],
-        "source_confidence": [v["confidence"] for v in have if v["vote_id"] is None]
-        + [v["confidence"] for v in to_inline],
-        "source_at": [v["at"] for v in have if v["vote_id"] is None] + [v["at"] for v in to_inline],
+        **vote_lists([v for v in have if v["vote_id"] is None] + to_inline),
         "first_seen": min(seen, default=None),
         "last_seen": max(seen, default=None),
         "merged_from": [*(base.get("merged_from") or []), old["key"]],
@@ -179,13 +199,12 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "old_key": old["key"], "old_s": old["s_key"], "old_o": old["o_key"],
         "key": new_key, "s_key": old["new_s"], "o_key": old["new_o"], "props": props,
         "tombstone": {"status": "merged", "merged_into_key": new_key, "merged_at_version": version,
-                      "votes": 0, "confidence": 0.0, "sources": [], "source_confidence": [], "source_at": [],
+                      "votes": 0, "confidence": 0.0, **vote_lists([]),
                       "merged_votes": len(incoming), "reason": reason},
         "delete_votes": [v["vote_id"] for v in duplicates + to_inline if v["vote_id"] is not None],
         "rekey_votes": [{"old_id": v["vote_id"], "new_id": f"{new_key}|{v['source']}"}
                         for v in to_overflow if v["vote_id"] is not None],
-        "new_votes": [{"source": v["source"], "confidence": v["confidence"], "at": v["at"]}
-                      for v in to_overflow if v["vote_id"] is None],
+        "new_votes": [vote_fields(v) for v in to_overflow if v["vote_id"] is None],
         "_before": len(have), "_added": len(added),
     }
 

@@ -18,7 +18,7 @@ vote of a moved source:
 
 So a split moves exactly its sources' votes: the votes of SRC's edges before equal the votes left
 plus the votes moved (one per source and edge), and nothing else changes. Every per-vote field the
-inline lists carry (``sources``, ``source_confidence``, ``source_at``) moves with its vote.
+inline lists carry (:data:`kgr.store.merge.VOTE_LISTS`) moves with its vote.
 
 **Keys and later staging.** A new entity made by a split is keyed ``"<Type>:<name>#<8 hex>"``
 (:func:`kgr.resolution.operations.split_key`; a hash of its sources): ``#`` never occurs in a
@@ -36,7 +36,7 @@ from collections.abc import Collection
 
 from kgr.model.canonical import edge_key
 from kgr.store.connection import Tx
-from kgr.store.merge import _unite, _votes_of
+from kgr.store.merge import _unite, _votes_of, vote_fields, vote_lists
 from kgr.store.staging import MAX_INLINE_VOTES
 
 __all__ = ["move_sources", "create_split_entity", "MoveResult"]
@@ -66,8 +66,7 @@ def _stay_props(staying: list[dict], old: dict, new_key: str) -> tuple[dict, lis
     conf = 0.0
     for v in staying:
         conf = 1.0 - (1.0 - conf) * (1.0 - v["confidence"])
-    props = {"sources": [v["source"] for v in inline], "source_confidence": [v["confidence"] for v in inline],
-             "source_at": [v["at"] for v in inline], "votes": len(staying), "confidence": conf}
+    props = {**vote_lists(inline), "votes": len(staying), "confidence": conf}
     if not staying:
         props.update({"status": "merged", "merged_into_key": new_key, "merged_votes": len(_votes_of(old))})
     del rest  # overflow votes that stay overflow keep their nodes (same edge key)
@@ -78,13 +77,9 @@ def _row(e: dict, target: dict | None, moving: list[dict], staying: list[dict], 
          version: int, reason: str) -> dict:
     sub = {"key": e["key"], "relation": e["relation"], "s_key": e["s_key"], "o_key": e["o_key"],
            "new_s": e["new_s"], "new_o": e["new_o"], "overflow": [],
-           "props": {**e["props"], "sources": [], "source_confidence": [], "source_at": []}}
+           "props": {**e["props"], **vote_lists([v for v in moving if v["vote_id"] is None])}}
     # the moving votes as an edge of their own (overflow ones keep their node ids, so they are re-keyed)
-    sub["props"]["sources"] = [v["source"] for v in moving if v["vote_id"] is None]
-    sub["props"]["source_confidence"] = [v["confidence"] for v in moving if v["vote_id"] is None]
-    sub["props"]["source_at"] = [v["at"] for v in moving if v["vote_id"] is None]
-    sub["overflow"] = [{"id": v["vote_id"], "source": v["source"], "confidence": v["confidence"], "at": v["at"]}
-                       for v in moving if v["vote_id"] is not None]
+    sub["overflow"] = [{"id": v["vote_id"], **vote_fields(v)} for v in moving if v["vote_id"] is not None]
     row = _unite(sub, target, e["new_key"], dst, src, version, reason)
     whole = not staying
     props = row["props"]
