@@ -23,7 +23,7 @@ of two small value sets, not a scan of the members.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -56,23 +56,25 @@ class Blocked:
 
 @dataclass
 class _Info:
-    functional: dict[str, set[str]] = field(default_factory=dict)
+    functional: dict[str, Counter[str]] = field(default_factory=dict)  #: relation -> value -> sources
     declared: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
 
     def absorb(self, other: "_Info") -> None:
         for rel, vals in other.functional.items():
-            self.functional.setdefault(rel, set()).update(vals)
+            self.functional.setdefault(rel, Counter()).update(vals)
         self.declared |= other.declared
         self.entities |= other.entities
 
 
 def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True) -> str | None:
     for rel in sorted(a.functional.keys() & b.functional.keys()) if functional else ():
-        for x in sorted(a.functional[rel]):
-            for y in sorted(b.functional[rel]):
-                if values_differ(x, y):
-                    return f"{rel}: {x!r} vs {y!r}"
+        xs, ys = a.functional[rel], b.functional[rel]
+        total = sum(xs.values()) * sum(ys.values())
+        apart = sum(nx * ny for x, nx in xs.items() for y, ny in ys.items() if values_differ(x, y))
+        if apart * 2 >= total:
+            x, y = max(xs, key=lambda v: (xs[v], v)), max(ys, key=lambda v: (ys[v], v))
+            return f"{rel}: {x!r} vs {y!r}"
     if a.declared and b.declared and a.declared != b.declared:
         return f"declared distinct: {sorted(a.declared)[0]!r} vs {sorted(b.declared)[0]!r}"
     for ea in sorted(a.entities):
@@ -82,16 +84,42 @@ def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, funct
     return None
 
 
-def _mean_link(a: Sequence[int], b: Sequence[int], near: Mapping[int, Mapping[int, float]]) -> float:
-    """Mean probability of the scored pairs between clusters ``a`` and ``b`` (1.0 when none is scored)."""
-    if len(a) > len(b):
-        a, b = b, a
-    inb = set(b)
-    ps = [p for i in a for j, p in near.get(i, {}).items() if j in inb]
-    return sum(ps) / len(ps) if ps else 1.0
+class _Between:
+    """Sum and count of the scored pairs between clusters. Each cluster holds a table keyed by the
+    clusters its members were scored against *when the entry was made*; tables are folded smaller into
+    larger on a union and stale keys are resolved through union-find when read, so a union costs the
+    smaller table and the mean link of two clusters the smaller of their tables."""
+
+    def __init__(self, n: int, scores: Mapping[tuple[int, int], float]):
+        self.t: list[dict[int, list[float]]] = [{} for _ in range(n)]
+        for (i, j), p in scores.items():
+            if i != j:
+                for a, b in ((i, j), (j, i)):
+                    cell = self.t[a].setdefault(b, [0.0, 0])
+                    cell[0] += p
+                    cell[1] += 1
+
+    def mean(self, a: int, b: int, find: Callable[[int], int]) -> float:
+        """Mean probability of the scored pairs between clusters ``a`` and ``b`` (1.0 when none is scored)."""
+        if len(self.t[a]) > len(self.t[b]):
+            a, b = b, a
+        s, c = 0.0, 0
+        for other, cell in self.t[a].items():
+            if find(other) == b:
+                s += cell[0]
+                c += cell[1]
+        return s / c if c else 1.0
+
+    def unite(self, keep: int, gone: int) -> None:
+        big, small = (self.t[keep], self.t[gone]) if len(self.t[keep]) >= len(self.t[gone]) else (self.t[gone], self.t[keep])
+        for other, (s, c) in small.items():
+            cell = big.setdefault(other, [0.0, 0])
+            cell[0] += s
+            cell[1] += c
+        self.t[keep], self.t[gone] = big, {}
 
 
-def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: float, support: float = 0.5,
+def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,
                          scores: Mapping[tuple[int, int], float] | None = None, declared: Collection[str] = (),
                          no_merge: Callable[[str, str], bool] = lambda a, b: False) -> tuple[list[int], list[Blocked]]:
     """Cluster ``units`` (module docstring).
@@ -101,9 +129,13 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: f
     units:
         The units, sorted by unit id.
     links:
-        Candidate pairs with probabilities; must-links are always tried, others only at ``p >= cut``.
-    cut:
-        The merge cut :math:`\\tau`.
+        The pairs to join, with probabilities: the caller has chosen them (the merge cut, labels, an
+        entity's own units); each is tried once, in the module docstring's order.
+    support:
+        Smallest mean probability of the scored pairs between two clusters for a link (not a
+        must-link) to join them.
+    scores:
+        Every scored pair's probability (for ``support``).
     declared:
         Canonical names the schema declares for the type (distinct from each other).
     no_merge:
@@ -115,7 +147,7 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: f
         Per unit, the index of its cluster's first unit (by unit id); the refused links.
     """
     parent = list(range(len(units)))
-    info = [_Info(functional={r: set(v) for r, v in u.functional.items()},
+    info = [_Info(functional={r: Counter({x: max(1, len(u.sources)) for x in v}) for r, v in u.functional.items()},
                   declared={u.name} & set(declared), entities={u.entity}) for u in units]
 
     def find(x: int) -> int:
@@ -124,12 +156,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: f
             x = parent[x]
         return x
 
-    members = [[i] for i in range(len(units))]
-    near: dict[int, dict[int, float]] = defaultdict(dict)
-    for (i, j), p in (scores or {}).items():
-        near[i][j] = near[j][i] = p
-    order = sorted((lk for lk in links if lk.must or lk.p >= cut),
-                   key=lambda lk: (not lk.force, not lk.must, -round(lk.p, 12), units[lk.i].uid, units[lk.j].uid))
+    between = _Between(len(units), scores or {})
+    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, -round(lk.p, 12), units[lk.i].uid, units[lk.j].uid))
     blocked: list[Blocked] = []
     for lk in order:
         a, b = find(lk.i), find(lk.j)
@@ -139,11 +167,10 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, cut: f
         if why is not None:
             blocked.append(Blocked(lk.i, lk.j, lk.p, why))
             continue
-        if not lk.must and _mean_link(members[a], members[b], near) < support:
+        if not lk.must and between.mean(a, b, find) < support:
             continue
         keep, gone = (a, b) if a < b else (b, a)
         parent[gone] = keep
         info[keep].absorb(info[gone])
-        members[keep].extend(members[gone])
-        members[gone] = []
+        between.unite(keep, gone)
     return [find(i) for i in range(len(units))], blocked

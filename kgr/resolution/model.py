@@ -10,10 +10,10 @@ A pair's comparison vector :math:`\gamma` holds one level per comparison
     w(\gamma) = \log_2\frac{\lambda}{1-\lambda} + \sum_{c:\,\gamma_c \ne -1}
     \log_2\frac{m_c(\gamma_c)}{u_c(\gamma_c)}, \qquad p = \frac{1}{1 + 2^{-w}} .
 
-**Term-frequency adjustment.** At a comparison's ``tf_level`` (an exact name match) :math:`u` is the
-pair's own term frequency :math:`\mathrm{tf}` (the share of units bearing that name) instead of the
-level's average, floored at ``tf_floor``: two units named "john smith" are weaker evidence than two
-named "rhomas chudleigh".
+**Term-frequency adjustment.** At a comparison's ``tf_levels`` (an exact name match, a shared word,
+an equal value, a shared neighbour) :math:`u` is the pair's own term frequency :math:`\mathrm{tf}`
+(the share of groups holding the value agreed on) instead of the level's average, floored at
+``tf_floor``: two units named "john smith" are weaker evidence than two named "rhomas chudleigh".
 
 **Estimation** (as splink does it): :math:`u` from pairs drawn at random (almost all non-matches),
 then :math:`m` and :math:`\lambda` by EM on the candidate pairs with :math:`u` fixed. E-step
@@ -45,7 +45,7 @@ class FellegiSunter:
     levels:
         Levels per comparison (``L_c``; levels are ``0 .. L_c - 1``).
     tf_levels:
-        Per comparison, the level that is term-frequency adjusted, or None.
+        Per comparison, the levels that are term-frequency adjusted (a level, a tuple of levels, or None).
     max_iter, tol:
         EM iterations at most; stop when no parameter moves more than ``tol``.
     smoothing:
@@ -63,7 +63,7 @@ class FellegiSunter:
     (True, True)
     """
 
-    def __init__(self, levels: Sequence[int], tf_levels: Sequence[int | None] | None = None, *, max_iter: int = 60,
+    def __init__(self, levels: Sequence[int], tf_levels: Sequence[int | Sequence[int] | None] | None = None, *, max_iter: int = 60,
                  tol: float = 1e-5, smoothing: float = 0.5, tf_floor: float = 1e-5, lambda_init: float = 0.1,
                  warm_start: bool = False):
         self.levels = list(levels)
@@ -88,7 +88,8 @@ class FellegiSunter:
         """Fit on candidate pairs ``X`` (pairs × comparisons, -1 missing).
 
         ``u`` comes from ``X_random`` when given (else EM estimates it too); ``y`` are labels (1, 0,
-        -1 unlabelled); ``tf`` term frequencies (NaN: none). ``use`` masks the comparisons the E-step
+        -1 unlabelled); ``tf`` term frequencies (pairs × comparisons, or one column for every
+        comparison; NaN: none). ``use`` masks the comparisons the E-step
         reads and ``update`` those whose :math:`m` the M-step changes (default: all): a session blocked
         on a comparison must neither read nor update it (its levels are skewed by the blocking).
         With ``warm_start``, :math:`m` and :math:`\\lambda` continue from the previous fit.
@@ -136,16 +137,23 @@ class FellegiSunter:
         """log2 Bayes factor of each comparison for each pair (0 where missing), pairs × comparisons."""
         X = np.asarray(X, dtype=np.int64)
         out = np.zeros(X.shape, dtype=float)
-        for c in range(len(self.levels)):
+        if tf is not None:
+            tf = np.asarray(tf, dtype=float)
+            tf = tf[:, None] if tf.ndim == 1 else tf
+        for c, levels in enumerate(self.levels):
             col = X[:, c]
             ok = col >= 0
             lv = np.where(ok, col, 0)
-            u = self.u_[c][lv]
-            t = self.tf_levels[c]
-            if t is not None and tf is not None:
-                adjust = ok & (col == t) & ~np.isnan(tf)
-                u = np.where(adjust, np.maximum(np.nan_to_num(tf, nan=1.0), self.tf_floor), u)
-            out[:, c] = np.where(ok, np.log2(self.m_[c][lv] / u), 0.0)
+            log_m = np.log2(self.m_[c])
+            bits = (log_m - np.log2(self.u_[c]))[lv]
+            adjusted = np.zeros(levels, dtype=bool)
+            adjusted[[t for t in np.atleast_1d(np.asarray([] if self.tf_levels[c] is None else self.tf_levels[c],
+                                                          dtype=np.int64)).tolist() if t < levels]] = True
+            if tf is not None and adjusted.any():
+                t = tf[:, c if tf.shape[1] > 1 else 0]
+                rows = np.nonzero(ok & adjusted[lv] & ~np.isnan(t))[0]
+                bits[rows] = log_m[lv[rows]] - np.log2(np.maximum(t[rows], self.tf_floor))
+            out[:, c] = np.where(ok, bits, 0.0)
         return out
 
     def match_weight(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:

@@ -31,6 +31,8 @@ __all__ = ["EdgeView", "EntityView", "Unit", "build_units", "key_name", "SPLIT_M
 #: Separates an entity key's name from a split entity's suffix (``Person:jacob green#3fa2c01b``);
 #: canonical names never contain it (rule 4 of :mod:`kgr.model.canonical` makes it a space).
 SPLIT_MARK = "#"
+#: Distinct source signatures an entity is cut into at most (beyond: by functional values only).
+MAX_UNITS = 64
 
 
 def key_name(key: str) -> str:
@@ -99,26 +101,33 @@ def build_units(entities: Iterable[EntityView], functional: Iterable[str]) -> li
     func = frozenset(functional)
     out: list[Unit] = []
     for ent in entities:
-        sig: dict[str, set[tuple[str, str]]] = {}
+        full: dict[str, set[tuple[str, str]]] = {}
         for e in ent.edges:
             for s in e.sources:
-                bucket = sig.setdefault(s, set())
-                if e.outgoing and e.relation in func:
-                    bucket.add((e.relation, key_name(e.other)))
+                full.setdefault(s, set()).add((f"{e.relation}{'>' if e.outgoing else '<'}", key_name(e.other)
+                                               if e.outgoing and e.relation in func else e.other))
         groups: dict[frozenset[tuple[str, str]], set[str]] = {}
-        for s, pairs in sig.items():
-            groups.setdefault(frozenset(pairs), set()).add(s)
+        for s, sig in full.items():
+            groups.setdefault(frozenset(sig), set()).add(s)
+        if len(groups) > MAX_UNITS:  # too many distinct mentions: group by the functional values only
+            coarse: dict[frozenset[tuple[str, str]], set[str]] = {}
+            for sig, sources in groups.items():
+                coarse.setdefault(frozenset(x for x in sig if x[0].rstrip(">") in func and x[0].endswith(">")),
+                                  set()).update(sources)
+            groups = coarse
         if not groups:
             groups[frozenset()] = set()
         for signature, sources in groups.items():
-            out.append(_unit(ent, signature, frozenset(sources)))
+            out.append(_unit(ent, signature, frozenset(sources), func))
     return sorted(out, key=lambda u: u.uid)
 
 
-def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: frozenset[str]) -> Unit:
+def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: frozenset[str],
+          func: frozenset[str]) -> Unit:
     functional: dict[str, set[str]] = {}
-    for rel, value in signature:
-        functional.setdefault(rel, set()).add(value)
+    for e in ent.edges:
+        if e.outgoing and e.relation in func and not sources.isdisjoint(e.sources):
+            functional.setdefault(e.relation, set()).add(key_name(e.other))
     neighbours: dict[str, set[str]] = {}
     for e in ent.edges:
         if sources.isdisjoint(e.sources):
