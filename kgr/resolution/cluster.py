@@ -14,7 +14,12 @@ Pairs are taken in a fixed order, independent of how the units were read: *force
 (units of one entity whose functional values differ but whose other context does not tell them
 apart: extraction noise, not two entities; they join despite the values), then **must-links**
 (units of one entity, and pairs a reviewer labelled *merge*), then the pairs the model accepted
-(:math:`p \\ge \\tau`); within each, by decreasing probability, ties by the unit ids. So an
+(:math:`p \\ge \\tau`), last the **own** links (two units of one entity that the model alone would not
+keep together); within each, by decreasing probability, ties by the unit ids. An own link rejoins a
+unit that found no other home (one side holds units of a single entity: staging's grouping stands
+unless a cannot-link separates them, so an entity with few sources is not cut into pieces); between
+two clusters that both absorbed other entities it needs the support like any accepted pair, so a
+common name's units that the model placed in two different people's clusters stay apart. So an
 entity stays whole unless its units cannot-link (a split), a neutral unit joins the group it
 matches best, and across entities only accepted pairs join clusters. Each cluster keeps the union of
 its members' functional values, declared names and entities, so a constraint check costs the product
@@ -42,6 +47,7 @@ class Link:
     p: float
     must: bool = False
     force: bool = False  #: join despite clearly different functional values (noise within one entity)
+    own: bool = False  #: two units of one entity the model does not hold together (tried last, see below)
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         return x
 
     between = _Between(len(units), scores or {})
-    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, -round(lk.p, 12), units[lk.i].uid, units[lk.j].uid))
+    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, lk.own, -round(lk.p, 12), units[lk.i].uid,
+                                          units[lk.j].uid))
     blocked: list[Blocked] = []
     for lk in order:
         a, b = find(lk.i), find(lk.j)
@@ -167,7 +174,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         if why is not None:
             blocked.append(Blocked(lk.i, lk.j, lk.p, why))
             continue
-        if not lk.must and between.mean(a, b, find) < support:
+        alone = lk.own and (len(info[a].entities) == 1 or len(info[b].entities) == 1)
+        if not lk.must and not alone and between.mean(a, b, find) < support:
             continue
         keep, gone = (a, b) if a < b else (b, a)
         parent[gone] = keep

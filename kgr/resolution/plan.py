@@ -16,8 +16,11 @@ review queue. A reviewer's label overrides both (a merge label is a must-link, n
 **An entity's own units** (its source groups, :mod:`kgr.resolution.units`) are scored like any pair;
 staging put them together by their spelling alone, so they stay together where the model finds them
 more likely the same than not (:math:`p \\ge` ``keep``, 0.5: keeping is not a merge, so the merge
-cut does not apply), and fall apart where it does not — two people named "jacob green" with
-different birth dates, homes and jobs; records of a common name that share nothing but it. When two
+cut does not apply). Below that they are an *own* link (:mod:`kgr.resolution.cluster`), tried after
+every accepted pair: it rejoins a unit that found no other home (so an entity with few sources is
+not cut into pieces), but does not chain two clusters that each absorbed other entities unless their
+pairs support it — records of a common name that the model placed with two different people stay
+apart, and a cannot-link between the groups is reported as the split's reason. When two
 of its units hold clearly different values of a functional relation (a cannot-link), they are kept
 together only if the rest of the evidence alone (every comparison but the functional ones) reaches
 the merge cut: one chunk that extracted a wrong birth date for "alan turing" is extraction noise
@@ -114,8 +117,9 @@ def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: flo
     must = cross & (sc.y == 1)
     band = np.nonzero(cross & (sc.y < 0) & (sc.p < tau) & (sc.p >= band_low))[0]
     i, j, p = sc.cand.i.tolist(), sc.cand.j.tolist(), sc.p.tolist()
-    out = _Decided([Link(i[r], j[r], p[r], must=bool(must[r]), force=bool(forced[r]))
-                    for r in np.nonzero(forced | stay | accept | must)[0].tolist()], [], [])
+    own = ~cross & ~conflict & ~stay
+    out = _Decided([Link(i[r], j[r], p[r], must=bool(must[r]), force=bool(forced[r]), own=bool(own[r]))
+                    for r in np.nonzero(forced | stay | own | accept | must)[0].tolist()], [], [])
     for r in band.tolist():
         verdict, note = tie_break(sc.units[i[r]], sc.units[j[r]]) if tie_break is not None else (None, "")
         if verdict is None:
@@ -171,7 +175,7 @@ def _finish(units: Sequence[Unit], sc: Scored, cross: np.ndarray, tau: float, cl
     band = sorted(decided.band, key=lambda r: (abs(float(sc.p[r]) - 0.5), int(cand.i[r]), int(cand.j[r])))
     plan.review += [sc.evidence(r, "review") for r in band[:REVIEW_LIMIT]]
     row_of = {pr: r for r, pr in enumerate(zip(cand.i.tolist(), cand.j.tolist()))}
-    refused = sorted((b for b in blocked if cross[row_of[(b.i, b.j)]]), key=lambda b: (-b.p, b.i, b.j))
+    refused = sorted(blocked, key=lambda b: (-b.p, b.i, b.j))  # an entity's own units too: a split's reason
     plan.blocked = [sc.evidence(row_of[(b.i, b.j)], "blocked", b.reason) for b in refused[:REVIEW_LIMIT]]
     lab = np.asarray(cl, dtype=np.int64)
     joined = cross & (sc.p >= tau) & (lab[cand.i] == lab[cand.j]) if len(cand) else np.zeros(0, dtype=bool)

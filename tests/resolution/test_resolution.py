@@ -164,3 +164,28 @@ def test_embedding_neighbours_are_a_blocking_rule():
     assert "embedding" in pairs.rules_of(pairs.row(i, j))
     without = block(units, window=1)
     assert without.row(i, j) is None  # nothing but the embeddings pairs them
+
+
+def test_own_links_rejoin_a_homeless_unit_but_do_not_chain_two_people():
+    from kgr.resolution.cluster import Link, constrained_clusters
+    from kgr.resolution.units import Unit
+
+    def u(uid, entity, born=None):
+        return Unit(uid=uid, entity=entity, type="Person", name=entity.partition(":")[2], sources=frozenset({uid}),
+                    functional={"BORN_ON": frozenset({born})} if born else {}, neighbours={}, documents=frozenset())
+
+    # 0,1: one entity's two units the model scores apart; 2: another spelling accepted with unit 0
+    units = [u("a", "Person:x"), u("b", "Person:x"), u("c", "Person:y")]
+    labels, _ = constrained_clusters(units, [Link(0, 2, 0.99), Link(0, 1, 0.01, own=True)], support=0.3,
+                                     scores={(0, 2): 0.99, (0, 1): 0.01, (1, 2): 0.01})
+    assert labels == [0, 0, 0]  # unit 1 had no other home: staging's grouping stands
+    # two units of x each placed with another person: the own link may not chain them (low support)
+    units = [u("a", "Person:x"), u("b", "Person:x"), u("c", "Person:y"), u("d", "Person:z")]
+    links = [Link(0, 2, 0.99), Link(1, 3, 0.99), Link(0, 1, 0.01, own=True)]
+    labels, blocked = constrained_clusters(units, links, support=0.3,
+                                           scores={(0, 2): 0.99, (1, 3): 0.99, (0, 1): 0.01, (0, 3): 0.0, (1, 2): 0.0})
+    assert labels == [0, 1, 0, 1] and not blocked
+    # with clearly different birth dates the own link is refused and reported
+    units = [u("a", "Person:x", "1950 03 01"), u("b", "Person:x", "1962 07 11")]
+    labels, blocked = constrained_clusters(units, [Link(0, 1, 0.01, own=True)], scores={(0, 1): 0.01})
+    assert labels == [0, 1] and "BORN_ON" in blocked[0].reason
