@@ -29,6 +29,7 @@ from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
 from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
+from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
 from kgr.model.schema_versions import SchemaChange, StoredSchema
 from kgr import slices
@@ -331,3 +332,32 @@ class Engine:
         keep, drop = inspect.user_entity_key(keep), inspect.user_entity_key(drop)
         inspect.check_entity_keys(self.graph, [keep, drop], ["keep", "drop"])
         return merge.merge_entities(self.graph, keep, drop)
+
+    # -- entity resolution (kgr.store.resolve) ------------------------------------------------------
+    def resolve(self, *, type: str | None = None, dry_run: bool = False, target_fmr: float = 0.02,
+                tie_break=None) -> "ResolveReport":  # noqa: ANN001, A002 - a TieBreak; `type` as the CLI spells it
+        """Find, score and cluster duplicate entities (of ``type``) and apply merges and splits as one
+        version (``dry_run``: propose only). Name embeddings (:attr:`embed`) add a blocking rule;
+        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band."""
+        from kgr.store.resolve import resolve
+
+        return resolve(self.graph, self.schema, etype=type, dry_run=dry_run, target_fmr=target_fmr,
+                       embed=self.embed, tie_break=tie_break)
+
+    def split(self, key: str, *, dry_run: bool = False) -> "SplitReport":
+        """Split entity ``key`` where its sources' functional values conflict, as one version."""
+        from kgr.store.resolve import split_entity
+
+        return split_entity(self.graph, self.schema, key, dry_run=dry_run)
+
+    def review_pairs(self, *, limit: int = 20) -> "list[PairEvidence]":
+        """The entity pairs in resolution's uncertain band, most uncertain first."""
+        from kgr.store.resolve import review_pairs
+
+        return review_pairs(self.graph, limit=limit)
+
+    def label_pairs(self, labels: Iterable["PairLabel"]) -> "PairLabelReport":
+        """Record merge / no-merge labels on entity pairs (the next resolution uses them)."""
+        from kgr.store.resolve import record_pair_labels
+
+        return record_pair_labels(self.graph, list(labels))

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1] / "kgr"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"kgr.errors", "kgr.text", "kgr.gc_freeze", "kgr.litellm_offline"}),
     frozenset({"kgr.model"}),
-    frozenset({"kgr.gauge", "kgr.evidence", "kgr.promotion"}),
+    frozenset({"kgr.gauge", "kgr.evidence", "kgr.promotion", "kgr.resolution"}),  # pure: math, evidence, policies, entity resolution (no Neo4j)
     frozenset({"kgr.store", "kgr.runtime"}),
     frozenset({"kgr.tools", "kgr.slices"}),
     frozenset({"kgr.extract"}),

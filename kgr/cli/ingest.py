@@ -137,13 +137,13 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
                help="USD per completion token (with --input-cost-per-token).")] = None,
            timeout: Annotated[float | None, typer.Option(help="Seconds per LLM request (default 60).")] = None,
            max_attempts: Annotated[int | None, typer.Option(help="LLM requests per call, retries included (default 4).")] = None,
-           concurrency: Annotated[int | None, typer.Option(
-               help="LLM requests in flight; chunks in extraction with the rules extractor (default 4).")] = None,
+           concurrency: Annotated[int | None, typer.Option(help="LLM requests (rules: chunks) in flight (default 4).")] = None,
            chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
            chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
            max_rounds: Annotated[int | None, typer.Option(help="Extraction rounds per chunk (default 3).")] = None,
            promote_every: Annotated[int | None, typer.Option(help="Promotion round every N chunks (default 0: at the end).")] = None,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
+           no_resolve: Annotated[bool, typer.Option("--no-resolve", help="Skip the closing kgr resolve.")] = False,
            policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
            prune: Annotated[bool, typer.Option("--prune", help=(
                "Also forget the documents ingested earlier from files under PATH... that are gone (deleted files, "
@@ -177,7 +177,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
-        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote,
+        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
         executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))

@@ -33,7 +33,7 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
 for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics",
-                "kgr.cli.reset"):
+                "kgr.cli.reset", "kgr.cli.resolve"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed

@@ -21,7 +21,7 @@ from typing import Any
 
 from kgr.store.stage_rows import VOTE_LISTS
 
-__all__ = ["per_vote_lists", "inline_votes", "overflow_votes", "to_lists", "STANDARD_LISTS", "VOTE_NODE_KEYS"]
+__all__ = ["per_vote_lists", "inline_votes", "overflow_votes", "to_lists", "node_fields", "STANDARD_LISTS", "VOTE_NODE_KEYS"]
 
 #: Properties of a (:Vote) node that are bookkeeping, not a field of the vote.
 VOTE_NODE_KEYS = frozenset({"id", "created_tx"})
@@ -87,3 +87,12 @@ def to_lists(votes: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[s
         blank = _STANDARD_BLANKS[name] if name in _STANDARD_BLANKS else _blank(raw)
         out[name] = [blank if x is None else x for x in raw]
     return out
+
+
+def node_fields(vote: Mapping[str, Any]) -> dict[str, Any]:
+    """A vote record's fields as an overflow (:Vote) node stores them: no ``vote_id``, no nulls.
+
+    >>> node_fields({"source": "a", "confidence": 0.5, "span": None, "vote_id": "k|a"})
+    {'source': 'a', 'confidence': 0.5}
+    """
+    return {k: x for k, x in vote.items() if k != "vote_id" and x is not None}
