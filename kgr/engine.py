@@ -27,7 +27,7 @@ from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
-from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
+from kgr.promotion.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
@@ -182,7 +182,7 @@ class Engine:
     # -- promotion -------------------------------------------------------------------------------
     def policy(self, policy: PolicyName | Policy = DEFAULT_POLICY, *, quorum: int | None = None,
                config: BaseModel | None = None) -> Policy:
-        """The promotion policy ``policy`` (a registry name or a :class:`~kgr.gauge.policies.Policy`).
+        """The promotion policy ``policy`` (a registry name or a :class:`~kgr.promotion.policies.Policy`).
 
         A policy object keeps what it learnt in this process (the calibrated policy's embedding
         models warm-start from it), so the engine reuses one per name.

@@ -71,28 +71,15 @@ def gold_keys(t: dict) -> set[tuple[str, str, str, str, str]]:
     return {(norm(s), t["subject_type"], t["relation"], norm(o), t["object_type"]) for s in subs for o in objs}
 
 
-class _Titled:
-    """The rules extractor given each sentence's document title (``--titles``), as a loader with metadata would."""
-
-    name = "rules"
-
-    def __init__(self) -> None:
-        self.inner, self.title = RulesExtractor(), None
-
-    def extract(self, text, schema, *, guidance=None):
-        return self.inner.extract(text, schema, guidance=guidance, title=self.title)
-
-
 async def predict(rows: list[dict], schema, rounds: int, titles: bool = False) -> list[list[tuple[str, str, str, str, str]]]:
     cfg = IngestConfig(max_rounds=rounds, concurrency=1)
-    extractor = _Titled()
-    drafter = ChunkDrafter(None, schema, extractor, cfg, known_before=0.0)  # type: ignore[arg-type]
+    drafter = ChunkDrafter(None, schema, RulesExtractor(), cfg, known_before=0.0)  # type: ignore[arg-type]
     out = []
     try:
         for r in rows:
-            extractor.title = r.get("title") if titles else None
             chunk = Chunk(id=r["id"], document_id="bench", index=0, text=r["text"], start=0, end=len(r["text"]),
-                          sha256=hashlib.sha256(r["text"].encode()).hexdigest())
+                          sha256=hashlib.sha256(r["text"].encode()).hexdigest(),
+                          title=r.get("title") if titles else None)  # as ingest gives it (kgr.ingest.titles)
             draft = await drafter._extract(chunk, ChunkOutcome(chunk_id=chunk.id))  # noqa: SLF001 - the loop's rounds
             assertions, _ = assertions_of(draft.kg, schema, chunk.id)
             out.append([(a.subject, a.subject_type, a.relation, a.object, a.object_type) for a in assertions])

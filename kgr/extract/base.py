@@ -24,6 +24,7 @@ text and returns an :class:`ExtractionResult`. Conventions:
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
@@ -36,6 +37,7 @@ from kgr.model.schema import KGSchema
 __all__ = [
     "Extractor",
     "AsyncExtractor",
+    "takes_title",
     "ExtractionResult",
     "TokenUsage",
     "TypedRelation",
@@ -156,6 +158,9 @@ class Extractor(Protocol):
     def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
         """Extract entities and relations from ``chunk_text``.
 
+        An extractor may also take a keyword ``title`` (the document's title,
+        :mod:`kgr.ingest.titles`); ingestion passes it to those that do (:func:`takes_title`).
+
         Raises
         ------
         kgr.errors.KgrExtractionError
@@ -171,6 +176,16 @@ class AsyncExtractor(Extractor, Protocol):
     async def aextract(
         self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None
     ) -> ExtractionResult: ...
+
+
+def takes_title(extractor: Extractor, is_async: bool = False) -> bool:
+    """Whether ``extractor``'s ``extract`` (``aextract`` when ``is_async``) accepts a ``title`` keyword."""
+    method = getattr(extractor, "aextract" if is_async else "extract", None)
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a builtin or a mock without a signature: do not guess
+        return False
+    return "title" in params  # not **kwargs: an extractor passing them on to a provider would send it
 
 
 async def extract_concurrently(

@@ -33,7 +33,6 @@ from kgr.gauge.batch import GaugeBatch, gauge_batch
 from kgr.gauge.constraints import FactHolders, PromotedIndex, functional_losers, functional_relations
 from kgr.gauge.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
 from kgr.gauge.facts import FactTable, Vocabulary
-from kgr.gauge.policies import GedigPolicy, Policy, QuorumConfig, QuorumPolicy, growth_epoch, make_policy
 from kgr.gauge.review import review_priority
 from kgr.gauge.roles import RoleEvidence, role_evidence, role_profiles
 from kgr.gauge.rules import Rule, RuleEvidence, RuleSet, mine_rules
@@ -94,8 +93,7 @@ __all__ = [
     "CandidateDecision",
     "GedigRound",
     "decide_round",
-    # the promotion seam (the calibrated policy is kgr.promotion's)
-    "Policy", "QuorumConfig", "QuorumPolicy", "GedigPolicy", "make_policy", "growth_epoch",
+    # the promotion seam (the calibrated policy is kgr.promotion's) "QuorumConfig", "QuorumPolicy", "GedigPolicy", "make_policy", "growth_epoch",
     "FactHolders", "PromotedIndex", "functional_losers", "functional_relations",
     "review_priority",
     # learned plausibility and the vectorised gauge

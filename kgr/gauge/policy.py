@@ -45,7 +45,7 @@ while the greedy step re-evaluates marginal rewards: edges selected earlier in t
 added inside it (its induced edges are re-read), but it does not grow through them. So the whole
 round needs the promoted graph only inside the balls, plus the endpoints' degrees — which a caller
 may pass as :class:`Prefetched` instead of the whole graph, with the same decisions (the geDIG
-policy of :mod:`kgr.gauge.policies` passes the whole promoted graph, which the calibrated policy
+policy of :mod:`kgr.promotion.policies` passes the whole promoted graph, which the calibrated policy
 needs anyway for its learned evidence).
 
 Greedy guarantee
@@ -388,7 +388,7 @@ class PolicyState(BaseModel):
     rounds : int
         Rounds decided so far.
     epoch, epoch_promoted : int
-        The re-decision epoch (:func:`kgr.gauge.policies.growth_epoch`) and the promoted edge
+        The re-decision epoch (:func:`kgr.promotion.policies.growth_epoch`) and the promoted edge
         count when it began.
     """
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable
-from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
+from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor, takes_title
 from kgr.ingest.chunking import Chunk
 from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG
@@ -102,6 +102,8 @@ class ChunkDrafter:
         # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only
         self._matches: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.is_async = isinstance(extractor, AsyncExtractor)
+        #: the extractor reads a document title (``title=``, e.g. the offline rules extractor)
+        self.takes_title = takes_title(extractor, self.is_async)
         self._extract_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 32),
                                                    thread_name_prefix="kgr-extract")
         self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
@@ -132,10 +134,11 @@ class ChunkDrafter:
         except KgrError as exc:
             return failed_outcome(chunk, exc, out, path=self.paths.get(chunk.document_id))
 
-    async def _extract_once(self, text: str, guidance: list[str] | None) -> ExtractionResult:
+    async def _extract_once(self, text: str, guidance: list[str] | None, title: str | None) -> ExtractionResult:
+        extra = {"title": title} if self.takes_title and title else {}
         if self.is_async:
-            return await self.extractor.aextract(text, self.schema, guidance=guidance)  # type: ignore[attr-defined]
-        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance)
+            return await self.extractor.aextract(text, self.schema, guidance=guidance, **extra)  # type: ignore[attr-defined]
+        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance, **extra)
         return await asyncio.get_running_loop().run_in_executor(self._extract_pool, call)
 
     async def _extract(self, chunk: Chunk, out: ChunkOutcome) -> _Draft:
@@ -163,7 +166,7 @@ class ChunkDrafter:
         while True:
             out.rounds += 1
             last = out.rounds >= cfg.max_rounds  # no round can follow: nothing left to decide
-            res = await self._extract_once(text, guidance)
+            res = await self._extract_once(text, guidance, chunk.title)
             await lane.turn()
             out.llm_calls += res.llm_calls
             out.prompt_tokens += res.usage.prompt_tokens

@@ -2,7 +2,7 @@
 
 A round is ``read_round(graph) -> RoundInputs``, ``policy.decide(inputs, state) -> RoundDecisions``,
 ``write_round(graph, decisions) -> RoundSummary`` (:mod:`kgr.store.rounds`). The store fills
-these types and never decides; the policies (:mod:`kgr.gauge.policies`) decide and never touch
+these types and never decides; the policies (:mod:`kgr.promotion.policies`) decide and never touch
 the database. Bulk rows are frozen dataclasses with slots (a round carries thousands of them and
 a promoted graph of 100k edges); the records a user sees (decisions, summaries) are pydantic
 models in :mod:`kgr.model.decisions`.
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: The registered promotion policies (``kgr promote --policy``, ``IngestConfig.policy``,
-#: ``Engine.promote``); implementations in :mod:`kgr.gauge.policies`.
+#: ``Engine.promote``); implementations in :mod:`kgr.promotion.policies`.
 PolicyName = Literal["calibrated", "gedig", "quorum"]
 POLICY_NAMES: tuple[PolicyName, ...] = ("calibrated", "gedig", "quorum")
 DEFAULT_POLICY: PolicyName = "calibrated"

@@ -1,6 +1,6 @@
 """Promotion as risk control: the calibrated policy's settle, its cut and the cut's certificate.
 
-Pure (no Neo4j): :mod:`kgr.promotion.settle` (the policy on the :class:`~kgr.gauge.policies.Policy`
+Pure (no Neo4j): :mod:`kgr.promotion.settle` (the policy on the :class:`~kgr.promotion.policies.Policy`
 seam: one model over every managed edge, one cut), :mod:`kgr.promotion.cut` (the ranking and the top
 slice), :mod:`kgr.promotion.certificate` (the Clopper–Pearson bound from audit labels),
 :mod:`kgr.promotion.outcome` (what a settle writes) and :mod:`kgr.promotion.config` (settings and

@@ -5,10 +5,10 @@ A round is::
     context   = read_context(graph, policy.name)           # version, hash, counts, the policy's state
     request   = policy.plan(context, state)                # what to read (candidates, graph, labels ...)
     inputs    = read_round(graph, request, context)        # typed rows: RoundInputs
-    decisions = policy.decide(inputs, state)               # pure (kgr.gauge.policies)
+    decisions = policy.decide(inputs, state)               # pure (kgr.promotion.policies)
     summary   = write_round(graph, decisions, inputs)      # one version, one transaction
 
-:func:`run_round` does all of it for any policy of :mod:`kgr.gauge.policies` (the seam: the geDIG,
+:func:`run_round` does all of it for any policy of :mod:`kgr.promotion.policies` (the seam: the geDIG,
 quorum and calibrated policies run through the same function).
 
 **One transaction, checked.** :func:`write_round` opens the version under the state lock and first
@@ -396,7 +396,7 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
 
 def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts: int = 3,
               cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundSummary:
-    """Run one round of ``policy`` (any :class:`kgr.gauge.policies.Policy`) and write it as one version.
+    """Run one round of ``policy`` (any :class:`kgr.promotion.policies.Policy`) and write it as one version.
 
     A :class:`RoundConflict` (the store moved while deciding) is retried from the read after a
     jittered backoff; past ``attempts`` conflicts the round takes the store's promotion lock and

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.policies import QuorumPolicy, growth_epoch, make_policy
+from kgr.promotion.policies import QuorumPolicy, growth_epoch, make_policy
 from kgr.gauge.review import review_priority
 from kgr.promotion.config import CalibratedConfig
 

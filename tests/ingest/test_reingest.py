@@ -19,7 +19,7 @@ from kgr.ingest.config import IngestConfig
 from kgr.ingest.pipeline import ingest
 from kgr.model.schema import load_schema
 from kgr.store.admin import reset
-from kgr.gauge.policies import make_policy
+from kgr.promotion.policies import make_policy
 from kgr.store.rounds import run_round
 from kgr.store.versions import current_state
 from tests.support.corpus import distinct_names as _distinct_names

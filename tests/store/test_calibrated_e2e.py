@@ -13,7 +13,7 @@ from kgr.engine import Engine
 from kgr.extract.verify import RulesVerifier
 from kgr.evidence.features import FEATURES
 from kgr.promotion.config import CalibratedConfig
-from kgr.gauge.policies import make_policy
+from kgr.promotion.policies import make_policy
 from kgr.model.review import EdgeLabel
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion

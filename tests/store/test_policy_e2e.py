@@ -183,7 +183,7 @@ def test_cli_promote_until_done(graph, neo4j_settings, monkeypatch):
 
 
 def test_grace_period_audit_refuses_to_commit_a_functional_conflict(graph, monkeypatch):
-    import kgr.gauge.policies as policies
+    import kgr.promotion.policies as policies
 
     stage(graph, [A("Ada", "Person", "WORKS_AT", "IBM", "Organization", s) for s in ("a", "b")], schema=SCHEMA)
     first = run_round(graph, schema=SCHEMA)

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kgr.errors import KgrConflict
-from kgr.gauge.policies import QuorumConfig, QuorumPolicy
+from kgr.promotion.policies import QuorumConfig, QuorumPolicy
 from kgr.model.canonical import edge_key
 from kgr.model.review import EdgeLabel
 from kgr.model.triples import TripleAssertion

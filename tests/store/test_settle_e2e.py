@@ -180,7 +180,7 @@ def test_audit_labels_are_recorded_as_such_and_their_bound_decides_the_cut(graph
     above the target where the model alone would promote more: the bound, not the model, decides."""
     import numpy as np
 
-    from kgr.gauge.policies import make_policy
+    from kgr.promotion.policies import make_policy
     from kgr.promotion.cut import cut
     from kgr.store.rounds import read_context, read_round
 
