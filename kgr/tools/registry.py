@@ -14,8 +14,8 @@ ingestion loop calls ``query_extraction_density(ExtractionDensityInput.of(...), 
 name look-up and no JSON. :func:`call_tool` is the one entry point for JSON callers (``kgr tool``,
 the MCP and HTTP servers, the agent, whose LLM names the tool), for the six tools and the server's
 helpers alike: it validates the payload with :func:`validate_input`, the one payload validator, runs
-the tool and returns the output as JSON-able data. Function definitions for OpenAI-style function calling are generated from
-the same input models, never written by hand.
+the tool and returns the output as JSON-able data. Function definitions for OpenAI-style function
+calling are generated from the same input models, never written by hand.
 
 **Validation** is strict (``"1"`` is no number, ``true`` no integer) and names the failing field
 (:class:`~kgr.errors.KgrValidationError`). **JSON numbers**: JSON has one number type, and JSON

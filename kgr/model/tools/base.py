@@ -13,8 +13,8 @@ from kgr.errors import KgrValidationError
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import Identifier, KGSchema
 
-__all__ = ["ToolInput", "ToolOutput", "ToolSchema", "validate_strict", "MAX_TEXT_CHARS", "MAX_KG_ITEMS", "MAX_SCHEMA_TYPES",
-           "MAX_HISTORY", "Text", "Score", "Count", "bounded_kg"]
+__all__ = ["ToolInput", "ToolOutput", "ToolSchema", "validate_strict", "MAX_TEXT_CHARS", "MAX_KG_ITEMS",
+           "MAX_SCHEMA_TYPES", "MAX_HISTORY", "Text", "Score", "Count", "bounded_kg"]
 
 #: Longest ``text``/``context`` accepted, in characters.
 MAX_TEXT_CHARS = 1_000_000
