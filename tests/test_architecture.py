@@ -9,6 +9,9 @@
    ``write_unit``, ``read_unit``, ``run_script`` or ``.driver``.
 3. **Size.** No module over 500 lines and no function over 80 lines, except those listed in
    :data:`LONG_MODULES` / :data:`LONG_FUNCTIONS` with the reason they stay.
+4. **No circles, no private imports across modules** (in :data:`NO_CIRCLES_OR_PRIVATE_IMPORTS`): no
+   circle of imports, and no module imports another's ``_name`` (a package-private module such as
+   ``kgr.tools._kg`` is imported only from inside its package).
 
 Imports inside functions count as much as those at the top of a module.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "kgr"
@@ -208,3 +212,89 @@ def test_one_staging_write_path():
             if isinstance(node, ast.Constant) and node.value in WRITE_PATH and module not in WRITE_PATH[node.value]:
                 wrong.append(f"{module}:{node.lineno} runs {node.value}")
     assert not wrong, "\n".join(wrong)
+
+
+#: Packages held to "no import circles and no private names across modules" (issue 33); the others
+#: join as their circles and private imports go (the gauge's are being split apart).
+NO_CIRCLES_OR_PRIVATE_IMPORTS = ("kgr.tools", "kgr.server")
+
+
+def _in_scope(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in NO_CIRCLES_OR_PRIVATE_IMPORTS)
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.parent / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def _parent(name: str) -> str:
+    return name.rsplit(".", 1)[0]
+
+
+def _private_imports(tree: ast.Module, module: str) -> list[tuple[int, str]]:
+    """(line, what) of every import of a private name from another module: a ``_name`` that is not a
+    module, or a private module (``kgr.tools._kg``) imported from outside its own package."""
+    importer_package = module if _is_package(module) else _parent(module)
+
+    def private_module(name: str) -> bool:
+        return any(part.startswith("_") and not part.startswith("__") for part in name.split(".")) \
+            and _parent(name) != importer_package
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, f"import {a.name}") for a in node.names if private_module(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if private_module(node.module):
+                out.append((node.lineno, f"from {node.module} import ..."))
+                continue
+            for a in node.names:
+                if not a.name.startswith("_") or a.name.startswith("__"):
+                    continue
+                full = f"{node.module}.{a.name}"
+                if not _is_module(full) or private_module(full):
+                    out.append((node.lineno, f"from {node.module} import {a.name}"))
+    return out
+
+
+def _module_imports(tree: ast.Module) -> set[str]:
+    """The kgr modules a module imports (``from pkg import sub`` counts as importing ``pkg.sub``)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                out.add(full if _is_module(full) else node.module)
+    return {name for name in out if name.startswith("kgr.")}
+
+
+def test_no_private_imports_across_modules():
+    wrong = [f"{path.relative_to(ROOT.parent)}:{line}: {what}"
+             for module, path, tree in MODULES if _in_scope(module)
+             for line, what in _private_imports(tree, module)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circles():
+    """No circle of imports among the modules in scope (imports inside functions count)."""
+    graph = nx.DiGraph()
+    for module, _, tree in MODULES:
+        if _in_scope(module):
+            graph.add_node(module)
+            graph.add_edges_from((module, name) for name in _module_imports(tree) if _in_scope(name) and name != module)
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not circles, "import circles: " + "; ".join(" ↔ ".join(c) for c in circles)
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("kgr.server.slice_tools", "from kgr.server.helpers import _graph, spec_of", ["from kgr.server.helpers import _graph"]),
+    ("kgr.tools.quality", "from kgr.tools import _score_memo\nfrom kgr.tools._kg import distinct_entities", []),
+    ("kgr.server.app", "import kgr.tools._score_memo\nfrom kgr.tools._text import analyze_text",
+     ["import kgr.tools._score_memo", "from kgr.tools._text import ..."]),
+    ("kgr.tools.feedback", "from kgr.tools.density import __all__, min_count", []),
+])
+def test_the_private_import_check_finds_what_it_should(module, source, expected):
+    assert [what for _, what in _private_imports(ast.parse(source), module)] == expected

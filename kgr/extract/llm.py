@@ -7,9 +7,8 @@ Conventions
   ``api_base`` (and ``api_key`` if the server wants one; without one, and without
   ``OPENAI_API_KEY`` in the environment, the placeholder :data:`NO_KEY` is sent, because the OpenAI
   client refuses to send a request without a key), or ``model="hosted_vllm/<name>"``: litellm's
-  own HTTP client instead of the OpenAI SDK, the same requests for about 1.3 ms less CPU per call
-  (3.4 vs 2.0-2.3 ms in ``scripts/bench_ingest.py``'s bare ceiling), which counts when one process
-  keeps dozens of requests in flight.
+  own HTTP client instead of the OpenAI SDK: the same requests for less CPU per call
+  (``docs/benchmarks.md``), which counts when one process keeps dozens of requests in flight.
 - **Output.** The model is asked for the agent tools' extracted-KG JSON
   ``{"entities": {Type: [names]}, "relations": {Type: [{"subject", "object", "quote"}]}}`` (``quote``:
   the sentence stating the relation, copied from the text; :func:`kgr.text.spans.locate` turns it,
@@ -41,8 +40,7 @@ Conventions
   with ``litellm.register_model`` (what litellm itself does, on every request, for the per-request
   pricing keyword arguments). For a model litellm cannot price and no prices given, kgr registers an
   explicit zero-price entry once (``persist_across_reloads=False``), so that litellm's own per-call
-  pricing finds the model at once instead of scanning its fallback rules on every request (~1 ms of
-  CPU per call); the calls are still counted as ``unpriced_calls``, never as free.
+  pricing finds the model at once instead of scanning its fallback rules on every request; the calls are still counted as ``unpriced_calls``, never as free.
 - **Failures** raise :class:`kgr.errors.KgrExtractionError`. Besides its message it carries
   ``reason`` (``"timeout"``, ``"rate_limited"``, ``"server_error"``, ``"connection_error"``,
   ``"credentials"``, ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage``,

@@ -6,7 +6,9 @@ quality, feedback; steps 1-3 of :mod:`kgr.ingest.pipeline`), then disambiguation
 the writer commits with the chunk's processed mark (step 5). It writes nothing, so it runs where the
 job's executor puts it: on the ingesting process's event loop (``executor="inprocess"``), or in a
 worker process or a Ray actor (:mod:`kgr.ingest.executors`), whose drafted chunks travel back to the
-job's writer by pickle.
+job's writer by pickle. The tools are called as typed functions (``query_quality_metrics(
+QualityMetricsInput.of(...), context=...)``), not by name; ``ChunkOutcome.tool_calls`` counts them
+by their registered names.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import functools
 import sys
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor, takes_title
@@ -25,16 +27,19 @@ from kgr.ingest.chunking import Chunk
 from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema
-from kgr.model.tools.coverage import CoverageFeedbackOutput
-from kgr.model.tools.density import ExtractionDensityOutput
-from kgr.model.tools.disambiguation import EntityDisambiguationOutput
-from kgr.model.tools.feedback import IterativeFeedbackOutput
-from kgr.model.tools.quality import QualityMetricsOutput
+from kgr.model.tools import (
+    CoverageFeedbackInput, EntityDisambiguationInput, ExtractionDensityInput, IterativeFeedbackInput,
+    QualityMetricsInput, ToolInput, ToolOutput,
+)
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph
 from kgr.tools.context import ToolContext
-from kgr.tools.disambiguation import endpoint_renamer, rewrite_kg
-from kgr.tools.registry import run_tool
+from kgr.tools.coverage import query_coverage_feedback
+from kgr.tools.density import query_extraction_density
+from kgr.tools.disambiguation import endpoint_renamer, query_entity_disambiguation, rewrite_kg
+from kgr.tools.feedback import query_iterative_feedback
+from kgr.tools.quality import query_quality_metrics
+from kgr.tools.registry import ToolFunction
 
 from kgr.ingest.assertions import (
     assertions_of, failure_kind, key_or_none, merge_kg, proposals_of, rejections_of, resolver,
@@ -45,6 +50,9 @@ from kgr.ingest.loop_lane import LoopLane
 from kgr.ingest.report import MAX_LISTED, ChunkFailure, ChunkOutcome, Rejection
 
 __all__ = ["ChunkDrafter", "Drafted", "close_llm_clients", "failed_outcome"]
+
+In = TypeVar("In", bound=ToolInput)
+Out = TypeVar("Out", bound=ToolOutput)
 
 
 @dataclass
@@ -147,7 +155,7 @@ class ChunkDrafter:
         calls: Counter[str] = Counter()
         text = chunk.text
         kg = ExtractedKG()
-        history: list[dict] = []
+        history: list[ExtractedKG] = []
         feedback: list[str] = []
         guidance: list[str] | None = None
         proposals: list[tuple[str, str, str]] = []
@@ -158,10 +166,10 @@ class ChunkDrafter:
 
         lane = self._lane
 
-        async def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
+        async def tool(fn: ToolFunction[In, Out], params: In) -> Out:
             await lane.turn()
-            calls[name] += 1
-            return run_tool(name, payload, context=self.ctx)
+            calls[fn.__name__] += 1  # the tool's name (the registry names a tool after its function)
+            return fn(params, context=self.ctx)
 
         while True:
             out.rounds += 1
@@ -179,24 +187,23 @@ class ChunkDrafter:
             kg = merge_kg(kg, res.kg)
             for sp in res.spans:
                 spans.setdefault((sp.relation, sp.subject, sp.object), (sp.start, sp.end))
-            base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
-            history.append(base["extracted_kg"])
+            base = {"text": text, "schema": self.tschema, "extracted_kg": kg}
+            history.append(kg)
             if not last:
-                density: ExtractionDensityOutput = await tool("query_extraction_density", base)
+                density = await tool(query_extraction_density, ExtractionDensityInput.of(**base))
                 if density.needs_more_extraction:
                     guidance = density.recommendations or None
                     continue
-            quality: QualityMetricsOutput = await tool("query_quality_metrics", base)
+            quality = await tool(query_quality_metrics, QualityMetricsInput.of(**base))
             score = quality.overall_score
             if last:
                 break
-            fb: IterativeFeedbackOutput = await tool("query_iterative_feedback", {
-                **base, "extraction_history": history, "feedback_history": feedback[-50:],
-                "max_iterations": cfg.max_rounds})
+            fb = await tool(query_iterative_feedback, IterativeFeedbackInput.of(
+                **base, extraction_history=history, feedback_history=feedback[-50:], max_iterations=cfg.max_rounds))
             feedback.extend(quality.improvement_suggestions[:5])
             if not fb.should_continue_iteration:
                 break
-            coverage: CoverageFeedbackOutput = await tool("query_coverage_feedback", base)
+            coverage = await tool(query_coverage_feedback, CoverageFeedbackInput.of(**base))
             guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
 
         out.tool_calls = dict(calls)
@@ -283,11 +290,12 @@ class ChunkDrafter:
             ask: dict[str, list[str]] = {}
             for i in todo:
                 ask.setdefault(items[i][0], []).append(items[i][1])
-            payload = {"extracted_kg": {"entities": ask, "relations": {}},
-                       "similarity_threshold": self.config.similarity_threshold, "context": chunk.text[:20000]}
-            calls["query_entity_disambiguation"] += 1
-            dis: EntityDisambiguationOutput = await asyncio.get_running_loop().run_in_executor(
-                self._db_pool, functools.partial(run_tool, "query_entity_disambiguation", payload, context=self.ctx))
+            params = EntityDisambiguationInput.of(extracted_kg={"entities": ask, "relations": {}},
+                                                  similarity_threshold=self.config.similarity_threshold,
+                                                  context=chunk.text[:20000])
+            calls[query_entity_disambiguation.__name__] += 1
+            dis = await asyncio.get_running_loop().run_in_executor(
+                self._db_pool, functools.partial(query_entity_disambiguation, params, context=self.ctx))
             answers = {(r.original_entity.type, r.original_entity.name): r for r in dis.disambiguation_results}
             for i in todo:
                 r = answers.get(items[i])

@@ -28,7 +28,7 @@ those promotions held (``hold = audit``: decided again next round), so a round n
 **What is read.** Candidates (``round_candidates_read``) carry every piece of evidence the store
 holds: votes, independent documents (a chunk's document, or the part of a source before ``#``),
 confidences, the mean extraction quality of the source chunks, verifier answers, a reviewer's
-label. The promoted graph (``round_promoted_read``: parallel lists, ~0.5 s per 100k edges) is kept
+label. The promoted graph (``round_promoted_read``: parallel lists, O(edges)) is kept
 in a per-process cache keyed by the store's (version, hash) and updated with the round's own
 promotions, so ``kgr promote --until-done`` reads it once.
 """

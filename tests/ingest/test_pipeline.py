@@ -343,25 +343,30 @@ def test_a_feedback_round_is_guided_by_coverage_and_feedback_and_carries_quality
     """The loop reads the tools' typed outputs: a round the feedback tool asks for gets the coverage
     recommendations and the feedback's next steps as guidance, and the next feedback call receives
     the quality tool's improvement suggestions (these keys were once read from dicts that lacked them)."""
+    import functools
+
     from kgr.ingest import drafting
-    from kgr.tools import registry
 
     _write(tmp_path, "doc.txt", "Charles Babbage was born in London. Charles Babbage designed the Difference Engine.")
     seen: dict[str, list] = {"coverage": [], "quality": [], "feedback_in": []}
 
-    def spy(name, payload, **kwargs):
-        out = registry.run_tool(name, payload, **kwargs)
-        if name == "query_coverage_feedback":
-            seen["coverage"].append(out.recommendations)
-        if name == "query_quality_metrics":
-            seen["quality"].append(out.improvement_suggestions)
-        if name == "query_iterative_feedback":
-            seen["feedback_in"].append(payload["feedback_history"])
-            if len(seen["feedback_in"]) == 1:  # ask for one more round, with a step of its own
-                out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
-        return out
+    def spying(fn):
+        @functools.wraps(fn)
+        def spy(params, *, context):
+            out = fn(params, context=context)
+            if fn.__name__ == "query_coverage_feedback":
+                seen["coverage"].append(out.recommendations)
+            if fn.__name__ == "query_quality_metrics":
+                seen["quality"].append(out.improvement_suggestions)
+            if fn.__name__ == "query_iterative_feedback":
+                seen["feedback_in"].append(params.feedback_history)
+                if len(seen["feedback_in"]) == 1:  # ask for one more round, with a step of its own
+                    out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
+            return out
+        return spy
 
-    monkeypatch.setattr(drafting, "run_tool", spy)
+    for name in ("query_coverage_feedback", "query_quality_metrics", "query_iterative_feedback"):
+        monkeypatch.setattr(drafting, name, spying(getattr(drafting, name)))
     rec = Recording(RulesExtractor())
     ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=3, concurrency=1), extractor=rec)
     assert len(rec.calls) >= 2
