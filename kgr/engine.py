@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -38,7 +39,17 @@ from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
-__all__ = ["Engine", "FileStageReport"]
+from kgr.store.aging import AgingConfig
+from kgr.store.export import JsonlExport
+
+if TYPE_CHECKING:
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.report import IngestReport
+    from kgr.store.export import ExportedTriple, LaplacianExport
+    from kgr.store.metrics import StoreMetrics
+
+#: The settings models the front door takes (so callers need not reach into the layers behind it).
+__all__ = ["Engine", "FileStageReport", "AgingConfig", "JsonlExport"]
 
 
 def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
@@ -361,3 +372,54 @@ class Engine:
         from kgr.store.resolve import record_pair_labels
 
         return record_pair_labels(self.graph, list(labels))
+
+    # -- ingestion, export, metrics (kgr.ingest, kgr.store.export, kgr.store.metrics) --------------
+    def check_extractor(self, config: "IngestConfig") -> None:
+        """Fail fast when ``config``'s extractor cannot run (an LLM with an unknown model or no key):
+        :class:`~kgr.errors.KgrExtractionError` with one line naming the fix, before any document is read."""
+        if config.extractor == "llm":
+            from kgr.ingest.config import make_extractor
+            from kgr.ingest.fail_fast import preflight
+
+            preflight(make_extractor(config))
+
+    def ingest(self, paths: Sequence[str | Path], config: "IngestConfig | None" = None, *,
+               on_progress: Callable[[str, float], None] | None = None, on_round: Callable[[], None] | None = None,
+               verifier: Verifier | None = None, extractor=None) -> "IngestReport":  # noqa: ANN001 - an Extractor
+        """Ingest files and directories with the engine's schema (:func:`kgr.ingest.pipeline.ingest`):
+        load, chunk, extract, stage, resolve, then promote with ``config.policy`` (re-reading what it
+        escalates with ``verifier``) until settled; ``on_round`` is called before each promotion round."""
+        from kgr.errors import KgrSchemaError
+        from kgr.ingest.config import IngestConfig
+        from kgr.ingest.pipeline import ingest
+
+        if self.schema is None:
+            raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
+                                 "store one with `kgr init --schema FILE`")
+        cfg = config or IngestConfig()
+
+        def promote() -> RoundSummary:
+            if on_round is not None:
+                on_round()
+            return self.promote(policy=cfg.policy, verifier=verifier)
+
+        return ingest(self.graph, paths, self.schema, config=cfg, extractor=extractor, on_progress=on_progress,
+                      promote=promote, embed=self.embed)
+
+    def export_jsonl(self, *, pending: bool = False, statuses: Sequence[str] | None = None) -> "Iterable[ExportedTriple]":
+        """The promoted edges (``pending``: the staged ones, of ``statuses``), one model per edge, streamed."""
+        from kgr.store.export import iter_exported
+
+        return iter_exported(self.graph, pending=pending, statuses=statuses)
+
+    def export_laplacian(self, path: str | Path, *, include_pending: bool = False) -> "LaplacianExport":
+        """Write the promoted graph's Laplacian (scipy CSR) and its node-id order to ``path`` (.npz)."""
+        from kgr.store.export import export_laplacian
+
+        return export_laplacian(self.graph, path, include_pending=include_pending)
+
+    def metrics(self, *, rounds: int = 5) -> "StoreMetrics":
+        """Counts, entropy and coverage of the promoted graph, and the recent ``rounds``' rates."""
+        from kgr.store.metrics import collect_metrics
+
+        return collect_metrics(self.graph, rounds=rounds)

@@ -298,3 +298,21 @@ def test_no_import_circles():
 ])
 def test_the_private_import_check_finds_what_it_should(module, source, expected):
     assert [what for _, what in _private_imports(ast.parse(source), module)] == expected
+
+
+#: What the command line may use of the ingestion package besides :class:`kgr.engine.Engine`: the
+#: job's settings models and the listing of the paths a user names (no pipeline, no store).
+CLI_INGEST_SURFACE = {
+    "kgr.ingest.config": "IngestConfig, the job's settings (typer options map onto it)",
+    "kgr.ingest.chunking": "ChunkingConfig, a settings model (kgr agent)",
+    "kgr.ingest.loaders": "path_kind / iter_files: which paths hold documents, for messages and progress totals",
+}
+
+
+def test_the_command_line_goes_through_the_engine():
+    """Issue 33: the CLI calls :class:`kgr.engine.Engine`, never the store or the ingestion pipeline."""
+    wrong = [f"{path.relative_to(ROOT.parent)}:{line}: {name}"
+             for module, path, tree in MODULES if module == "kgr.cli" or module.startswith("kgr.cli.")
+             for line, name in _imports(tree, module)
+             if name.startswith("kgr.store") or (name.startswith("kgr.ingest") and name not in CLI_INGEST_SURFACE)]
+    assert not wrong, "\n".join(wrong)

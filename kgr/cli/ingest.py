@@ -83,34 +83,27 @@ def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an Ingest
         raise typer.Exit(2)
 
 
-def _run_job(kg, paths: list[Path], cfg, verifier, embed):  # noqa: ANN001, ANN202 - Engine, IngestConfig, ... -> IngestReport
+def _run_job(kg, paths: list[Path], cfg, verifier):  # noqa: ANN001, ANN202 - Engine, IngestConfig, Verifier -> IngestReport
     """The job on ``kg``'s graph and schema, with its progress display (one-line errors first)."""
     from kgr.errors import KgrNeo4jUnavailable, KgrSchemaError
-    from kgr.ingest.pipeline import ingest as run_ingest
     from kgr.litellm_offline import openai_http_route_during
 
     if kg.schema is None:
         raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
                              "store one with `kgr init --schema FILE`")
     kg.init()
-    if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
-        from kgr.ingest.config import make_extractor
-        from kgr.ingest.fail_fast import preflight
-
-        preflight(make_extractor(cfg))
+    kg.check_extractor(cfg)  # an unknown model or a missing key: one line, before any progress
     files, size = corpus_size(paths)
     with IngestProgress(err, files=files, size=size) as progress:
         rounds = {"n": 0}
 
-        def promote():  # noqa: ANN202 - a RoundSummary
+        def next_round() -> None:
             rounds["n"] += 1
             progress.set_phase(f"promoting, round {rounds['n']}")
-            return kg.promote(policy=cfg.policy, verifier=verifier)
 
         try:
             with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
-                return run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress, promote=promote,
-                                  embed=embed)
+                return kg.ingest(paths, cfg, on_progress=progress, on_round=next_round, verifier=verifier)
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
@@ -182,7 +175,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
     verifier = _verifier(verify, cfg)
-    with open_engine(schema) as kg:
-        report = _run_job(kg, paths, cfg, verifier, embedder(embedding_model, embedding_api_base))
+    with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
+        report = _run_job(kg, paths, cfg, verifier)
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     _exit_status(report, paths)

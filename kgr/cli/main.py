@@ -286,7 +286,7 @@ def age(xi: Annotated[float, typer.Option(min=0, help="Decay rate of pending edg
     from pydantic import ValidationError
 
     from kgr.errors import KgrValidationError
-    from kgr.store.aging import AgingConfig
+    from kgr.engine import AgingConfig
 
     try:
         cfg = AgingConfig(xi=xi, ttl_days=ttl_days, xi_promoted=xi_promoted, soft_window_days=soft_days,
