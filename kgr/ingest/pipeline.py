@@ -189,7 +189,8 @@ def ingest(
     if cfg.prune:
         job.prune(paths)
     if cfg.resolve and job.pipe.staged.new_votes:
-        job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr)
+        job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
+                                                 apply_splits=cfg.resolve_splits)
     job.promote_backlog()
     if embed is not None:
         job.embed_names(embed)

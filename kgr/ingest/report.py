@@ -164,7 +164,9 @@ class IngestReport(BaseModel):
                          + (f"; not finished: {self.embedding_error} (run kgr embed)" if self.embedding_error else ""))
         if self.resolution is not None:
             r = self.resolution
-            lines.append(f"resolution: {len(r.merges)} merges, {len(r.splits)} splits, {len(r.review)} pairs to review"
+            splits = (f"{len(r.splits)} splits" if r.splits_applied or not r.splits else
+                      f"{len(r.splits)} splits proposed (`kgr resolve --dry-run` lists them, `kgr resolve` applies them)")
+            lines.append(f"resolution: {len(r.merges)} merges, {splits}, {len(r.review)} pairs to review"
                          + (f" (version {r.version})" if r.version is not None else ""))
         if not self.promotion:
             lines.append("promotion: not run")

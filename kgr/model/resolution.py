@@ -92,6 +92,8 @@ class ResolveReport(_Out):
     types: list[TypeModel] = Field(default_factory=list)
     merges: list[MergeProposal] = Field(default_factory=list)
     splits: list[SplitProposal] = Field(default_factory=list)
+    splits_applied: bool = Field(True, description="False: the splits are proposals only (a dry run, or the "
+                                                   "end-of-ingest step, which merges but leaves splits to `kgr resolve`)")
     review: list[PairEvidence] = Field(default_factory=list, description="the uncertain band, for `kgr review pairs`")
     blocked: list[PairEvidence] = Field(default_factory=list, description="accepted links a cannot-link refused")
     accepted_pairs: int = 0

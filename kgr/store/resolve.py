@@ -111,8 +111,11 @@ def _plans(graph: Graph, schema: KGSchema | None, etype: str | None, *, target_f
 
 def resolve(graph: Graph, schema: KGSchema | None = None, *, etype: str | None = None, dry_run: bool = False,
             target_fmr: float = 0.02, embed: Embed | None = None, tie_break: TieBreak | None = None,
-            now: float | None = None) -> ResolveReport:
+            now: float | None = None, apply_splits: bool = True) -> ResolveReport:
     """Resolve the entities (of ``etype``) and apply the result as one version (module docstring).
+
+    With ``apply_splits=False`` the splits are proposed (listed in the report, ``splits_applied``
+    False) but not applied: the merges alone make the version.
 
     Raises
     ------
@@ -132,8 +135,10 @@ def resolve(graph: Graph, schema: KGSchema | None = None, *, etype: str | None =
                         accepted_pairs=sum(p.accepted for p in plans),
                         expected_wrong_merges=round(sum(p.expected_wrong for p in plans), 6),
                         llm_decisions=sum(p.llm_decisions for p in plans))
-    if not dry_run and (rep.merges or rep.splits):
-        version, new_hash = apply(graph, rep.merges, rep.splits, [r for p in plans for r in p.review],
+    rep.splits_applied = apply_splits and not dry_run
+    splits = rep.splits if apply_splits else []
+    if not dry_run and (rep.merges or splits):
+        version, new_hash = apply(graph, rep.merges, splits, [r for p in plans for r in p.review],
                                   now=time.time() if now is None else now)
         rep.version, rep.hash = version, new_hash
     elif not dry_run:  # nothing to merge or split: only the review queue is brought up to date

@@ -301,21 +301,27 @@ def test_input_errors():
 
 
 @pytest.mark.slow
-def test_latency_on_a_100k_edge_graph():
-    G = nx.gnm_random_graph(50_000, 100_000, seed=3)
-    G = nx.relabel_nodes(G, {i: f"n{i}" for i in G})
+def test_a_decision_costs_the_same_on_a_100k_edge_graph_as_on_a_1k_edge_one():
+    """A round reads only a ball around each candidate, so its cost does not grow with the graph:
+    the median time per one-candidate round on a 100k-edge graph stays within 3x of that on a
+    1k-edge graph of the same mean degree (calls alternated, so the machine's load hits both alike;
+    absolute latencies are benchmarked in scripts/, not asserted here)."""
     rng = random.Random(4)
-    nodes = list(G)
     cfg = PromotionConfig()
-    times = []
-    for i in range(120):
-        a, b = rng.sample(nodes, 2)
-        c = cand(f"k{i}", a, b)
-        t0 = time.perf_counter()
-        decide_round(G, [c], cfg)
-        times.append(time.perf_counter() - t0)
-    p50 = statistics.median(times[20:])  # skip warm-up of caches
-    assert p50 <= 0.005, f"P50 {p50 * 1e3:.2f} ms"
+    graphs = []
+    for n, m in ((500, 1_000), (50_000, 100_000)):
+        G = nx.gnm_random_graph(n, m, seed=3)
+        graphs.append(nx.relabel_nodes(G, {i: f"n{i}" for i in G}))
+    nodes = [list(G) for G in graphs]
+    times: list[list[float]] = [[], []]
+    for i in range(160):
+        for j, G in enumerate(graphs):
+            a, b = rng.sample(nodes[j], 2)
+            t0 = time.perf_counter()
+            decide_round(G, [cand(f"k{i}", a, b)], cfg)
+            times[j].append(time.perf_counter() - t0)
+    small, large = (statistics.median(t[20:]) for t in times)  # skip the caches' warm-up
+    assert large <= 3 * small, f"P50 {large * 1e3:.2f} ms on 100k edges vs {small * 1e3:.2f} ms on 1k"
 
 
 def test_each_candidate_feeds_calibration_once():

@@ -183,6 +183,11 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
     assert rep.chunks == rep.chunks_processed == st.chunks == 20 and rep.chunks_failed == []
     assert rep.documents == 13 and rep.load_issues == []
     assert rep.new_votes == st.votes > 100 and rep.new_entities == st.entities
+    # the end-of-job resolution finds the corpus's conflicting birthplaces (Turing: Manchester vs London)
+    # but only proposes those splits (IngestConfig.resolve_splits): no entity was created by it
+    assert rep.resolution is not None and not rep.resolution.splits_applied
+    assert "Person:alan turing" in {sp.entity for sp in rep.resolution.splits}
+    assert "splits proposed" in rep.render()
     assert rep.triples_staged == rep.new_votes + rep.repeated_votes
     assert rep.transactions >= 5  # at most 4 chunks per commit
     # progress events carry documents, chunks, triples staged (and LLM calls when there are some)

@@ -52,7 +52,10 @@ POOL = _sentence_pool()
 # sentence of 107 characters): a cut leaves fragments such as "Physical Laboratory", whose
 # disambiguation against "National Physical Laboratory" depends on which chunk comes first, in a
 # fresh ingest as much as in a re-ingest (docs/ingest.md, "Resuming"); one chunk at a time, too
-CONFIG = IngestConfig(chunking=ChunkingConfig(size=240, overlap=60, unit="chars"), concurrency=1)
+#: Entity resolution is off: its merges stay when the documents behind them are forgotten (docs/resolve.md,
+#: Limits), so a history of edits can keep a merge a fresh ingest would not make. Staging, forgetting and
+#: promotion (the default policy) are what must not depend on history.
+CONFIG = IngestConfig(chunking=ChunkingConfig(size=240, overlap=60, unit="chars"), concurrency=1, resolve=False)
 
 
 def _ingest(graph, root: Path, *, prune: bool = False, extractor=None, policy=None):
