@@ -81,7 +81,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy.linalg import lapack
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.gedig import GaugeResult, HopTerms, _path_terms
 from kgr.gauge.reward import temporal_term
 
@@ -896,7 +896,7 @@ def gauge_batch(
     Notes
     -----
     Equal to :func:`kgr.gauge.gedig._gauge_on_view` and the policy's ``_rewards`` on a
-    :class:`~kgr.gauge._graph.GraphView` of the same graph, candidate by candidate, up to
+    :class:`~kgr.gauge.graphview.GraphView` of the same graph, candidate by candidate, up to
     rounding (see the module notes for how, and for the sampled-pairs fallback). The
     :math:`\Delta\mathrm{Cov}` term is the :math:`h = 1` case the policy uses by default.
 

@@ -40,8 +40,8 @@ from typing import Any
 import networkx as nx
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
-from kgr.gauge._graph import GraphView, bfs_within, check_simple_undirected
+from kgr.gauge.validate import integer, real
+from kgr.gauge.graphview import GraphView, bfs_within, check_simple_undirected
 
 __all__ = ["coverage", "coverage_gain"]
 

@@ -78,7 +78,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.facts import FactTable
 
 __all__ = [

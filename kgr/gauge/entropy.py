@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg import eigh_tridiagonal
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.laplacian import laplacian_from_edges
 
 __all__ = [

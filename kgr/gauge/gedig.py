@@ -97,8 +97,8 @@ from pydantic import BaseModel, ConfigDict
 from scipy.sparse.csgraph import shortest_path
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
-from kgr.gauge._graph import GraphView, capped_ball, check_simple_undirected
+from kgr.gauge.validate import integer, real
+from kgr.gauge.graphview import GraphView, capped_ball, check_simple_undirected
 
 __all__ = ["HopTerms", "GaugeResult", "degree_entropy", "local_ball", "gedig_gauge"]
 
@@ -400,7 +400,7 @@ def _gauge_on_view(
     use_sp: bool,
     local: _Local | None = None,
 ) -> GaugeResult:
-    """:func:`gedig_gauge` on a :class:`~kgr.gauge._graph.GraphView` (arguments already validated)."""
+    """:func:`gedig_gauge` on a :class:`~kgr.gauge.graphview.GraphView` (arguments already validated)."""
     new_nodes = sum(1 for x in (u, v) if x not in view or view.degree(x) == 0)
     edge_exists = view.has_edge(u, v)
     if local is None:

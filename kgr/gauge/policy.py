@@ -81,7 +81,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._graph import GraphView, check_simple_undirected
+from kgr.gauge.graphview import GraphView, check_simple_undirected
 from kgr.gauge.calibration import EWQuantile, ThresholdCalibrator, variance_balanced_lambda
 from kgr.gauge.coverage import _coverage_gain_view
 from kgr.gauge.entropy import _dense_entropy_gain
@@ -143,7 +143,7 @@ class Candidate(BaseModel):
 
 
 class Ball(BaseModel):
-    """A candidate's capped ball :math:`S_H`, as :func:`kgr.gauge._graph.capped_ball` builds it.
+    """A candidate's capped ball :math:`S_H`, as :func:`kgr.gauge.graphview.capped_ball` builds it.
 
     Attributes
     ----------

@@ -33,7 +33,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import real
+from kgr.gauge.validate import real
 
 __all__ = [
     "ConstraintInputs",

@@ -93,7 +93,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.facts import FactTable
 
 __all__ = ["Rule", "RuleSet", "RuleEvidence", "mine_rules", "CONFIDENCE_MEASURES"]

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._graph import GraphView
+from kgr.gauge.graphview import GraphView
 from kgr.gauge import batch
 from kgr.gauge.batch import GaugeBatch, gauge_batch
 from kgr.gauge.gedig import _gauge_on_view, _local_structure, gedig_gauge

@@ -342,7 +342,7 @@ def test_each_candidate_feeds_calibration_once():
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_prefetched_balls_on_a_partial_graph_decide_exactly_as_the_whole_graph(seed):
     from kgr.gauge import Ball, Prefetched
-    from kgr.gauge._graph import GraphView, capped_ball
+    from kgr.gauge.graphview import GraphView, capped_ball
 
     rng = random.Random(seed)
     G = nx.barabasi_albert_graph(400, 2, seed=seed)  # hubs: balls are capped

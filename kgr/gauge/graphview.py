@@ -1,4 +1,4 @@
-"""Internal: read-only access to a networkx graph plus a few extra edges, and bounded BFS.
+"""Read-only access to a networkx graph plus a few extra edges, and bounded BFS.
 
 The policy evaluates candidates on "the promoted graph plus the edges selected so far in this
 round" without copying the graph: :class:`GraphView` layers an overlay of added edges over a
