@@ -26,10 +26,10 @@ alone, whatever is promoted at the moment.
     over "? r o".
 **Learned plausibility**
     ``rule_noisy_or``, ``rule_best`` (path and inverse rules, leave-one-out,
-    :mod:`kgr.gauge.rules`); ``head_fit``, ``tail_fit``, ``head_seen``, ``tail_seen``,
-    ``type_share_head``, ``type_share_tail`` (role profiles, leave-one-out, :mod:`kgr.gauge.roles`);
+    :mod:`kgr.evidence.rules`); ``head_fit``, ``tail_fit``, ``head_seen``, ``tail_seen``,
+    ``type_share_head``, ``type_share_tail`` (role profiles, leave-one-out, :mod:`kgr.evidence.roles`);
     ``kge_rank`` (a ComplEx embedding's rank quantile, cross-fitted: the model that scores a row
-    never trained on it, :mod:`kgr.gauge.embedding`) and ``kge_known`` (0 when not computed: rank 0.5).
+    never trained on it, :mod:`kgr.evidence.embedding`) and ``kge_known`` (0 when not computed: rank 0.5).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import numpy as np
 
 from kgr.evidence.checks import Checks, check_rows
 from kgr.evidence.graph import Evidence, EvidenceGraph, build_graph
-from kgr.gauge.roles import role_evidence
-from kgr.gauge.rules import RuleSet, mine_rules
+from kgr.evidence.roles import role_evidence
+from kgr.evidence.rules import RuleSet, mine_rules
 
 __all__ = ["FEATURES", "FEATURE_SET", "IX", "EvidenceFeatures", "source_columns"]
 
@@ -103,7 +103,7 @@ class EvidenceFeatures:
     duplicate_max_degree : int
         Endpoints with more facts than this are never checked for a twin.
     rules_min_support, rules_min_confidence : int, float
-        Thresholds of :func:`kgr.gauge.rules.mine_rules`.
+        Thresholds of :func:`kgr.evidence.rules.mine_rules`.
     embedding_dim : int
         Width of the cross-fitted ComplEx model.
 
@@ -188,7 +188,7 @@ class EvidenceFeatures:
 
     def embedding(self) -> np.ndarray:
         """Per managed row, the cross-fitted ComplEx rank quantile (NaN where none; cached by digest)."""
-        from kgr.gauge.embedding import crossfit_scores
+        from kgr.evidence.embedding import crossfit_scores
 
         g = self.graph_
         if g.digest not in self._kge:

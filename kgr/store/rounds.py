@@ -410,7 +410,7 @@ def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts:
 def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGraphCache | None,
                 now: float | None) -> RoundSummary:
     """One read, decide and write of ``policy``'s round; raises :class:`RoundConflict` if the store moved."""
-    from kgr.gauge.constraints import functional_relations
+    from kgr.promotion.constraints import functional_relations
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

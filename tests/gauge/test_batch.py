@@ -14,7 +14,7 @@ from kgr.gauge.graphview import GraphView
 from kgr.gauge import batch
 from kgr.gauge.batch import GaugeBatch, gauge_batch
 from kgr.gauge.gedig import _gauge_on_view, _local_structure, gedig_gauge
-from kgr.gauge.policy import Candidate, PromotionConfig, _rewards
+from kgr.promotion.gedig import Candidate, PromotionConfig, _rewards
 
 TOL = 1e-9
 

@@ -1,4 +1,4 @@
-"""Knowledge-graph embeddings (kgr.gauge.embedding): gradients, model properties, cross-fitting,
+"""Knowledge-graph embeddings (kgr.evidence.embedding): gradients, model properties, cross-fitting,
 warm starts and argument checks. Pure and fast (small graphs, no database)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from scipy.optimize import approx_fprime
 from sklearn.metrics import roc_auc_score
 
 from kgr.errors import KgrValidationError
-from kgr.gauge import embedding as emb
-from kgr.gauge.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
-from kgr.gauge.facts import FactTable
+from kgr.evidence import embedding as emb
+from kgr.evidence.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
+from kgr.evidence.facts import FactTable
 
 # --------------------------------------------------------------------------------------------
 # small graphs

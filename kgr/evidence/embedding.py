@@ -2,7 +2,7 @@ r"""Knowledge-graph embeddings (ComplEx, DistMult) as cross-fitted plausibility 
 
 The promotion scorer asks of a candidate :math:`(h, r, t)`: *does the graph itself make this
 triple plausible?* This module answers with a bilinear knowledge-graph embedding trained on the
-:class:`~kgr.gauge.facts.FactTable`, each candidate scored by a model that did **not** see it
+:class:`~kgr.evidence.facts.FactTable`, each candidate scored by a model that did **not** see it
 (cross-fitting, :func:`crossfit_scores`), so that a candidate's own votes never vouch for it a
 second time. :class:`CrossFitter` repeats this round after round, warm-starting each fold.
 
@@ -23,7 +23,7 @@ Conventions
   Relations differ in how sharply they separate, so the feature to compare across relations is
   the **rank quantile**: the share of a query's type-consistent corruptions scoring below it.
 * Self loops :math:`h = t` are never trained on (as in every evidence module of
-  :mod:`kgr.gauge.facts`); a self-loop query is still scored.
+  :mod:`kgr.evidence.facts`); a self-loop query is still scored.
 * An entity or relation in no training fact keeps a zero embedding (or its warm-start one): a
   query about an entity its model never saw scores 0 against every corruption that keeps that
   entity, so its rank quantile is 0.5, "no evidence", not a random number.
@@ -79,7 +79,7 @@ from scipy.special import expit
 
 from kgr.errors import KgrValidationError
 from kgr.gauge.validate import integer, real
-from kgr.gauge.facts import FactTable
+from kgr.evidence.facts import FactTable
 
 __all__ = [
     "KGE_MODELS",
@@ -843,7 +843,7 @@ def fit_kge(facts: FactTable, *, entity_types: Any = None, model: str = "complex
     Examples
     --------
     >>> import numpy as np
-    >>> from kgr.gauge.facts import FactTable
+    >>> from kgr.evidence.facts import FactTable
     >>> f = FactTable.from_triples([(0, 0, 1), (1, 0, 2), (2, 0, 3), (3, 0, 0)], n_entities=4, n_relations=1)
     >>> m = fit_kge(f, dim=4, max_iter=50)
     >>> (m.entity.shape, m.relation.shape)
@@ -1088,7 +1088,7 @@ def crossfit_scores(facts: FactTable, query_mask: Any, *, folds: int = 2, entity
     Examples
     --------
     >>> import numpy as np
-    >>> from kgr.gauge.facts import FactTable
+    >>> from kgr.evidence.facts import FactTable
     >>> triples = [(i, 0, (i + 1) % 8) for i in range(8)] + [(0, 0, 4)]
     >>> f = FactTable.from_triples(triples, n_entities=8, n_relations=1)
     >>> q = (f.head == 0) & (f.tail == 4)
@@ -1150,7 +1150,7 @@ class CrossFitter:
     *The id contract*. Without keys, id :math:`i` must name the same entity (relation) in every
     call; ids may only be appended (``n_entities`` can grow; new ids start small, see
     :func:`fit_kge`). With ``entity_keys`` and/or ``relation_keys`` given on every call, ids may
-    change freely between calls (e.g. a :class:`~kgr.gauge.facts.Vocabulary` rebuilt in sorted
+    change freely between calls (e.g. a :class:`~kgr.evidence.facts.Vocabulary` rebuilt in sorted
     order): embeddings, folds, negatives and corruptions follow the keys. Switching between
     keyed and unkeyed calls starts cold.
 
@@ -1175,7 +1175,7 @@ class CrossFitter:
     A ring with a second relation that skips one; round two adds an entity to the ring.
 
     >>> import numpy as np
-    >>> from kgr.gauge.facts import FactTable
+    >>> from kgr.evidence.facts import FactTable
     >>> def ring(n):
     ...     triples = [(i, 0, (i + 1) % n) for i in range(n)] + [(i, 1, (i + 2) % 8) for i in range(8)]
     ...     return FactTable.from_triples(triples, n_entities=n, n_relations=2)
@@ -1276,7 +1276,7 @@ class CrossFitter:
 
         Examples
         --------
-        >>> from kgr.gauge.facts import FactTable
+        >>> from kgr.evidence.facts import FactTable
         >>> f = FactTable.from_triples([(0, 0, 1), (1, 0, 2), (2, 0, 0)], n_entities=3, n_relations=1)
         >>> CrossFitter(dim=2, max_iter=5, n_corruptions=2).scores(f, f.head == 1).index.tolist()
         [1]

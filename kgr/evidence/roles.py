@@ -18,7 +18,7 @@ For :math:`R` relations, entity :math:`e` has the profile :math:`p_e \in \mathbb
 of :math:`\hat p_e` over the distinct heads :math:`H_r` and tails :math:`T_r` of :math:`r`-facts;
 a fit is a cosine, so only the direction of a centroid matters. Self loops are ignored (as in
 every evidence module); a table holding a triple twice counts it once with the summed weight,
-as :meth:`~kgr.gauge.facts.FactTable.from_triples` would.
+as :meth:`~kgr.evidence.facts.FactTable.from_triples` would.
 
 **Leave-one-out.** A query :math:`(h, r, t)` that is a fact of the table is scored against the
 table *without it*: its weight is removed from :math:`p_h[r]` and :math:`p_t[R + r]`; :math:`h`
@@ -43,7 +43,7 @@ References
 
 Examples
 --------
->>> from kgr.gauge.facts import FactTable
+>>> from kgr.evidence.facts import FactTable
 >>> # WORKS_AT = 0 (person -> org), BASED_IN = 1 (org -> city); persons 0-2, orgs 3-4, city 5
 >>> ft = FactTable.from_triples([(0, 0, 3), (1, 0, 3), (2, 0, 4), (3, 1, 5), (4, 1, 5)],
 ...                             n_entities=6, n_relations=2)
@@ -61,8 +61,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.facts import FactTable
-from kgr.gauge.rules import _check_key_space, _check_queries, _lookup
+from kgr.evidence.facts import FactTable
+from kgr.evidence.rules import _check_key_space, _check_queries, _lookup
 
 __all__ = ["RoleEvidence", "role_evidence", "role_profiles"]
 

@@ -1,7 +1,7 @@
 r"""Typed facts as integer arrays: the common input of the learned-plausibility evidence.
 
-The relational evidence of the promotion scorer (path and inverse rules :mod:`kgr.gauge.rules`,
-role profiles :mod:`kgr.gauge.roles`, knowledge-graph embeddings :mod:`kgr.gauge.embedding`)
+The relational evidence of the promotion scorer (path and inverse rules :mod:`kgr.evidence.rules`,
+role profiles :mod:`kgr.evidence.roles`, knowledge-graph embeddings :mod:`kgr.evidence.embedding`)
 works on the same table of facts: entity ids :math:`0..n-1` with a type each, relation ids
 :math:`0..R-1`, and one row :math:`(h, r, t, w)` per directed fact with a weight :math:`w > 0`
 (1 for a promoted edge; the vote weight for a staged one). A *query* is a triple to score

@@ -17,7 +17,7 @@ rules of :math:`r` with a high confidence have their body satisfied for :math:`(
 
 Conventions
 -----------
-* Input is a :class:`~kgr.gauge.facts.FactTable`; each relation becomes a sparse 0/1 adjacency
+* Input is a :class:`~kgr.evidence.facts.FactTable`; each relation becomes a sparse 0/1 adjacency
   :math:`A_r` (``n × n``, row = head) of its facts with ``weight >= min_weight``. **Self loops are
   dropped** (every evidence module ignores them). A body atom is the matrix :math:`A_{r'}` or
   :math:`A_{r'}^\top`; a length-2 body holds for :math:`(x, y)` iff
@@ -67,7 +67,7 @@ References
 
 Examples
 --------
->>> from kgr.gauge.facts import FactTable
+>>> from kgr.evidence.facts import FactTable
 >>> # parent chains 0->1->2, 3->4->5, 6->7->8; grandparent 0->2 and 3->5 only
 >>> ft = FactTable.from_triples([(0, 0, 1), (1, 0, 2), (3, 0, 4), (4, 0, 5), (6, 0, 7), (7, 0, 8),
 ...                              (0, 1, 2), (3, 1, 5)], n_entities=9, n_relations=2)
@@ -94,7 +94,7 @@ import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
 from kgr.gauge.validate import integer, real
-from kgr.gauge.facts import FactTable
+from kgr.evidence.facts import FactTable
 
 __all__ = ["Rule", "RuleSet", "RuleEvidence", "mine_rules", "CONFIDENCE_MEASURES"]
 
@@ -105,7 +105,7 @@ _INT64_MAX = np.iinfo(np.int64).max
 
 
 # --------------------------------------------------------------------------------------------
-# Shared helpers (also used by :mod:`kgr.gauge.roles`)
+# Shared helpers (also used by :mod:`kgr.evidence.roles`)
 # --------------------------------------------------------------------------------------------
 
 

@@ -254,7 +254,7 @@ class PromotionConfig(BaseModel):
         None: the gates alone decide.
     duplicate_similarity : float or None, default 0.85
         Used by the store's runner to flag near-duplicate entities
-        (:meth:`kgr.gauge.constraints.PromotedIndex.constraints`): an endpoint new to the promoted graph
+        (:meth:`kgr.promotion.constraints.PromotedIndex.constraints`): an endpoint new to the promoted graph
         whose canonical name is at least this similar (:func:`kgr.model.canonical.name_similarity`)
         to an entity of the same type that already holds the same relation with the other endpoint
         is a likely misspelling; the edge is rejected on the ``duplicate_entity`` constraint and the
