@@ -145,7 +145,7 @@ def expected_density(n_entity_types: int, n_relation_types: int, complexity: flo
     )
 
 
-def _min_count(rate_per_1k: float, tokens: int) -> int:
+def min_count(rate_per_1k: float, tokens: int) -> int:
     return math.floor(round(rate_per_1k * tokens / 1000.0, 9))
 
 
@@ -222,8 +222,8 @@ def _assess(E: int, R: int, T: int, exp: ExpectedDensity, complexity: float) -> 
         meets_e = meets_r = True
         over = E + R > 0
     else:
-        meets_e = e_vacuous or E >= _min_count(exp.min_entities_per_1k, T)
-        meets_r = r_vacuous or R >= _min_count(exp.min_relations_per_1k, T)
+        meets_e = e_vacuous or E >= min_count(exp.min_entities_per_1k, T)
+        meets_r = r_vacuous or R >= min_count(exp.min_relations_per_1k, T)
         over_e = not e_vacuous and E > _max_count(exp.max_entities_per_1k, T)
         over_r = not r_vacuous and R > _max_count(exp.max_relations_per_1k, T)
         over = over_e or over_r

@@ -54,7 +54,7 @@ from kgr.model.tools import (
 )
 from kgr.tools._kg import distinct_entities, distinct_relations
 from kgr.tools.context import ToolContext
-from kgr.tools._score_memo import score_and_codes
+from kgr.tools.quality import score_and_codes
 from kgr.tools.registry import tool
 
 __all__ = [

@@ -76,10 +76,11 @@ from kgr.tools._kg import (
 )
 from kgr.tools._text import MATCH_BUDGET, RunIndex, TextProfile, WorkBudget, analyze_text
 from kgr.tools.context import ToolContext
-from kgr.tools.density import _min_count, expected_density, text_complexity
+from kgr.tools.density import min_count, expected_density, text_complexity
 from kgr.tools.registry import tool
 
-__all__ = ["query_quality_metrics", "WEIGHTS", "ASPECTS", "quality_level", "evaluate", "QualityReport"]
+__all__ = ["query_quality_metrics", "WEIGHTS", "ASPECTS", "quality_level", "evaluate", "QualityReport",
+           "score_and_codes"]
 
 #: Aspect weights of the overall score (appendix A.4).
 WEIGHTS: dict[str, float] = {"completeness": 0.30, "accuracy": 0.30, "consistency": 0.25, "schema_compliance": 0.15}
@@ -259,7 +260,7 @@ def _completeness(kg: ExtractedKG, schema: ToolSchema, profile: TextProfile) -> 
     T = profile.token_count
     density = 1000.0 * (E + R) / T if T else 0.0
     exp = expected_density(n_e, n_r, text_complexity(profile))
-    required = (_min_count(exp.min_entities_per_1k, T) + _min_count(exp.min_relations_per_1k, T)) if T else 0
+    required = (min_count(exp.min_entities_per_1k, T) + min_count(exp.min_relations_per_1k, T)) if T else 0
     factor = min(1.0, (E + R) / required) if required else 1.0
     score = 0.7 * (0.6 * e_cov + 0.4 * r_cov) + 0.3 * factor
     issues: list[str] = []
@@ -485,3 +486,13 @@ def query_quality_metrics(params: QualityMetricsInput, *, context: ToolContext) 
     Definitions are in the module docstring.
     """
     return evaluate(params.extracted_kg, params.schema_, params.text, params.evaluation_aspects).output
+
+
+def score_and_codes(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple[str, ...]]:
+    """The overall score and issue codes of a full :func:`evaluate`, remembered from a recent
+    evaluation of the same content when there is one (:mod:`kgr.tools._score_memo`)."""
+    hit = score_memo.recall(kg, schema, text)
+    if hit is not None:
+        return hit
+    report = evaluate(kg, schema, text)
+    return report.output.overall_score, tuple(report.codes)
