@@ -25,7 +25,7 @@ Conventions
   (within ``1e-12`` in practice; the tests pin ``1e-9``). Distances, pair counts, edge counts
   and degrees are exact integers. When a hop's ball has more than ``max_sp_pairs`` node pairs the
   core samples source nodes for :math:`\Delta\mathrm{SP}`; for that candidate and hop
-  :func:`gauge_batch` calls the core's own path routine (:func:`kgr.gauge.gedig._path_terms`,
+  :func:`gauge_batch` calls the core's own path routine (:func:`kgr.gauge.paths.path_terms`,
   with the candidate's seed), so sampled values are identical too — and as slow as the core.
 
 How it is fast
@@ -59,7 +59,7 @@ No Python work per candidate except one LAPACK call sequence for :math:`\Delta S
 
 This last step is the floor: a 64-node ball without twins costs about 60 µs for ``dsytrd`` and
 2 × 65 µs for ``dsterf`` on one core, whatever the vectorisation around it. Measured with
-``OPENBLAS_NUM_THREADS=1`` (per candidate; core = ``_gauge_on_view`` + the policy's
+``OPENBLAS_NUM_THREADS=1`` (per candidate; core = ``gauge_on_view`` + the policy's
 ``_rewards`` on a ``GraphView``): a dense 134-node graph (1,356 edges, every ball capped)
 0.90 → 0.10 ms at ``k_max = 32`` and 1.85 → 0.34 ms at 64 (of which 0.19 ms
 :math:`\Delta S_{VN}`); a preferential-attachment graph (25,000 nodes, 100,000 edges) 1.4 → 0.08
@@ -82,7 +82,8 @@ from scipy.linalg import lapack
 
 from kgr.errors import KgrValidationError
 from kgr.gauge.validate import integer, real
-from kgr.gauge.gedig import GaugeResult, HopTerms, _path_terms
+from kgr.gauge.gedig import GaugeResult, HopTerms
+from kgr.gauge.paths import path_terms
 from kgr.gauge.reward import temporal_term
 
 __all__ = ["GaugeBatch", "gauge_batch"]
@@ -895,7 +896,7 @@ def gauge_batch(
 
     Notes
     -----
-    Equal to :func:`kgr.gauge.gedig._gauge_on_view` and the policy's ``_rewards`` on a
+    Equal to :func:`kgr.gauge.gedig.gauge_on_view` and the policy's ``_rewards`` on a
     :class:`~kgr.gauge.graphview.GraphView` of the same graph, candidate by candidate, up to
     rounding (see the module notes for how, and for the sampled-pairs fallback). The
     :math:`\Delta\mathrm{Cov}` term is the :math:`h = 1` case the policy uses by default.
@@ -1031,7 +1032,7 @@ def gauge_batch(
         for c in np.flatnonzero(big):  # the core's seeded sample of sources, per candidate
             a, z = e_off[c], e_off[c + 1]
             keep = ej[a:z] < k_h[c]
-            n_pairs[c, h], l_b[c, h], l_a[c, h] = _path_terms(
+            n_pairs[c, h], l_b[c, h], l_a[c, h] = path_terms(
                 ei[a:z][keep], ej[a:z][keep], int(k_h[c]), int(iu[c]), int(1 - iu[c]),
                 max_sp_pairs=max_sp_pairs, seed=int(seed_arr[c]),
             )

@@ -193,10 +193,10 @@ def coverage_gain(
         except (TypeError, ValueError):
             raise KgrValidationError(f"an added edge must be a (u, v) pair, got {e!r}") from None
         edges.append((u, v))
-    return _coverage_gain_view(GraphView(G), edges, kappa=kappa, h=h)
+    return coverage_gain_view(GraphView(G), edges, kappa=kappa, h=h)
 
 
-def _coverage_gain_view(
+def coverage_gain_view(
     before: GraphView, edges: Sequence[tuple[Hashable, Hashable]], *, kappa: float, h: int
 ) -> float:
     """:func:`coverage_gain` on a :class:`GraphView` (arguments already validated)."""

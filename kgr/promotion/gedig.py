@@ -81,12 +81,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.graphview import GraphView, check_simple_undirected
+from kgr.gauge.graphview import GraphView, LocalStructure, check_simple_undirected, local_on_ball, local_structure
 from kgr.gauge.calibration import EWQuantile, ThresholdCalibrator, variance_balanced_lambda
-from kgr.gauge.coverage import _coverage_gain_view
-from kgr.gauge.entropy import _dense_entropy_gain
+from kgr.gauge.coverage import coverage_gain_view
+from kgr.gauge.entropy import dense_entropy_gain
 from kgr.gauge.gates import AuditResult, Cooldown, GateResult, evaluate_gates, stability_audit
-from kgr.gauge.gedig import GaugeResult, _gauge_on_view, _Local, _local_on_ball, _local_structure
+from kgr.gauge.gedig import GaugeResult, gauge_on_view
 from kgr.gauge.reward import (
     ConstraintInputs,
     RewardTerms,
@@ -549,18 +549,18 @@ def _candidate_seed(base: int, key: str) -> int:
 
 
 def _rewards(
-    view: GraphView, c: Candidate, config: PromotionConfig, r_contr: float, local: _Local | None = None
+    view: GraphView, c: Candidate, config: PromotionConfig, r_contr: float, local: LocalStructure | None = None
 ) -> RewardTerms:
     s, o = c.subject, c.object
-    d_cov = _coverage_gain_view(view, [(s, o)], kappa=config.kappa, h=config.coverage_hops)
+    d_cov = coverage_gain_view(view, [(s, o)], kappa=config.kappa, h=config.coverage_hops)
     if local is None:
-        local = _local_structure(view, s, o, config.hops, config.k_max)
+        local = local_structure(view, s, o, config.hops, config.k_max)
     exists = view.has_edge(s, o)
     if exists:
         d_vn = 0.0
     else:
         one = np.ones(1, dtype=np.float64)
-        d_vn = _dense_entropy_gain(
+        d_vn = dense_entropy_gain(
             len(local.ball), local.ei, local.ej, np.ones(len(local.ei)),
             np.array([local.ball.index(s)]), np.array([local.ball.index(o)]), one, mu=config.mu,
         )
@@ -713,11 +713,11 @@ def decide_round(
             if set(ball.nodes[:2]) != {c.subject, c.object}:  # both endpoints at distance 0 come first
                 raise KgrValidationError(f"prefetched ball of {c.key!r} does not start at its endpoints",
                                          field="prefetched.balls")
-            local = _local_on_ball(base, list(ball.nodes), list(ball.dist), ball.capped)
+            local = local_on_ball(base, list(ball.nodes), list(ball.dist), ball.capped)
         else:
-            local = _local_structure(base, c.subject, c.object, config.hops, config.k_max)
+            local = local_structure(base, c.subject, c.object, config.hops, config.k_max)
         frozen[idx] = (local.ball, local.dist, local.capped)
-        gauge = _gauge_on_view(
+        gauge = gauge_on_view(
             base, c.subject, c.object, hops=config.hops, k_max=config.k_max, c_node=config.c_node,
             c_edge=config.c_edge, lam=lam, gamma=config.gamma, eps=1e-9, max_sp_pairs=config.max_sp_pairs,
             seed=seed, use_epc=config.use_epc, use_ig=config.use_ig, use_sp=config.use_sp, local=local,
@@ -834,7 +834,7 @@ def _select(
     selected: list[int] = []
 
     def marginal(i: int) -> RewardTerms:
-        return _rewards(view, cands[i], config, out[i]["r_contr"], _local_on_ball(view, *frozen[i]))
+        return _rewards(view, cands[i], config, out[i]["r_contr"], local_on_ball(view, *frozen[i]))
 
     def blocked(i: int) -> bool:
         return cooldown.blocked(cands[i].subject) or cooldown.blocked(cands[i].object)

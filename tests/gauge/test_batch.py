@@ -13,7 +13,8 @@ from kgr.errors import KgrValidationError
 from kgr.gauge.graphview import GraphView
 from kgr.gauge import batch
 from kgr.gauge.batch import GaugeBatch, gauge_batch
-from kgr.gauge.gedig import _gauge_on_view, _local_structure, gedig_gauge
+from kgr.gauge.gedig import gauge_on_view, gedig_gauge
+from kgr.gauge.graphview import local_structure
 from kgr.promotion.gedig import Candidate, PromotionConfig, _rewards
 
 TOL = 1e-9
@@ -62,7 +63,7 @@ def random_pairs(
 def assert_matches(
     H: nx.Graph, keys: list[str], A: sp.csr_array, s, o, *, seeds=None, coverage=True, **kw
 ) -> GaugeBatch:
-    """Every term of every candidate equals the core's (``_gauge_on_view`` and ``_rewards``)."""
+    """Every term of every candidate equals the core's (``gauge_on_view`` and ``_rewards``)."""
     gb = gauge_batch(A, s, o, seeds=seeds, **kw)
     params = dict(hops=2, k_max=64, c_node=1.0, c_edge=1.0, lam=1.0, gamma=1.0, eps=1e-9, max_sp_pairs=4096,
                   use_epc=True, use_ig=True, use_sp=True)
@@ -74,8 +75,8 @@ def assert_matches(
     for i, (a, b) in enumerate(zip(s, o)):
         u, v = keys[a], keys[b]
         seed = 0 if seeds is None else int(seeds[i])
-        local = _local_structure(view, u, v, params["hops"], params["k_max"])
-        want = _gauge_on_view(view, u, v, seed=seed, local=local, **params)
+        local = local_structure(view, u, v, params["hops"], params["k_max"])
+        want = gauge_on_view(view, u, v, seed=seed, local=local, **params)
         got = gb.gauge_result(i, keys=keys)
         assert (got.u, got.v, got.new_nodes, got.edge_exists, got.capped) == (
             want.u, want.v, want.new_nodes, want.edge_exists, want.capped), i
