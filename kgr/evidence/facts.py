@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from kgr.errors import KgrValidationError
 
-__all__ = ["FactTable", "Vocabulary"]
+__all__ = ["FactTable", "Vocabulary", "check_queries", "check_key_space", "lookup", "INT64_MAX"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,46 @@ class FactTable:
         """The facts where ``mask`` is true (same id spaces)."""
         return FactTable(self.head[mask], self.rel[mask], self.tail[mask], self.weight[mask],
                          self.n_entities, self.n_relations)
+
+
+#: Largest int64: pair keys ``(r*n + h)*n + t`` must stay below half of it.
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def check_queries(facts: FactTable, h: Any, r: Any, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries as three int64 arrays of one length, ids inside the table's id spaces."""
+    out = []
+    for name, a in (("h", h), ("r", r), ("t", t)):
+        arr = np.asarray(a)
+        if arr.ndim != 1:
+            arr = arr.reshape(-1)
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
+                raise KgrValidationError(f"query ids must be integers, got dtype {arr.dtype}", field=name)
+        out.append(arr.astype(np.int64, copy=False))
+    hq, rq, tq = out
+    if not (len(hq) == len(rq) == len(tq)):
+        raise KgrValidationError(
+            f"h, r and t must have one entry per query, got {len(hq)}, {len(rq)}, {len(tq)}", field="queries")
+    if len(hq):
+        if min(hq.min(), tq.min()) < 0 or max(hq.max(), tq.max()) >= facts.n_entities:
+            raise KgrValidationError(f"entity id outside 0..{facts.n_entities - 1}", field="queries")
+        if rq.min() < 0 or rq.max() >= facts.n_relations:
+            raise KgrValidationError(f"relation id outside 0..{facts.n_relations - 1}", field="queries")
+    return hq, rq, tq
+
+
+def check_key_space(n: int, R: int) -> None:
+    """Raise :class:`KgrValidationError` unless the keys ``(r*n + h)*n + t`` fit in int64 with room to spare."""
+    if n and R and R * n * n > INT64_MAX // 2:
+        raise KgrValidationError(
+            f"n_relations * n_entities**2 = {R * n * n} exceeds the int64 key space", field="facts")
+
+
+def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``keys`` in ``sorted_keys`` and whether each is present."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+    pos = np.searchsorted(sorted_keys, keys)
+    pos[pos == len(sorted_keys)] = 0
+    return pos, sorted_keys[pos] == keys

@@ -61,8 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.evidence.facts import FactTable
-from kgr.evidence.rules import _check_key_space, _check_queries, _lookup
+from kgr.evidence.facts import FactTable, check_key_space, check_queries, lookup
 
 __all__ = ["RoleEvidence", "role_evidence", "role_profiles"]
 
@@ -110,7 +109,7 @@ class _Facts:
 
 def _distinct(facts: FactTable) -> _Facts:
     n, R = facts.n_entities, facts.n_relations
-    _check_key_space(n, R)
+    check_key_space(n, R)
     keep = facts.head != facts.tail
     h = facts.head[keep].astype(np.int64)
     r = facts.rel[keep].astype(np.int64)
@@ -263,7 +262,7 @@ def role_evidence(
 The last query is a fact; without it, entities 2 and 4 have no facts at all, so both fit 0.
     """
     weighted = bool(weighted)
-    hq, rq, tq = _check_queries(facts, h, r, t)
+    hq, rq, tq = check_queries(facts, h, r, t)
     n, R = facts.n_entities, facts.n_relations
     f = _distinct(facts)
     types = None
@@ -277,7 +276,7 @@ The last query is a fact; without it, entities 2 and 4 have no facts at all, so 
     q = len(hq)
 
     # the query's own fact, if any
-    pos, in_table = _lookup(f.keys, (rq * n + hq) * n + tq)
+    pos, in_table = lookup(f.keys, (rq * n + hq) * n + tq)
     in_table &= hq != tq
     d = in_table.astype(np.int64)
     if weighted and len(f.keys):
