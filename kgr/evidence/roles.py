@@ -265,14 +265,7 @@ The last query is a fact; without it, entities 2 and 4 have no facts at all, so 
     hq, rq, tq = check_queries(facts, h, r, t)
     n, R = facts.n_entities, facts.n_relations
     f = _distinct(facts)
-    types = None
-    if entity_types is not None:
-        types = np.asarray(entity_types)
-        if types.shape != (n,):
-            raise KgrValidationError(f"entity_types must have shape ({n},), got {types.shape}", field="entity_types")
-        if types.size and (not np.issubdtype(types.dtype, np.integer) or types.min() < 0):
-            raise KgrValidationError("entity_types must be integer type ids >= 0", field="entity_types")
-        types = types.astype(np.int64)
+    types = _entity_types(entity_types, n)
     q = len(hq)
 
     # the query's own fact, if any
@@ -327,14 +320,33 @@ The last query is a fact; without it, entities 2 and 4 have no facts at all, so 
     head_fit = np.where(known, _cosine(uh_loo, head_sum), 0.0)
     tail_fit = np.where(known, _cosine(ut_loo, tail_sum), 0.0)
 
-    share_h = share_t = None
-    if types is not None:
-        n_types = int(types.max()) + 1 if types.size else 1
-        by_head = sp.csr_matrix((ones, (f.rel, types[f.head])), shape=(R, n_types), dtype=np.float64)
-        by_tail = sp.csr_matrix((ones, (f.rel, types[f.tail])), shape=(R, n_types), dtype=np.float64)
-        same_h = np.rint(np.asarray(by_head[rq, types[hq]]).ravel()).astype(np.int64) - d if q else d
-        same_t = np.rint(np.asarray(by_tail[rq, types[tq]]).ravel()).astype(np.int64) - d if q else d
-        den = np.maximum(others, 1)
-        share_h = np.where(known, same_h / den, 0.0)
-        share_t = np.where(known, same_t / den, 0.0)
+    share_h, share_t = (None, None) if types is None else _type_shares(f, types, (hq, rq, tq), d, others, known, R)
     return RoleEvidence(head_fit, tail_fit, head_seen, tail_seen, share_h, share_t, known, in_table)
+
+
+def _entity_types(entity_types: Any, n: int) -> np.ndarray | None:
+    """``entity_types`` checked: ``n`` integer type ids >= 0 (None stays None)."""
+    if entity_types is None:
+        return None
+    types = np.asarray(entity_types)
+    if types.shape != (n,):
+        raise KgrValidationError(f"entity_types must have shape ({n},), got {types.shape}", field="entity_types")
+    if types.size and (not np.issubdtype(types.dtype, np.integer) or types.min() < 0):
+        raise KgrValidationError("entity_types must be integer type ids >= 0", field="entity_types")
+    return types.astype(np.int64)
+
+
+def _type_shares(f: _Facts, types: np.ndarray, queries: tuple[np.ndarray, np.ndarray, np.ndarray], d: np.ndarray,
+                 others: np.ndarray, known: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """``type_share_head`` and ``type_share_tail``: the share of the relation's other facts whose
+    head (tail) has the query head's (tail's) type, leave-one-out (``d`` = the query's own fact)."""
+    hq, rq, tq = queries
+    ones = np.ones(len(f.keys))
+    n_types = int(types.max()) + 1 if types.size else 1
+    by_head = sp.csr_matrix((ones, (f.rel, types[f.head])), shape=(R, n_types), dtype=np.float64)
+    by_tail = sp.csr_matrix((ones, (f.rel, types[f.tail])), shape=(R, n_types), dtype=np.float64)
+    q = len(hq)
+    same_h = np.rint(np.asarray(by_head[rq, types[hq]]).ravel()).astype(np.int64) - d if q else d
+    same_t = np.rint(np.asarray(by_tail[rq, types[tq]]).ravel()).astype(np.int64) - d if q else d
+    den = np.maximum(others, 1)
+    return np.where(known, same_h / den, 0.0), np.where(known, same_t / den, 0.0)
