@@ -9,7 +9,7 @@ from scipy.optimize import approx_fprime
 from sklearn.metrics import roc_auc_score
 
 from kgr.errors import KgrValidationError
-from kgr.evidence import embedding as emb
+from kgr.evidence import kge_train
 from kgr.evidence.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
 from kgr.evidence.facts import FactTable
 
@@ -88,7 +88,7 @@ def test_gradient_matches_finite_differences(kind):
     rng = np.random.default_rng(3)
     n, R, d, m = 7, 3, 4, 12
     h, r, t = rng.integers(0, n, m), rng.integers(0, R, m), rng.integers(0, n, m)
-    ob = emb._Objective(kind, d, n, R, h, r, t, rng.random(m) + 0.5,
+    ob = kge_train.Objective(kind, d, n, R, h, r, t, rng.random(m) + 0.5,
                         rng.integers(0, n, (m, 2)), (rng.random((m, 2)) < 0.8).astype(float),
                         rng.integers(0, n, (m, 2)), np.ones((m, 2)), 4, 0.3, dtype=np.float64)
     for _ in range(3):
