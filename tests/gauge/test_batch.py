@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
 from kgr.gauge.graphview import GraphView
-from kgr.gauge import batch
+from kgr.gauge import batch, batch_balls, batch_kernels
 from kgr.gauge.batch import GaugeBatch, gauge_batch
 from kgr.gauge.gedig import gauge_on_view, gedig_gauge
 from kgr.gauge.graphview import local_structure
@@ -126,8 +126,8 @@ def test_sparse_dense_and_disconnected_graphs(seed):
 @pytest.mark.parametrize("k_max", [2, 5, 12, 64])
 def test_hubs_caps_and_hops(monkeypatch, hops, k_max, dense):
     if not dense:  # the routes for large graphs, on a small one
-        monkeypatch.setattr(batch, "_DENSE_N", 0)
-        monkeypatch.setattr(batch, "_DENSE_BFS_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_BFS_N", 0)
     G, n = hub_graph(hops * 7 + k_max)
     H, keys, A = keyed(G, n)
     rng = np.random.default_rng(k_max)
@@ -197,8 +197,8 @@ def test_twin_quotient_on_leafy_graphs(monkeypatch, mu):
     s = np.array([1, 1, 0, 18, 18, 19, 14, 1])
     o = np.array([2, 13, 5, 21, 19, 30, 16, 32])
     sizes = []
-    real = batch._path_group
-    monkeypatch.setattr(batch, "_path_group", lambda A_, W, d: sizes.append((A_.shape[1], W.sum(1))) or real(A_, W, d))
+    real = batch.path_group
+    monkeypatch.setattr(batch, "path_group", lambda A_, W, d: sizes.append((A_.shape[1], W.sum(1))) or real(A_, W, d))
     assert_matches(H, keys, A, s, o, mu=mu)
     assert any(q < total.max() for q, total in sizes)  # some ball was reduced
     star = gauge_batch(A, [1], [2], hops=1)  # two leaves of K_{1,12}: S_1 = {1, 2, hub}
@@ -304,16 +304,16 @@ def test_internal_paths_and_chunking_agree_with_the_core(monkeypatch, dense):
     # The sparse-graph routes (CSR frontiers, oriented edge reads) and the small-graph ones
     # (dense frontiers, dense gathers); tiny chunks and stacks; both eigenvalue routes.
     if not dense:
-        monkeypatch.setattr(batch, "_DENSE_N", 0)
-        monkeypatch.setattr(batch, "_DENSE_BFS_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_BFS_N", 0)
     G, n = hub_graph(4)
     H, keys, A, s, o = *keyed(G, n), *random_pairs(np.random.default_rng(4), n, 20, G)
-    for small, budget, chunk, mult in ((2, 64, 3, 0), (100, 1 << 20, 7, batch._HASH_MULT)):
-        monkeypatch.setattr(batch, "_HASH_MULT", mult)  # 0: every twin hash collides; the exact sort runs
-        monkeypatch.setattr(batch, "_SMALL_EIG", small)
-        monkeypatch.setattr(batch, "_STACK_BUDGET", budget)
-        monkeypatch.setattr(batch, "_BALL_CHUNK", chunk)
-        monkeypatch.setattr(batch, "_EDGE_CHUNK", chunk)
+    for small, budget, chunk, mult in ((2, 64, 3, 0), (100, 1 << 20, 7, batch_kernels._HASH_MULT)):
+        monkeypatch.setattr(batch_kernels, "_HASH_MULT", mult)  # 0: every twin hash collides; the exact sort runs
+        monkeypatch.setattr(batch_kernels, "_SMALL_EIG", small)
+        monkeypatch.setattr(batch_balls, "_STACK_BUDGET", budget)
+        monkeypatch.setattr(batch_balls, "_BALL_CHUNK", chunk)
+        monkeypatch.setattr(batch_balls, "_EDGE_CHUNK", chunk)
         assert_matches(H, keys, A, s, o, k_max=24, mu=0.1)
     for k_max, hops in ((5, 3), (70, 2)):  # heavy capping; two-word neighbour sets (k_max > 64)
         assert_matches(H, keys, A, s, o, k_max=k_max, hops=hops)
