@@ -60,7 +60,7 @@ No Python work per candidate except one LAPACK call sequence for :math:`\Delta S
 This last step is the floor: a 64-node ball without twins costs about 60 µs for ``dsytrd`` and
 2 × 65 µs for ``dsterf`` on one core, whatever the vectorisation around it. Measured with
 ``OPENBLAS_NUM_THREADS=1`` (per candidate; core = ``gauge_on_view`` + the policy's
-``_rewards`` on a ``GraphView``): a dense 134-node graph (1,356 edges, every ball capped)
+``candidate_rewards`` on a ``GraphView``): a dense 134-node graph (1,356 edges, every ball capped)
 0.90 → 0.10 ms at ``k_max = 32`` and 1.85 → 0.34 ms at 64 (of which 0.19 ms
 :math:`\Delta S_{VN}`); a preferential-attachment graph (25,000 nodes, 100,000 edges) 1.4 → 0.08
 ms at 32 and 2.3–2.8 → 0.22 ms at 64.
@@ -229,7 +229,7 @@ def gauge_batch(
 
     Notes
     -----
-    Equal to :func:`kgr.gauge.gedig.gauge_on_view` and the policy's ``_rewards`` on a
+    Equal to :func:`kgr.gauge.gedig.gauge_on_view` and the policy's ``candidate_rewards`` on a
     :class:`~kgr.gauge.graphview.GraphView` of the same graph, candidate by candidate, up to
     rounding (see the module notes for how, and for the sampled-pairs fallback). The
     :math:`\Delta\mathrm{Cov}` term is the :math:`h = 1` case the policy uses by default.

@@ -15,7 +15,8 @@ from kgr.gauge import batch, batch_balls, batch_kernels
 from kgr.gauge.batch import GaugeBatch, gauge_batch
 from kgr.gauge.gedig import gauge_on_view, gedig_gauge
 from kgr.gauge.graphview import local_structure
-from kgr.promotion.gedig import Candidate, PromotionConfig, _rewards
+from kgr.promotion.gedig import Candidate, PromotionConfig
+from kgr.promotion.gedig_select import candidate_rewards
 
 TOL = 1e-9
 
@@ -63,7 +64,7 @@ def random_pairs(
 def assert_matches(
     H: nx.Graph, keys: list[str], A: sp.csr_array, s, o, *, seeds=None, coverage=True, **kw
 ) -> GaugeBatch:
-    """Every term of every candidate equals the core's (``gauge_on_view`` and ``_rewards``)."""
+    """Every term of every candidate equals the core's (``gauge_on_view`` and ``candidate_rewards``)."""
     gb = gauge_batch(A, s, o, seeds=seeds, **kw)
     params = dict(hops=2, k_max=64, c_node=1.0, c_edge=1.0, lam=1.0, gamma=1.0, eps=1e-9, max_sp_pairs=4096,
                   use_epc=True, use_ig=True, use_sp=True)
@@ -90,7 +91,7 @@ def assert_matches(
         assert gb.context_edges[i] == want.hops[-1].edges_before
         if coverage:
             cand = Candidate(key=f"c{i}", subject=u, object=v, relation="R", votes=2)
-            r = _rewards(view, cand, cfg, 0.0, local)
+            r = candidate_rewards(view, cand, cfg, 0.0, local)
             assert gb.delta_cov[i] == pytest.approx(r.delta_cov, abs=TOL), i
             assert gb.delta_vn[i] == pytest.approx(r.delta_vn, abs=TOL), i
             assert gb.temporal[i] == pytest.approx(r.temporal, abs=TOL), i
