@@ -67,16 +67,14 @@ clique, which makes degrees uniform, therefore raises :math:`\mathcal{F}`.
 
 Defaults and why
 ----------------
-``c_node = c_edge = 1``: a new entity costs as much as a new edge. Then :math:`g_0 = 1/2` for an
-edge between existing nodes, 1 with one new node and 3/2 with two, and the default
-:math:`\theta_{AG} = 0.75` makes AG a novelty alert for new entities. ``lam = 1``,
-``gamma = 1`` (the paper's RAG default; path shortening counts fully). With them a chord that
-completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)` exactly
-(:math:`|E|` edges after) and :math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it
-is never accepted at :math:`\theta_{DG} = 0`, while a bridge that shortens paths across two
-clusters reaches :math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node
-detour) and ``k_max = 64`` (all pairs fit in ``max_sp_pairs = 4096``; a ball costs about a
-millisecond).
+``c_node = c_edge = 1``: a new entity costs as much as a new edge. Then :math:`g_0 = 1/2` for an edge between
+existing nodes, 1 with one new node and 3/2 with two, and the default :math:`\theta_{AG} = 0.75` makes AG a
+novelty alert for new entities. ``lam = 1``, ``gamma = 1`` (the paper's RAG default; path shortening counts
+fully). With them a chord that completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)`
+exactly (:math:`|E|` edges after) and :math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it is never
+accepted at :math:`\theta_{DG} = 0`, while a bridge that shortens paths across two clusters reaches
+:math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node detour) and
+``k_max = 64`` (all pairs fit in ``max_sp_pairs = 4096``).
 
 References
 ----------
@@ -324,19 +322,14 @@ def gauge_on_view(
 
     Parameters
     ----------
-    view : GraphView
-        The graph (plus any overlay of edges selected in this round).
-    u, v : hashable
-        The candidate edge's endpoints.
-    hops, k_max, c_node, c_edge, lam, gamma, eps, max_sp_pairs, seed, use_epc, use_ig, use_sp
-        As in :func:`gedig_gauge`.
+    view, u, v, hops, k_max, c_node, c_edge, lam, gamma, eps, max_sp_pairs, seed, use_epc, use_ig, use_sp
+        As in :func:`gedig_gauge` (``view`` may carry an overlay of edges selected in this round).
     local : LocalStructure, optional
-        The candidate's ball, when the caller has it already (else computed here).
+        The candidate's ball when the caller has it (else computed here).
 
     Returns
     -------
     GaugeResult
-        As :func:`gedig_gauge` returns.
     """
     new_nodes = sum(1 for x in (u, v) if x not in view or view.degree(x) == 0)
     edge_exists = view.has_edge(u, v)
@@ -465,10 +458,9 @@ def gedig_gauge(
 
     Notes
     -----
-    The conventions (ball, new nodes, entropy sign, pairs, degenerate cases) are in the module
-    docstring. Cost per candidate: a capped BFS (:math:`O(\sum_{x \in S_H}\min(\deg x, K))`),
-    then per hop a sparse all-pairs BFS on :math:`K \le K_{\max}` nodes and :math:`O(K^2)`
-    vector work; independent of :math:`|G|`. About 1–3 ms at the defaults.
+    The conventions (ball, new nodes, entropy sign, pairs, degenerate cases) are in the module docstring. Cost
+    per candidate: a capped BFS (:math:`O(\sum_{x \in S_H}\min(\deg x, K))`), then per hop a sparse all-pairs
+    BFS on :math:`K \le K_{\max}` nodes and :math:`O(K^2)` vector work; independent of :math:`|G|`.
 
     References
     ----------
@@ -477,11 +469,10 @@ def gedig_gauge(
 
     Examples
     --------
-    A redundant chord: completing :math:`K_4` (edge 0–1 missing). Of the 6 pairs, 5 are at
-    distance 1 and one at 2, so :math:`L_b = 7/6`, :math:`L_a = 1` and
-    :math:`\Delta\mathrm{SP} = (1/6)/(7/6) = 1/7`; :math:`\Delta\mathrm{EPC} = 1/(1 + 6) = 1/7`
-    too. Degrees go from :math:`(2, 2, 3, 3)` to uniform, so entropy rises to :math:`\ln 4`,
-    :math:`\Delta H_{\text{gain}} < 0` and :math:`\mathcal{F} > 0`:
+    A redundant chord: completing :math:`K_4` (edge 0–1 missing). Of the 6 pairs, 5 are at distance 1 and one
+    at 2, so :math:`L_b = 7/6`, :math:`L_a = 1` and :math:`\Delta\mathrm{SP} = (1/6)/(7/6) = 1/7`;
+    :math:`\Delta\mathrm{EPC} = 1/(1 + 6) = 1/7` too. Degrees go from :math:`(2, 2, 3, 3)` to uniform, so
+    entropy rises to :math:`\ln 4`, :math:`\Delta H_{\text{gain}} < 0` and :math:`\mathcal{F} > 0`:
 
     >>> G = nx.complete_graph(4); G.remove_edge(0, 1)
     >>> r = gedig_gauge(G, 0, 1)
@@ -501,9 +492,7 @@ def gedig_gauge(
     seed = integer("seed", seed, ge=0)
     c_node = real("c_node", c_node, ge=0.0)
     c_edge = real("c_edge", c_edge, gt=0.0)
-    lam = real("lam", lam, ge=0.0)
-    gamma = real("gamma", gamma, ge=0.0)
-    eps = real("eps", eps, gt=0.0)
+    lam, gamma, eps = real("lam", lam, ge=0.0), real("gamma", gamma, ge=0.0), real("eps", eps, gt=0.0)
     return gauge_on_view(
         GraphView(G), u, v, hops=hops, k_max=k_max, c_node=c_node, c_edge=c_edge, lam=lam, gamma=gamma,
         eps=eps, max_sp_pairs=max_sp_pairs, seed=seed, use_epc=bool(use_epc), use_ig=bool(use_ig), use_sp=bool(use_sp),
