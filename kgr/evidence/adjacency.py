@@ -41,18 +41,64 @@ class Adjacency:
         return np.array([len(k) for k in self.keys], dtype=np.int64)
 
     def matrix(self, atom: int) -> sp.csr_matrix:
-        """Atom index a = r (forward) or R + r (inverse)."""
+        """Atom index a = r (forward) or R + r (inverse).
+
+        Parameters
+        ----------
+        atom : int
+            ``r`` for relation ``r`` read forward, ``R + r`` for it read backward.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            The ``n × n`` 0/1 matrix :math:`A_r` or :math:`A_r^\\top`.
+        """
         return self.bwd[atom - self.R] if atom >= self.R else self.fwd[atom]
 
     def rowcount(self, atom: int) -> np.ndarray:
+        """Facts per row entity of an atom's matrix (out-degree forward, in-degree backward).
+
+        Parameters
+        ----------
+        atom : int
+            As in :meth:`matrix`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+        """
         return self.indeg[atom - self.R] if atom >= self.R else self.outdeg[atom]
 
     def colcount(self, atom: int) -> np.ndarray:
+        """Facts per column entity of an atom's matrix (in-degree forward, out-degree backward).
+
+        Parameters
+        ----------
+        atom : int
+            As in :meth:`matrix`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+        """
         return self.outdeg[atom - self.R] if atom >= self.R else self.indeg[atom]
 
 
 def csr_from_sorted(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_matrix:
-    """The ``n × n`` 0/1 CSR matrix of the pairs ``(rows, cols)``, sorted by row then column."""
+    """The ``n × n`` 0/1 CSR matrix of the pairs ``(rows, cols)``, sorted by row then column.
+
+    Parameters
+    ----------
+    rows, cols : numpy.ndarray of int
+        The pairs, sorted by ``(row, col)``, without repeats.
+    n : int
+        Matrix size.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Float64 ones at the pairs.
+    """
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     data = np.ones(len(rows), dtype=np.float64)
@@ -103,8 +149,25 @@ def relation_adjacency(facts: FactTable, min_weight: float) -> Adjacency:
 
 
 def body_holds(adj: Adjacency, body: tuple[tuple[int, bool], ...], excluded: tuple[int, ...],
-                h: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Whether ``body`` holds for each pair ``(h_i, t_i)`` in ``adj`` (vectorised)."""
+               h: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether ``body`` holds for each pair ``(h_i, t_i)`` in ``adj`` (vectorised).
+
+    Parameters
+    ----------
+    adj : Adjacency
+        The table the body is checked on.
+    body : tuple of (int, bool)
+        One or two atoms ``(relation, inverse)``.
+    excluded : tuple of int
+        Middle entities a length-2 body may not pass through (capped hubs).
+    h, t : numpy.ndarray of int64, shape (q,)
+        The query pairs.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (q,)
+        True where the body joins ``h_i`` to ``t_i`` (never for ``h_i = t_i``).
+    """
     if len(h) == 0:
         return np.zeros(0, dtype=bool)
     n = adj.n
@@ -175,6 +238,22 @@ class HeadIndex:
 
         ``body`` is a 0/1 CSR matrix, ``rows`` the row of each of its stored entries (its
         diagonal never matches: self loops are not facts).
+
+        Parameters
+        ----------
+        body : scipy.sparse.csr_matrix
+            The body's 0/1 pair matrix.
+        rows : numpy.ndarray of int64
+            Row of each stored entry of ``body``.
+        reverse : bool
+            Match ``body^T`` (the mate body) instead of ``body``.
+        R : int
+            Number of relations.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (R,)
+            Support of the body for each head relation.
         """
         pairs, look, rels = (self.rpairs, self.rev, self.rrels) if reverse else (self.pairs, self.fwd, self.rels)
         n = body.shape[0]
@@ -189,6 +268,17 @@ class HeadIndex:
         return np.bincount(rels[ids].indices, minlength=R).astype(np.int64)
 
     def pca(self, rowcount: np.ndarray) -> np.ndarray:
+        """PCA denominators: per head relation, the body pairs whose subject has a fact of that relation.
+
+        Parameters
+        ----------
+        rowcount : numpy.ndarray of int, shape (n,)
+            Body pairs per subject entity.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (R,)
+        """
         nz = np.flatnonzero(rowcount)
         if len(nz) == 0:
             return np.zeros(self.has_out.shape[1], dtype=np.int64)
@@ -196,7 +286,20 @@ class HeadIndex:
 
 
 def excluded_middles(c: np.ndarray, cap: int) -> np.ndarray:
-    """Largest-contribution middles to drop until the remaining path count is ``<= cap``."""
+    """Largest-contribution middles to drop until the remaining path count is ``<= cap``.
+
+    Parameters
+    ----------
+    c : numpy.ndarray of float, shape (n,)
+        Paths through each middle entity :math:`z` (:math:`\\operatorname{in}(z)\\operatorname{out}(z)`).
+    cap : int
+        ``max_body_paths``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The excluded middles, sorted (empty when the total is within the cap).
+    """
     total = float(c.sum())
     if total <= cap:
         return np.zeros(0, dtype=np.int64)

@@ -74,7 +74,8 @@ from kgr.evidence.facts import FactTable
 from kgr.evidence.kge_crossfit import CrossFitter, KGEScores, crossfit_scores
 from kgr.evidence.kge_model import (DEFAULT_DIM, DEFAULT_L2, DEFAULT_NEG, KGE_MODELS, KGEModel, check_facts, check_params,
                                     check_seed, check_types)
-from kgr.evidence.kge_train import KnownFacts, fact_codes, train_model, warm_by_ids
+from kgr.evidence.kge_init import warm_by_ids
+from kgr.evidence.kge_train import KnownFacts, fact_codes, train_model
 
 __all__ = [
     "KGE_MODELS",

@@ -65,9 +65,21 @@ class Vocabulary:
         return len(self.relations)
 
     def entity_index(self) -> dict[str, int]:
+        """Entity key → id.
+
+        Returns
+        -------
+        dict of str to int
+        """
         return {k: i for i, k in enumerate(self.entities)}
 
     def relation_index(self) -> dict[str, int]:
+        """Relation name → id.
+
+        Returns
+        -------
+        dict of str to int
+        """
         return {r: i for i, r in enumerate(self.relations)}
 
 
@@ -122,7 +134,17 @@ class FactTable:
         return len(self.head)
 
     def subset(self, mask: np.ndarray) -> "FactTable":
-        """The facts where ``mask`` is true (same id spaces)."""
+        """The facts where ``mask`` is true (same id spaces).
+
+        Parameters
+        ----------
+        mask : numpy.ndarray of bool, shape (m,)
+            Which facts to keep.
+
+        Returns
+        -------
+        FactTable
+        """
         return FactTable(self.head[mask], self.rel[mask], self.tail[mask], self.weight[mask],
                          self.n_entities, self.n_relations)
 
@@ -132,7 +154,24 @@ INT64_MAX = np.iinfo(np.int64).max
 
 
 def check_queries(facts: FactTable, h: Any, r: Any, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Queries as three int64 arrays of one length, ids inside the table's id spaces."""
+    """Queries as three int64 arrays of one length, ids inside the table's id spaces.
+
+    Parameters
+    ----------
+    facts : FactTable
+        Gives the id spaces.
+    h, r, t : array_like of int
+        Head, relation and tail ids of the queries.
+
+    Returns
+    -------
+    h, r, t : numpy.ndarray of int64, shape (q,)
+
+    Raises
+    ------
+    KgrValidationError
+        Arrays of different lengths, non-integer ids, or ids outside the id spaces.
+    """
     out = []
     for name, a in (("h", h), ("r", r), ("t", t)):
         arr = np.asarray(a)
@@ -155,14 +194,45 @@ def check_queries(facts: FactTable, h: Any, r: Any, t: Any) -> tuple[np.ndarray,
 
 
 def check_key_space(n: int, R: int) -> None:
-    """Raise :class:`KgrValidationError` unless the keys ``(r*n + h)*n + t`` fit in int64 with room to spare."""
+    """Raise :class:`KgrValidationError` unless the keys ``(r*n + h)*n + t`` fit in int64 with room to spare.
+
+    Parameters
+    ----------
+    n : int
+        Number of entities.
+    R : int
+        Number of relations.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    KgrValidationError
+        :math:`R n^2` exceeds half the int64 range.
+    """
     if n and R and R * n * n > INT64_MAX // 2:
         raise KgrValidationError(
             f"n_relations * n_entities**2 = {R * n * n} exceeds the int64 key space", field="facts")
 
 
 def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of ``keys`` in ``sorted_keys`` and whether each is present."""
+    """Positions of ``keys`` in ``sorted_keys`` and whether each is present.
+
+    Parameters
+    ----------
+    sorted_keys : numpy.ndarray of int64
+        Sorted, without repeats.
+    keys : numpy.ndarray of int64
+        The keys looked up.
+
+    Returns
+    -------
+    pos : numpy.ndarray of int64
+        Position of each key (0 where absent).
+    found : numpy.ndarray of bool
+    """
     if len(sorted_keys) == 0:
         return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
     pos = np.searchsorted(sorted_keys, keys)

@@ -64,7 +64,19 @@ _CACHE = 2  # fitted digests kept per cache
 
 
 def source_columns(ev: Evidence, X: np.ndarray) -> None:
-    """Fill the source and verifier columns of ``X`` (``len(ev.rows) × len(FEATURES)``) in place."""
+    """Fill the source and verifier columns of ``X`` (``len(ev.rows) × len(FEATURES)``) in place.
+
+    Parameters
+    ----------
+    ev : Evidence
+        The managed rows.
+    X : numpy.ndarray of float64
+        The feature matrix, written in place.
+
+    Returns
+    -------
+    None
+    """
     rows = ev.rows
     docs = np.array([max(1, c.documents) for c in rows], dtype=np.float64)
     votes = np.array([max(1, c.votes) for c in rows], dtype=np.float64)
@@ -126,7 +138,20 @@ class EvidenceFeatures:
         self._kge: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def fit(self, ev: Evidence, y: object = None) -> "EvidenceFeatures":
-        """Build the evidence graph of ``ev`` and its checks (rules are mined lazily, cached by digest)."""
+        """Build the evidence graph of ``ev`` and its checks (rules are mined lazily, cached by digest).
+
+        Parameters
+        ----------
+        ev : Evidence
+            The managed rows and the pinned edges.
+        y : ignored
+            For the scikit-learn signature.
+
+        Returns
+        -------
+        EvidenceFeatures
+            ``self``.
+        """
         self.evidence_ = ev
         self.graph_ = build_graph(ev)
         self.checks_: Checks = check_rows(ev, self.graph_, duplicate_similarity=self.duplicate_similarity,
@@ -138,6 +163,17 @@ class EvidenceFeatures:
 
         ``embedding`` computes the cross-fitted embedding columns (the costliest feature; cached by
         digest); without it ``kge_rank`` is 0.5 and ``kge_known`` 0.
+
+        Parameters
+        ----------
+        ev : Evidence, optional
+            The fitted evidence (checked when given).
+        embedding : bool, default False
+            Compute the embedding columns.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (len(ev.rows), len(FEATURES))
         """
         if ev is not None and ev is not self.evidence_:
             self.fit(ev)
@@ -173,6 +209,21 @@ class EvidenceFeatures:
         return X
 
     def fit_transform(self, ev: Evidence, y: object = None, *, embedding: bool = False) -> np.ndarray:
+        """``fit(ev).transform(embedding=embedding)``.
+
+        Parameters
+        ----------
+        ev : Evidence
+            The managed rows and the pinned edges.
+        y : ignored
+            For the scikit-learn signature.
+        embedding : bool, default False
+            Compute the embedding columns.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (len(ev.rows), len(FEATURES))
+        """
         return self.fit(ev).transform(embedding=embedding)
 
     def rules(self) -> RuleSet:

@@ -101,7 +101,17 @@ def _ids(el: EdgeList, eid: dict[str, int], rid: dict[str, int]) -> np.ndarray:
 
 
 def build_graph(ev: Evidence) -> EvidenceGraph:
-    """The evidence graph of ``ev`` (see the module docstring)."""
+    """The evidence graph of ``ev`` (see the module docstring).
+
+    Parameters
+    ----------
+    ev : Evidence
+        The managed rows and the pinned edges.
+
+    Returns
+    -------
+    EvidenceGraph
+    """
     keys: dict[str, str] = {}
     for c in ev.rows:
         keys.setdefault(c.subject_key, c.subject_type)

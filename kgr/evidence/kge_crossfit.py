@@ -17,7 +17,8 @@ from kgr.gauge.validate import integer
 from kgr.evidence.facts import FactTable
 from kgr.evidence.kge_model import (DEFAULT_DIM, DEFAULT_L2, DEFAULT_NEG, FitParams, KGEModel, check_facts, check_iter,
                                     check_params, check_seed, check_types)
-from kgr.evidence.kge_train import FactCodes, KnownFacts, TypePools, WarmStart, corruptions, fact_codes, train_model
+from kgr.evidence.kge_init import WarmStart
+from kgr.evidence.kge_train import FactCodes, KnownFacts, TypePools, corruptions, fact_codes, train_model
 
 __all__ = ["KGEScores", "crossfit_scores", "CrossFitter"]
 

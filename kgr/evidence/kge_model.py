@@ -55,7 +55,19 @@ _CHUNK = 1 << 16
 
 
 def as_field(kind: str, x: np.ndarray) -> np.ndarray:
-    """Packed real rows as the model's number field: complex pairs for ComplEx (a view)."""
+    """Packed real rows as the model's number field: complex pairs for ComplEx (a view).
+
+    Parameters
+    ----------
+    kind : {"complex", "distmult"}
+    x : numpy.ndarray of float32 or float64
+        Packed rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        Complex for ComplEx, ``x`` itself for DistMult.
+    """
     return x.view(np.complex64 if x.dtype == np.float32 else np.complex128) if kind == "complex" else x
 
 
@@ -69,7 +81,17 @@ def _as_real(x: np.ndarray) -> np.ndarray:
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
-    """:math:`\\log(1 + e^x)`, stable, in the dtype of ``x``."""
+    """:math:`\\log(1 + e^x)`, stable, in the dtype of ``x``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray of float
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape and dtype.
+    """
     out = np.abs(x)
     np.negative(out, out=out)
     np.exp(out, out=out)
@@ -222,12 +244,40 @@ class FitParams:
 
 
 def check_iter(name: str, x: Any) -> int | None:
+    """An iteration count >= 1, or None (automatic).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the error.
+    x : int or None
+
+    Returns
+    -------
+    int or None
+    """
     return None if x is None else integer(name, x, ge=1)
 
 
 def auto_iter(fixed: int | None, size: int, warm: bool, cap: int | None = None) -> int:
     """``fixed``, or the automatic count for a fit of ``size = m + n`` (see ``_ITER_BUDGET``),
-    at most ``cap``."""
+    at most ``cap``.
+
+    Parameters
+    ----------
+    fixed : int or None
+        A count set by the caller.
+    size : int
+        :math:`m + n`, training facts plus entities.
+    warm : bool
+        A warm start (smaller budget).
+    cap : int, optional
+        Upper bound.
+
+    Returns
+    -------
+    int
+    """
     if fixed is not None:
         return fixed
     budget, lo, hi = ((_WARM_ITER_BUDGET, _WARM_ITER_LO, _WARM_ITER_HI) if warm
@@ -237,20 +287,63 @@ def auto_iter(fixed: int | None, size: int, warm: bool, cap: int | None = None) 
 
 
 def check_params(model: Any = "complex", dim: Any = DEFAULT_DIM, neg_per_pos: Any = DEFAULT_NEG,
-                  l2: Any = DEFAULT_L2, max_iter: Any = None) -> FitParams:
+                 l2: Any = DEFAULT_L2, max_iter: Any = None) -> FitParams:
+    """The fit settings of :func:`~kgr.evidence.embedding.fit_kge`, checked.
+
+    Parameters
+    ----------
+    model : {"complex", "distmult"}
+    dim : int
+        Even for ComplEx.
+    neg_per_pos : int >= 1
+    l2 : float >= 0
+    max_iter : int >= 1 or None
+        None: automatic (:func:`auto_iter`).
+
+    Returns
+    -------
+    FitParams
+
+    Raises
+    ------
+    KgrValidationError
+        A setting out of range.
+    """
     kind = _check_kind(model)
     return FitParams(kind, _check_dim(kind, dim), integer("neg_per_pos", neg_per_pos, ge=1),
                    real("l2", l2, ge=0.0), check_iter("max_iter", max_iter))
 
 
 def check_facts(facts: Any) -> FactTable:
+    """``facts``, or a :class:`KgrValidationError` unless it is a :class:`FactTable`.
+
+    Parameters
+    ----------
+    facts : FactTable
+
+    Returns
+    -------
+    FactTable
+    """
     if not isinstance(facts, FactTable):
         raise KgrValidationError(f"facts must be a FactTable, got {type(facts).__name__}", field="facts")
     return facts
 
 
 def check_types(entity_types: Any, n: int) -> np.ndarray:
-    """Type ids as int64 of shape (n,); all zeros (one type) when not given."""
+    """Type ids as int64 of shape (n,); all zeros (one type) when not given.
+
+    Parameters
+    ----------
+    entity_types : array_like of int or None
+        One type id >= 0 per entity.
+    n : int
+        Number of entities.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+    """
     if entity_types is None:
         return np.zeros(n, dtype=np.int64)
     a = np.asarray(entity_types)
@@ -262,4 +355,14 @@ def check_types(entity_types: Any, n: int) -> np.ndarray:
 
 
 def check_seed(seed: Any) -> int:
+    """``seed`` as an int >= 0, or a :class:`KgrValidationError`.
+
+    Parameters
+    ----------
+    seed : int
+
+    Returns
+    -------
+    int
+    """
     return integer("seed", seed, ge=0)

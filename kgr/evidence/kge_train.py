@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from scipy.special import expit
 
 from kgr.errors import KgrValidationError
 from kgr.evidence.facts import FactTable
+from kgr.evidence.kge_init import WarmStart, spectral_init
 from kgr.evidence.kge_model import MAXCOR, REPLICAS, RESAMPLE_ROUNDS, FitParams, KGEModel, as_field, auto_iter, softplus
 
 __all__ = ["KnownFacts", "TypePools", "FactCodes", "fact_codes", "key_codes", "id_codes", "triple_codes", "Objective",
-           "corruptions", "WarmStart", "warm_by_ids", "train_model"]
+           "corruptions", "train_model"]
 
 
 class KnownFacts:
@@ -42,6 +42,17 @@ class KnownFacts:
         return (h.astype(np.int64) * self.R + r) * self.n + t
 
     def contains(self, h: np.ndarray, r: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Whether each triple is a known fact (by its hash code).
+
+        Parameters
+        ----------
+        h, r, t : numpy.ndarray of int64
+            Broadcastable id arrays.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+        """
         c = self._code(h, r, t)
         if self.codes.size == 0:
             return np.zeros(c.shape, dtype=bool)
@@ -81,7 +92,20 @@ class TypePools:
         self.table = np.searchsorted(self.key, lower)
 
     def draw(self, like: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Member of the type of ``like`` at hash ``x`` (uint64) on that type's ring."""
+        """Member of the type of ``like`` at hash ``x`` (uint64) on that type's ring.
+
+        Parameters
+        ----------
+        like : numpy.ndarray of int64
+            Entities whose type the draw keeps.
+        x : numpy.ndarray of uint64
+            Hashes choosing the position on the ring.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            Drawn entities, shape of ``like``.
+        """
         tau = self.types[like].ravel()
         u = _unit(np.broadcast_to(x, like.shape).ravel())
         want = tau + u
@@ -117,17 +141,50 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def key_codes(keys: Sequence[str]) -> np.ndarray:
+    """A 64-bit code of each key (BLAKE2b), stable across runs and id spaces.
+
+    Parameters
+    ----------
+    keys : sequence of str
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+    """
     return np.array([int.from_bytes(hashlib.blake2b(k.encode("utf-8"), digest_size=8).digest(), "little")
                      for k in keys], dtype=np.uint64)
 
 
 def id_codes(n: int, salt: int) -> np.ndarray:
+    """A 64-bit code of each id ``0..n-1`` (splitmix of the id and ``salt``).
+
+    Parameters
+    ----------
+    n : int
+    salt : int
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (n,)
+    """
     return _mix(np.arange(n, dtype=np.uint64) ^ np.uint64(salt))
 
 
 def triple_codes(h: np.ndarray, r: np.ndarray, t: np.ndarray, ent_code: np.ndarray,
-                  rel_code: np.ndarray) -> np.ndarray:
-    """Order-sensitive 64-bit code of each triple, from per-entity and per-relation codes."""
+                 rel_code: np.ndarray) -> np.ndarray:
+    """Order-sensitive 64-bit code of each triple, from per-entity and per-relation codes.
+
+    Parameters
+    ----------
+    h, r, t : numpy.ndarray of int64
+        The triples.
+    ent_code, rel_code : numpy.ndarray of uint64
+        Codes of every entity and relation.
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+    """
     with np.errstate(over="ignore"):
         return _mix(ent_code[h] ^ _mix(rel_code[r] ^ _mix(ent_code[t] + _GOLDEN)))
 
@@ -263,7 +320,7 @@ class Objective:
 
 
 def corruptions(pools: TypePools, known: KnownFacts, h: np.ndarray, r: np.ndarray, t: np.ndarray,
-                 codes: np.ndarray, n: int, side: str, seed: int, stream: int) -> tuple[np.ndarray, np.ndarray]:
+                codes: np.ndarray, n: int, side: str, seed: int, stream: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` corruptions of each triple's ``side`` ("head" or "tail"): same type, not known facts.
 
     Slot ``j`` of triple ``i`` draws from a uniform that hashes ``(codes[i], seed, stream, side, j,
@@ -271,6 +328,24 @@ def corruptions(pools: TypePools, known: KnownFacts, h: np.ndarray, r: np.ndarra
     others' negatives in place, up to the pools' growth). A draw that is a known fact is redrawn
     up to ``RESAMPLE_ROUNDS`` times. Returns the entities ``(q, n)`` and which slots are usable;
     an unusable slot holds the triple's own entity.
+
+    Parameters
+    ----------
+    pools : TypePools
+    known : KnownFacts
+    h, r, t : numpy.ndarray of int64, shape (q,)
+    codes : numpy.ndarray of uint64, shape (q,)
+        The triples' codes.
+    n : int
+        Corruptions per triple.
+    side : {"head", "tail"}
+    seed, stream : int
+        Hash inputs.
+
+    Returns
+    -------
+    entities : numpy.ndarray of int64, shape (q, n)
+    usable : numpy.ndarray of bool, shape (q, n)
     """
     q = len(h)
     key = (np.uint64(seed) << np.uint64(3)) | np.uint64(2 * stream + (side == "tail"))
@@ -291,84 +366,33 @@ def corruptions(pools: TypePools, known: KnownFacts, h: np.ndarray, r: np.ndarra
     return ent, ~bad
 
 
-def _orth(Y: np.ndarray) -> np.ndarray:
-    """Orthonormal basis of the columns of a tall ``Y``: Cholesky QR, Householder when ill-conditioned."""
-    G = Y.T @ Y
-    try:
-        L = np.linalg.cholesky(G)
-        if np.min(np.diag(L)) > 1e-6 * np.max(np.diag(L)):
-            return solve_triangular(L, Y.T, lower=True).T
-    except np.linalg.LinAlgError:
-        pass
-    return np.linalg.qr(Y)[0]
-
-
-def _spectral_init(kind: str, dim: int, n: int, h: np.ndarray, t: np.ndarray, omega: np.ndarray,
-                   n_rel: int, rng: np.random.Generator, power: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    r"""Cold-start embeddings from the top eigenvectors of the normalised adjacency.
-
-    With :math:`\hat A = D^{-1/2}(A + A^\top)D^{-1/2}` of the facts (weights
-    :math:`\omega`) and its ``dim`` eigenpairs of largest :math:`|\lambda_j|` (randomised
-    subspace iteration), entity :math:`v` starts at :math:`c\,\sqrt{|\lambda_j|}\,u_{vj}` and
-    every relation at :math:`\operatorname{sign}\lambda_j`, so that the first scores are
-    :math:`s(h, r, t) \approx c^2 \hat A_{ht}`, scaled (:math:`c`) to average 1 on the facts.
-    ComplEx pairs eigenvectors of equal sign into the real and imaginary part of one coordinate.
-    """
-    A = sparse.csr_matrix((np.concatenate([omega, omega]), (np.concatenate([h, t]), np.concatenate([t, h]))),
-                          shape=(n, n))
-    deg = np.asarray(A.sum(axis=1)).ravel()
-    dinv = sparse.diags(1.0 / np.sqrt(np.maximum(deg, 1e-12)))
-    A = (dinv @ A @ dinv).tocsr()
-    k = min(n, dim + 8)
-    Q = _orth(A @ rng.standard_normal((n, k)))
-    for _ in range(power):
-        Q = _orth(A @ Q)
-    lam, V = np.linalg.eigh(Q.T @ (A @ Q))
-    top = np.argsort(-np.abs(lam), kind="stable")[:dim]
-    top = top[np.lexsort((-np.abs(lam[top]), lam[top] < 0))]          # positives first, by size
-    lam = lam[top]
-    U = (Q @ V[:, top]) * np.sqrt(np.abs(lam))
-    if U.shape[1] < dim:                                               # fewer entities than dim
-        U = np.concatenate([U, np.zeros((n, dim - U.shape[1]))], axis=1)
-        lam = np.concatenate([lam, np.ones(dim - len(lam))])
-    sign = np.where(lam < 0, -1.0, 1.0)
-    if kind == "complex":                                              # one sign per complex pair
-        pair = np.where(np.abs(lam[0::2]) >= np.abs(lam[1::2]), sign[0::2], sign[1::2])
-        sign = np.repeat(pair, 2)
-    mean = float(np.mean(np.einsum("ij,ij->i", U[h] * sign, U[t])))
-    if mean > 1e-12:
-        c = 1.0 / math.sqrt(mean)
-    else:                                                              # no usable spectrum: unit rows
-        c = 1.0 / max(math.sqrt(float(np.mean(U ** 2)) * dim), 1e-12)
-    return U * c, np.tile(sign, (n_rel, 1))
-
-
-@dataclass
-class WarmStart:
-    """Warm-start rows: embeddings for the current id spaces and which rows they cover."""
-
-    entity: np.ndarray
-    has_entity: np.ndarray
-    relation: np.ndarray
-    has_relation: np.ndarray
-
-
-def warm_by_ids(init: KGEModel, n_ent: int, n_rel: int) -> WarmStart:
-    def rows(src: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        out = np.zeros((n, src.shape[1]))
-        k = min(n, src.shape[0])
-        out[:k] = src[:k]
-        return out, np.arange(n) < k
-
-    e, he = rows(init.entity, n_ent)
-    w, hw = rows(init.relation, n_rel)
-    return WarmStart(e, he, w, hw)
-
-
 def train_model(facts: FactTable, rows: np.ndarray, p: FitParams, *, types: np.ndarray, known: KnownFacts,
            codes: FactCodes, seed: int, rng: np.random.Generator, warm: WarmStart | None, max_iter: int | None,
            iter_cap: int | None = None, dtype: Any = np.float32) -> KGEModel:
-    """Fit on the rows ``rows`` (bool mask) of ``facts``; see :func:`fit_kge` for the objective."""
+    """Fit on the rows ``rows`` (bool mask) of ``facts``; see :func:`fit_kge` for the objective.
+
+    Parameters
+    ----------
+    facts : FactTable
+    rows : numpy.ndarray of bool
+        The training facts.
+    p : FitParams
+    types : numpy.ndarray of int64
+        Entity types (corruptions keep them).
+    known : KnownFacts
+        Facts a corruption may not be.
+    codes : FactCodes
+    seed : int
+    rng : numpy.random.Generator
+    warm : WarmStart or None
+    max_iter : int or None
+    iter_cap : int, optional
+    dtype : numpy dtype, default float32
+
+    Returns
+    -------
+    KGEModel
+    """
     n_ent, n_rel, dim, kind = facts.n_entities, facts.n_relations, p.dim, p.kind
     h, r, t, w, tcode = (x[rows] for x in (facts.head, facts.rel, facts.tail, facts.weight, codes.rows))
     keep = np.flatnonzero(h != t)
@@ -402,7 +426,7 @@ def train_model(facts: FactTable, rows: np.ndarray, p: FitParams, *, types: np.n
         E0[~he] = rng.standard_normal((int((~he).sum()), dim)) * (0.1 * rms_e)
         W0[~hw] = rng.standard_normal((int((~hw).sum()), dim)) * (0.1 * (rms_w or 1.0))
     else:
-        E0, W0 = _spectral_init(kind, dim, len(ents), e_loc[h], e_loc[t], omega, len(rels), rng)
+        E0, W0 = spectral_init(kind, dim, len(ents), e_loc[h], e_loc[t], omega, len(rels), rng)
     ob = Objective(kind, dim, len(ents), len(rels), e_loc[h], r_loc[r], e_loc[t], omega,
                     e_loc[tneg], tnu, e_loc[hneg], hnu, p.neg_per_pos, p.l2, dtype=dtype)
     x0 = np.concatenate([E0.ravel(), W0.ravel()])
@@ -428,7 +452,19 @@ class FactCodes:
 
 def fact_codes(facts: FactTable, entity_keys: tuple[str, ...] | None,
            relation_keys: tuple[str, ...] | None) -> FactCodes:
-    """Codes from the keys when given, else from the ids."""
+    """Codes from the keys when given, else from the ids.
+
+    Parameters
+    ----------
+    facts : FactTable
+    entity_keys, relation_keys : tuple of str or None
+        Stable keys of the ids (so codes survive renumbering).
+
+    Returns
+    -------
+    FactCodes
+        Per-fact codes and per-entity codes.
+    """
     ec = key_codes(entity_keys) if entity_keys is not None else id_codes(facts.n_entities, 0x5EED)
     rc = key_codes(relation_keys) if relation_keys is not None else id_codes(facts.n_relations, 0xBEEF)
     return FactCodes(triple_codes(facts.head, facts.rel, facts.tail, ec, rc), ec)

@@ -259,7 +259,7 @@ def role_evidence(
     >>> ev.in_table.tolist(), ev.head_seen.tolist(), ev.type_share_head.tolist()
     ([False, False, True], [1, 0, 0], [1.0, 0.0, 1.0])
 
-The last query is a fact; without it, entities 2 and 4 have no facts at all, so both fit 0.
+    The last query is a fact; without it, entities 2 and 4 have no facts at all, so both fit 0.
     """
     weighted = bool(weighted)
     hq, rq, tq = check_queries(facts, h, r, t)

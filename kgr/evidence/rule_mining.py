@@ -23,8 +23,20 @@ CONFIDENCE_MEASURES = ("pca", "std")
 
 
 def mining_settings(facts: FactTable, *, min_support: Any, min_head_coverage: Any, min_confidence: Any,
-                     confidence: Any, min_weight: Any, max_body_paths: Any, relation_names: Any) -> dict[str, Any]:
-    """The checked settings of :func:`mine_rules`, as :class:`RuleSet` keeps them."""
+                    confidence: Any, min_weight: Any, max_body_paths: Any, relation_names: Any) -> dict[str, Any]:
+    """The checked settings of :func:`mine_rules`, as :class:`RuleSet` keeps them.
+
+    Parameters
+    ----------
+    facts : FactTable
+    min_support, min_head_coverage, min_confidence, confidence, min_weight, max_body_paths, relation_names
+        As :func:`~kgr.evidence.rules.mine_rules` takes them.
+
+    Returns
+    -------
+    dict
+        The checked settings.
+    """
     checked = dict(min_support=integer("min_support", min_support, ge=1),
                    min_head_coverage=real("min_head_coverage", min_head_coverage, ge=0.0, le=1.0),
                    min_confidence=real("min_confidence", min_confidence, ge=0.0, le=1.0),
@@ -70,7 +82,19 @@ class RuleEmitter:
 
 
 def mine_length1(adj: Adjacency, index: HeadIndex, emit: RuleEmitter) -> None:
-    """Length-1 bodies: :math:`B = A_{r'}` (forward) and :math:`A_{r'}^\\top` (via the reversed look-up)."""
+    """Length-1 bodies: :math:`B = A_{r'}` (forward) and :math:`A_{r'}^\\top` (via the reversed look-up).
+
+    Parameters
+    ----------
+    adj : Adjacency
+    index : HeadIndex
+    emit : RuleEmitter
+        Collects the rules.
+
+    Returns
+    -------
+    None
+    """
     R, n = adj.R, adj.n
     for rel in range(R):
         size = len(adj.keys[rel])
@@ -83,7 +107,21 @@ def mine_length1(adj: Adjacency, index: HeadIndex, emit: RuleEmitter) -> None:
 
 
 def mine_length2(adj: Adjacency, index: HeadIndex, emit: RuleEmitter, min_support: int, max_body_paths: int) -> None:
-    """Length-2 bodies: atoms 0..R-1 forward, R..2R-1 inverse; (i, j) and (inv j, inv i) share B / B^T."""
+    """Length-2 bodies: atoms 0..R-1 forward, R..2R-1 inverse; (i, j) and (inv j, inv i) share B / B^T.
+
+    Parameters
+    ----------
+    adj : Adjacency
+    index : HeadIndex
+    emit : RuleEmitter
+        Collects the rules.
+    min_support : int
+    max_body_paths : int
+
+    Returns
+    -------
+    None
+    """
     R, n = adj.R, adj.n
 
     def inv(a: int) -> int:
