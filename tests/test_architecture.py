@@ -2,7 +2,8 @@
 
 1. **Layers.** The layer order is written once, in :data:`LAYERS`: a module may import from its own
    layer and the layers before it, never from a later one. Packages that share a layer but must
-   stay apart are listed in :data:`APART`.
+   stay apart are listed in :data:`APART`; those stacked in one direction inside a layer
+   (promotion → evidence → gauge) in :data:`WITHIN`.
 2. **Only the store talks to Neo4j.** Outside ``kgr/store`` (and the managed-Neo4j runtime, which
    runs the JVM but sends no query) no module imports ``neo4j``, renders a Cypher template or runs
    one: no ``kgr.store.cypher``, no ``.read(``/``.write(``/``.stream(`` on a graph, no ``tx.run``,
@@ -25,6 +26,7 @@ Imports inside functions count as much as those at the top of a module; imports 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,7 +51,13 @@ LAYERS: tuple[frozenset[str], ...] = (
 
 #: Packages of one layer that must not import each other.
 APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), frozenset({"kgr.errors", "kgr.text"}),
-                                   frozenset({"kgr.tools", "kgr.slices"}))
+                                   frozenset({"kgr.tools", "kgr.slices"}),
+                                   frozenset({"kgr.resolution", "kgr.gauge"}), frozenset({"kgr.resolution", "kgr.evidence"}),
+                                   frozenset({"kgr.resolution", "kgr.promotion"}))
+
+#: Packages of one layer stacked in one direction: each may import only those before it
+#: (promotion → evidence → gauge: policies over learned evidence over graph math).
+WITHIN: tuple[tuple[str, ...], ...] = (("kgr.gauge", "kgr.evidence", "kgr.promotion"),)
 
 #: Where Neo4j may be imported (the store queries it; the runtime only runs the server process).
 NEO4J_ALLOWED = ("kgr.store", "kgr.runtime")
@@ -138,6 +146,8 @@ def test_no_import_points_up_or_across():
                              f"{name} (layer {_layer(dst)})")
             elif any({src, dst} <= apart for apart in APART):
                 wrong.append(f"{path.relative_to(ROOT.parent)}:{line}: {src} and {dst} must stay apart")
+            elif any(src in order and dst in order and order.index(dst) > order.index(src) for order in WITHIN):
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line}: {src} imports {name}, which builds on it")
     assert not wrong, "\n".join(wrong)
 
 
@@ -327,6 +337,13 @@ def test_no_private_imports_across_modules():
 def test_the_private_import_check_finds_what_it_should(source, module, expected):
     mods = [(module, Path("x.py"), ast.parse(source)), ("kgr.tools._score_memo", Path("y.py"), ast.parse(""))]
     assert _private_imports(_import_edges(mods)) == expected
+
+
+def test_the_layer_check_sees_a_pure_package_importing_the_one_above_it(monkeypatch):
+    fake = ("kgr.gauge.fake", ROOT / "gauge" / "fake.py", ast.parse("from kgr.promotion.cut import cut\n"))
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", [fake])
+    with pytest.raises(AssertionError, match="kgr.gauge imports kgr.promotion.cut, which builds on it"):
+        test_no_import_points_up_or_across()
 
 
 def test_the_circle_check_sees_imports_inside_functions():
