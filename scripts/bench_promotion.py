@@ -71,7 +71,7 @@ from kgr.extract.verify import RulesVerifier  # noqa: E402
 from kgr.promotion.config import CalibratedConfig  # noqa: E402
 from kgr.model.decisions import CutReport  # noqa: E402
 from kgr.promotion.policies import QuorumConfig, make_policy  # noqa: E402
-from kgr.gauge.policy import PromotionConfig  # noqa: E402
+from kgr.promotion.gedig import PromotionConfig  # noqa: E402
 from kgr.ingest.config import IngestConfig  # noqa: E402
 from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.decisions import EdgeDecision, RoundSummary  # noqa: E402

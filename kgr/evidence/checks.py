@@ -42,7 +42,17 @@ _DIGITS = re.compile(r"\d+")
 
 
 def functional_relations(schema) -> frozenset[str]:  # noqa: ANN001 - a KGSchema or None
-    """Names of the schema's functional relations (none without a schema)."""
+    """Names of the schema's functional relations (none without a schema).
+
+    Parameters
+    ----------
+    schema : KGSchema or None
+        The schema.
+
+    Returns
+    -------
+    frozenset of str
+    """
     if schema is None:
         return frozenset()
     return frozenset(r for r, spec in schema.relation_types.items() if spec.functional)
@@ -67,7 +77,17 @@ class Checks:
         return self.domain ** 2 + self.range ** 2 + self.duplicate.astype(np.float64)
 
     def violated(self, i: int) -> list[str]:
-        """The names of the hard checks row ``i`` fails."""
+        """The names of the hard checks row ``i`` fails.
+
+        Parameters
+        ----------
+        i : int
+            Row index in the evidence.
+
+        Returns
+        -------
+        list of str
+        """
         names = (("domain", self.domain[i] > 0), ("range", self.range[i] > 0), ("self_loop", self.self_loop[i]),
                  ("duplicate_entity", self.duplicate[i]))
         return [n for n, bad in names if bad]
@@ -189,7 +209,24 @@ def _functional(ev: Evidence, g: EvidenceGraph) -> tuple[np.ndarray, np.ndarray,
 
 def check_rows(ev: Evidence, g: EvidenceGraph, *, duplicate_similarity: float | None = 0.85,
                duplicate_max_degree: int = 3) -> Checks:
-    """The checks of every managed row of ``ev`` (see the module docstring)."""
+    """The checks of every managed row of ``ev`` (see the module docstring).
+
+    Parameters
+    ----------
+    ev : Evidence
+        The managed rows and the pinned edges.
+    g : EvidenceGraph
+        Their evidence graph (:func:`kgr.evidence.graph.build_graph`).
+    duplicate_similarity : float or None, default 0.85
+        Name similarity above which two objects of a functional subject count as one (None: off).
+    duplicate_max_degree : int, default 3
+        Only objects with at most this many facts are compared as duplicates.
+
+    Returns
+    -------
+    Checks
+        One row of check flags per managed row.
+    """
     dom, rng = _declared(ev)
     dup, notes = _duplicates(g, duplicate_similarity, duplicate_max_degree)
     is_fun, others, pinned = _functional(ev, g)

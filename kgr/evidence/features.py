@@ -26,10 +26,10 @@ alone, whatever is promoted at the moment.
     over "? r o".
 **Learned plausibility**
     ``rule_noisy_or``, ``rule_best`` (path and inverse rules, leave-one-out,
-    :mod:`kgr.gauge.rules`); ``head_fit``, ``tail_fit``, ``head_seen``, ``tail_seen``,
-    ``type_share_head``, ``type_share_tail`` (role profiles, leave-one-out, :mod:`kgr.gauge.roles`);
+    :mod:`kgr.evidence.rules`); ``head_fit``, ``tail_fit``, ``head_seen``, ``tail_seen``,
+    ``type_share_head``, ``type_share_tail`` (role profiles, leave-one-out, :mod:`kgr.evidence.roles`);
     ``kge_rank`` (a ComplEx embedding's rank quantile, cross-fitted: the model that scores a row
-    never trained on it, :mod:`kgr.gauge.embedding`) and ``kge_known`` (0 when not computed: rank 0.5).
+    never trained on it, :mod:`kgr.evidence.embedding`) and ``kge_known`` (0 when not computed: rank 0.5).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ import numpy as np
 
 from kgr.evidence.checks import Checks, check_rows
 from kgr.evidence.graph import Evidence, EvidenceGraph, build_graph
-from kgr.gauge.roles import role_evidence
-from kgr.gauge.rules import RuleSet, mine_rules
+from kgr.evidence.roles import role_evidence
+from kgr.evidence.rules import RuleSet, mine_rules
 
 __all__ = ["FEATURES", "FEATURE_SET", "IX", "EvidenceFeatures", "source_columns"]
 
@@ -64,7 +64,19 @@ _CACHE = 2  # fitted digests kept per cache
 
 
 def source_columns(ev: Evidence, X: np.ndarray) -> None:
-    """Fill the source and verifier columns of ``X`` (``len(ev.rows) × len(FEATURES)``) in place."""
+    """Fill the source and verifier columns of ``X`` (``len(ev.rows) × len(FEATURES)``) in place.
+
+    Parameters
+    ----------
+    ev : Evidence
+        The managed rows.
+    X : numpy.ndarray of float64
+        The feature matrix, written in place.
+
+    Returns
+    -------
+    None
+    """
     rows = ev.rows
     docs = np.array([max(1, c.documents) for c in rows], dtype=np.float64)
     votes = np.array([max(1, c.votes) for c in rows], dtype=np.float64)
@@ -103,7 +115,7 @@ class EvidenceFeatures:
     duplicate_max_degree : int
         Endpoints with more facts than this are never checked for a twin.
     rules_min_support, rules_min_confidence : int, float
-        Thresholds of :func:`kgr.gauge.rules.mine_rules`.
+        Thresholds of :func:`kgr.evidence.rules.mine_rules`.
     embedding_dim : int
         Width of the cross-fitted ComplEx model.
 
@@ -126,7 +138,20 @@ class EvidenceFeatures:
         self._kge: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def fit(self, ev: Evidence, y: object = None) -> "EvidenceFeatures":
-        """Build the evidence graph of ``ev`` and its checks (rules are mined lazily, cached by digest)."""
+        """Build the evidence graph of ``ev`` and its checks (rules are mined lazily, cached by digest).
+
+        Parameters
+        ----------
+        ev : Evidence
+            The managed rows and the pinned edges.
+        y : ignored
+            For the scikit-learn signature.
+
+        Returns
+        -------
+        EvidenceFeatures
+            ``self``.
+        """
         self.evidence_ = ev
         self.graph_ = build_graph(ev)
         self.checks_: Checks = check_rows(ev, self.graph_, duplicate_similarity=self.duplicate_similarity,
@@ -138,6 +163,17 @@ class EvidenceFeatures:
 
         ``embedding`` computes the cross-fitted embedding columns (the costliest feature; cached by
         digest); without it ``kge_rank`` is 0.5 and ``kge_known`` 0.
+
+        Parameters
+        ----------
+        ev : Evidence, optional
+            The fitted evidence (checked when given).
+        embedding : bool, default False
+            Compute the embedding columns.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (len(ev.rows), len(FEATURES))
         """
         if ev is not None and ev is not self.evidence_:
             self.fit(ev)
@@ -173,6 +209,21 @@ class EvidenceFeatures:
         return X
 
     def fit_transform(self, ev: Evidence, y: object = None, *, embedding: bool = False) -> np.ndarray:
+        """``fit(ev).transform(embedding=embedding)``.
+
+        Parameters
+        ----------
+        ev : Evidence
+            The managed rows and the pinned edges.
+        y : ignored
+            For the scikit-learn signature.
+        embedding : bool, default False
+            Compute the embedding columns.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (len(ev.rows), len(FEATURES))
+        """
         return self.fit(ev).transform(embedding=embedding)
 
     def rules(self) -> RuleSet:
@@ -188,7 +239,7 @@ class EvidenceFeatures:
 
     def embedding(self) -> np.ndarray:
         """Per managed row, the cross-fitted ComplEx rank quantile (NaN where none; cached by digest)."""
-        from kgr.gauge.embedding import crossfit_scores
+        from kgr.evidence.embedding import crossfit_scores
 
         g = self.graph_
         if g.digest not in self._kge:

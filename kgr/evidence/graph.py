@@ -15,7 +15,7 @@ given and never retires them. :math:`G` depends on the staged evidence only — 
 managed edges are promoted at the moment — so the features of a settle, and therefore its cut,
 are the same whatever history led to the evidence (the order independence of issue 29).
 
-Conventions: ids follow sorted keys (:class:`~kgr.gauge.facts.Vocabulary`); a fact both pinned and
+Conventions: ids follow sorted keys (:class:`~kgr.evidence.facts.Vocabulary`); a fact both pinned and
 managed counts once with the larger weight; self loops are kept in the table and ignored by every
 evidence module. :attr:`EvidenceGraph.digest` names the table's content (keys and weights): the
 cache key of everything fitted on it.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kgr.gauge.facts import FactTable, Vocabulary
+from kgr.evidence.facts import FactTable, Vocabulary
 from kgr.model.promotion import CandidateRow, EdgeList
 from kgr.model.schema import KGSchema
 
@@ -101,7 +101,17 @@ def _ids(el: EdgeList, eid: dict[str, int], rid: dict[str, int]) -> np.ndarray:
 
 
 def build_graph(ev: Evidence) -> EvidenceGraph:
-    """The evidence graph of ``ev`` (see the module docstring)."""
+    """The evidence graph of ``ev`` (see the module docstring).
+
+    Parameters
+    ----------
+    ev : Evidence
+        The managed rows and the pinned edges.
+
+    Returns
+    -------
+    EvidenceGraph
+    """
     keys: dict[str, str] = {}
     for c in ev.rows:
         keys.setdefault(c.subject_key, c.subject_type)

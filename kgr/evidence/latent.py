@@ -64,7 +64,16 @@ def _bins(x: np.ndarray, edges: Sequence[float]) -> np.ndarray:
 
 
 def view_codes(X: np.ndarray) -> dict[str, np.ndarray]:
-    """Each view's level per row (see the module docstring), least favourable first."""
+    """Each view's level per row (see the module docstring), least favourable first.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (m, len(FEATURES))
+
+    Returns
+    -------
+    dict of str to numpy.ndarray of int64
+    """
     docs = np.rint(np.exp(X[:, IX["log_documents"]])).astype(np.int64)
     sup, con, sil = X[:, IX["supports"]], X[:, IX["contradicts"]], X[:, IX["silent"]]
     verifier = np.where(con > 0, 0, np.where(sup > 0, 3, np.where(sil > 0, 1, 2)))
@@ -83,6 +92,15 @@ def monotone(c0: np.ndarray, c1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Pools adjacent levels that violate the order (pool-adjacent-violators on the ratio, weighted by
     the levels' counts): pooled levels share one ratio, and each class keeps its own total mass.
+
+    Parameters
+    ----------
+    c0, c1 : numpy.ndarray of float
+        Level counts of class 0 and class 1.
+
+    Returns
+    -------
+    theta0, theta1 : numpy.ndarray of float64
     """
     t0, t1 = c0 / c0.sum(), c1 / c1.sum()
     blocks = [[i] for i in range(len(t0))]
@@ -111,11 +129,30 @@ class LatentClass:
     iterations: int
 
     def log_ratios(self, codes: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        r"""Per view, :math:`\ln \theta_{v,1}(x_v) - \ln \theta_{v,0}(x_v)` per row."""
+        r"""Per view, :math:`\ln \theta_{v,1}(x_v) - \ln \theta_{v,0}(x_v)` per row.
+
+        Parameters
+        ----------
+        codes : dict of str to numpy.ndarray
+            Each view's level per row (:func:`view_codes`).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray of float64
+        """
         return {v: (np.log(th[1]) - np.log(th[0]))[codes[v]] for v, th in self.views.items()}
 
     def logit(self, X: np.ndarray) -> np.ndarray:
-        """The posterior log-odds of every row of ``X``."""
+        """The posterior log-odds of every row of ``X``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m,)
+        """
         z = np.full(len(X), np.log(self.prior) - np.log1p(-self.prior))
         for lr in self.log_ratios(view_codes(X)).values():
             z = z + lr
@@ -136,7 +173,27 @@ def _start(X: np.ndarray) -> np.ndarray:
 def fit_latent(X: np.ndarray, labels: np.ndarray | None = None, *, alpha: float = 1.0, iterations: int = 200,
                tolerance: float = 1e-7, view_prior_strength: float = 50.0,
                views: Sequence[str] = LABEL_FREE_VIEWS) -> LatentClass:
-    """Fit the model by EM on the rows of ``X`` (``labels``: 1, 0, or -1 for none; fixed classes)."""
+    """Fit the model by EM on the rows of ``X`` (``labels``: 1, 0, or -1 for none; fixed classes).
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (m, len(FEATURES))
+    labels : numpy.ndarray of int, optional
+        1, 0 or -1 per row.
+    alpha : float, default 1.0
+        Dirichlet smoothing of the level probabilities.
+    iterations : int, default 200
+    tolerance : float, default 1e-7
+        EM stops when the log-likelihood gains less.
+    view_prior_strength : float, default 50.0
+        Pseudo-counts of each view's prior.
+    views : sequence of str
+        The views used.
+
+    Returns
+    -------
+    LatentClass
+    """
     codes = view_codes(X)
     n = len(X)
     fixed = np.full(n, -1.0) if labels is None else np.where(np.asarray(labels) < 0, -1.0,

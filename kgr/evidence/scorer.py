@@ -162,7 +162,19 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         return np.column_stack([self.latent_scale * np.clip(z, -20, 20), self.scaler_.transform(X)])
 
     def fit(self, X: np.ndarray, y: np.ndarray, *, audit: np.ndarray | None = None) -> "EvidenceScorer":
-        """Fit on every managed row; ``y``: 1, 0 or -1 (no label); ``audit``: the uniform picks."""
+        """Fit on every managed row; ``y``: 1, 0 or -1 (no label); ``audit``: the uniform picks.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+        y : numpy.ndarray of int, shape (m,)
+        audit : numpy.ndarray of bool, optional
+
+        Returns
+        -------
+        EvidenceScorer
+            ``self``.
+        """
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(FEATURES) or y.shape != (len(X),):
@@ -201,7 +213,16 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         return LogisticRegression(C=self.C, max_iter=2000)
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        """The calibrated log-odds of every row of ``X``."""
+        """The calibrated log-odds of every row of ``X``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m,)
+        """
         X = np.asarray(X, dtype=np.float64)
         z = self.latent_.logit(X)
         if self.model_ is None:
@@ -210,7 +231,16 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         return a * self.model_.decision_function(self._design(X, z)) + b
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """``[1 - p_hat, p_hat]`` per row."""
+        """``[1 - p_hat, p_hat]`` per row.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m, 2)
+        """
         p = _sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
@@ -219,6 +249,17 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
 
         Without labels: each view's log-likelihood ratio. With them: the latent-class term and
         each feature's :math:`a\\, w_j \\tilde x_j` (the calibrated weight times the standardised value).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+        top : int, default 5
+            Contributions kept per row.
+
+        Returns
+        -------
+        list
+            Per row, ``[name, contribution]`` pairs, largest magnitude first.
         """
         X = np.asarray(X, dtype=np.float64)
         if self.model_ is None:

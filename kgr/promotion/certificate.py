@@ -44,7 +44,7 @@ first whose bound exceeds the target (fixed-sequence testing, as in Learn-then-T
 error level holds without a multiplicity correction).
 
 >>> round(clopper_pearson_upper(0, 22), 4), round(clopper_pearson_upper(2, 100), 4)
-(0.0994, 0.0526)
+(0.0994, 0.0523)
 """
 
 from __future__ import annotations

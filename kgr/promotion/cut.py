@@ -17,7 +17,7 @@ the top and stopping at the first that fails, and never past a row with
 
 >>> c = cut(np.array([0.99, 0.6, 0.97, 0.9]), ["a", "b", "c", "d"], target=0.1, prior_audits=50)
 >>> c.k, [int(i) for i in c.order[:c.k]], round(c.tau, 2)
-(3, [0, 2, 3], 0.9)
+(2, [0, 2], 0.97)
 """
 
 from __future__ import annotations

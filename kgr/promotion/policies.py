@@ -10,7 +10,7 @@ with its new state; :func:`kgr.store.rounds.run_round` does the I/O around it. I
     false-promotion rate stays within a target; escalates ambiguous edges for more evidence.
 ``gedig``
     The first version's policy: votes → constraints → the geDIG gauge and its gates → greedy
-    :math:`R_{\text{env}}` selection (:func:`kgr.gauge.policy.decide_round`).
+    :math:`R_{\text{env}}` selection (:func:`kgr.promotion.gedig.decide_round`).
 ``quorum``
     The plain vote rule: ``votes >= quorum``.
 
@@ -30,8 +30,8 @@ import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.constraints import PromotedIndex, functional_losers, functional_relations
-from kgr.gauge.policy import Candidate, PolicyState, PromotionConfig, decide_round
+from kgr.promotion.constraints import PromotedIndex, functional_losers, functional_relations
+from kgr.promotion.gedig import Candidate, PolicyState, PromotionConfig, decide_round
 from kgr.model.decisions import EdgeDecision
 from kgr.model.promotion import (
     DEFAULT_POLICY,
@@ -154,7 +154,7 @@ def _gedig_state(raw: str | None, config: PromotionConfig) -> PolicyState:
 
 
 class GedigPolicy:
-    """The geDIG policy of the first version on the seam (see :mod:`kgr.gauge.policy`).
+    """The geDIG policy of the first version on the seam (see :mod:`kgr.promotion.gedig`).
 
     Constraints come from the schema and the promoted graph (:class:`PromotedIndex`); the
     decision core runs on the whole promoted graph's projection; within a round at most one

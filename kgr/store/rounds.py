@@ -37,11 +37,8 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.model.decisions import CutReport, EdgeDecision, RoundSummary
@@ -57,7 +54,9 @@ from kgr.model.promotion import (
 )
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph, Tx
+from kgr.store.promoted_cache import PROMOTED_CACHE, PromotedGraphCache
 from kgr.store.promotion_lock import PromotionLocked, retry_then_lock
+from kgr.store.settle import read_settle
 from kgr.store.versions import add_terms, close_version, open_version
 
 __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_round", "policy_state",
@@ -110,74 +109,6 @@ def read_context(graph: Graph, policy: str, *, cache: PromotedGraphCache | None 
 
 
 # --------------------------------------------------------------------------------------------
-# The promoted graph, cached per process
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class _Cached:
-    version: int
-    hash: str
-    edges: EdgeList
-    types: dict[str, str]
-
-
-class PromotedGraphCache:
-    """The promoted edges of each store seen by this process, keyed by its (version, hash).
-
-    A hit costs nothing; a round that wrote promotions moves the cached copy to its new version
-    (:meth:`advance`); anything else (another process's round, a rollback) misses and re-reads.
-    """
-
-    def __init__(self) -> None:
-        self._by_store: dict[tuple[str, str], _Cached] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _store(graph: Graph) -> tuple[str, str]:
-        return (graph.uri, graph.database)
-
-    def get(self, graph: Graph, ctx: RoundContext) -> tuple[EdgeList, dict[str, str], bool]:
-        """The promoted edges at ``ctx``'s version (read when not cached), their types, and whether it was a hit."""
-        with self._lock:
-            hit = self._by_store.get(self._store(graph))
-        if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
-            return hit.edges, hit.types, True
-        r = graph.read("round_promoted_read")[0]
-        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"],
-                         [None if x < 0 else x for x in r["score"]])
-        types = {k: k.partition(":")[0] for k in set(r["subject"]) | set(r["object"])}
-        with self._lock:
-            self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
-        return edges, types, False
-
-    def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
-                added: Sequence[tuple[str, str, str, str, float, float | None]], types: dict[str, str]) -> None:
-        """Move the cached copy from ``base`` to ``version`` by appending ``added`` (key, s, r, o, votes, p_hat)."""
-        with self._lock:
-            hit = self._by_store.get(self._store(graph))
-            if hit is None or hit.version != base.version or hit.hash != base.hash:
-                self._by_store.pop(self._store(graph), None)
-                return
-            e = hit.edges
-            edges = EdgeList(list(e.subject) + [a[1] for a in added], list(e.relation) + [a[2] for a in added],
-                             list(e.object) + [a[3] for a in added], list(e.weight) + [a[4] for a in added],
-                             list(e.key) + [a[0] for a in added], list(e.score) + [a[5] for a in added])
-            merged = dict(hit.types)
-            for a in added:
-                merged.setdefault(a[1], types.get(a[1], a[1].partition(":")[0]))
-                merged.setdefault(a[3], types.get(a[3], a[3].partition(":")[0]))
-            self._by_store[self._store(graph)] = _Cached(version, new_hash, edges, merged)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_store.clear()
-
-
-#: The process-wide cache used by :func:`read_round`.
-PROMOTED_CACHE = PromotedGraphCache()
-
-
-# --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
 
@@ -216,8 +147,6 @@ def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, sc
                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
     """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
     if request.settle:
-        from kgr.store.settle import read_settle
-
         return read_settle(graph, request, context, schema=schema, cache=cache, now=now)
     if request.limit < 1:
         raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
@@ -410,7 +339,7 @@ def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts:
 def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGraphCache | None,
                 now: float | None) -> RoundSummary:
     """One read, decide and write of ``policy``'s round; raises :class:`RoundConflict` if the store moved."""
-    from kgr.gauge.constraints import functional_relations
+    from kgr.promotion.constraints import functional_relations
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

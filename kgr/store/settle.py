@@ -22,6 +22,7 @@ import time
 from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs, RoundRequest
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph
+from kgr.store.promoted_cache import PROMOTED_CACHE, PromotedGraphCache
 
 __all__ = ["read_settle", "settle_row"]
 
@@ -43,10 +44,8 @@ def settle_row(row: list) -> CandidateRow:
 
 
 def read_settle(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
-                cache=None, now: float | None = None) -> RoundInputs:  # noqa: ANN001 - a PromotedGraphCache
+                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
     """The inputs of a settle (see the module docstring)."""
-    from kgr.store.rounds import PROMOTED_CACHE
-
     ts = time.time() if now is None else now
     if request.settled_version is not None and request.settled_version == context.version \
             and not graph.read("settle_dirty")[0]["dirty"]:

@@ -48,7 +48,7 @@ from kgr.model.canonical import entity_key
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
-from kgr.store.group_commit import GroupWriter, StageUnit, _write_group, write_units
+from kgr.store.group_commit import GroupWriter, StageUnit, write_group, write_units
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_assertion, check_entities, learn_redirects, resolve_name)
 
@@ -235,4 +235,4 @@ def write_batch(tx: Tx, items: Sequence[TripleAssertion], *, schema: KGSchema | 
                 entities: Sequence[tuple[str, str]] = (), now: float | None = None) -> StageReport:
     """Stage already-validated assertions inside an open write unit (the staging write path's
     transaction body for one unit, :mod:`kgr.store.group_commit`)."""
-    return _write_group(tx, [StageUnit(valid=list(items), entities=entities, schema=schema, now=now)])[0]
+    return write_group(tx, [StageUnit(valid=list(items), entities=entities, schema=schema, now=now)])[0]

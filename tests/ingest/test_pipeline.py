@@ -223,7 +223,7 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
 
 @pytest.mark.neo4j
 def test_the_end_of_an_ingest_promotes_until_the_backlog_is_settled(graph):
-    from kgr.gauge import PromotionConfig
+    from kgr.promotion.gedig import PromotionConfig
     from tests.support.rounds import gedig_round as run_round
 
     small = PromotionConfig(max_promotions_per_round=3)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.facts import FactTable
-from kgr.gauge.rules import Rule, RuleSet, mine_rules
+from kgr.evidence.facts import FactTable
+from kgr.evidence.rules import Rule, RuleSet, mine_rules
 
 P, GP, SP, HU, WI = range(5)
 NAMES = ("PARENT", "GRANDPARENT", "SPOUSE", "HUSBAND", "WIFE")

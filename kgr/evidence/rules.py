@@ -17,7 +17,7 @@ rules of :math:`r` with a high confidence have their body satisfied for :math:`(
 
 Conventions
 -----------
-* Input is a :class:`~kgr.gauge.facts.FactTable`; each relation becomes a sparse 0/1 adjacency
+* Input is a :class:`~kgr.evidence.facts.FactTable`; each relation becomes a sparse 0/1 adjacency
   :math:`A_r` (``n × n``, row = head) of its facts with ``weight >= min_weight``. **Self loops are
   dropped** (every evidence module ignores them). A body atom is the matrix :math:`A_{r'}` or
   :math:`A_{r'}^\top`; a length-2 body holds for :math:`(x, y)` iff
@@ -67,7 +67,7 @@ References
 
 Examples
 --------
->>> from kgr.gauge.facts import FactTable
+>>> from kgr.evidence.facts import FactTable
 >>> # parent chains 0->1->2, 3->4->5, 6->7->8; grandparent 0->2 and 3->5 only
 >>> ft = FactTable.from_triples([(0, 0, 1), (1, 0, 2), (3, 0, 4), (4, 0, 5), (6, 0, 7), (7, 0, 8),
 ...                              (0, 1, 2), (3, 1, 5)], n_entities=9, n_relations=2)
@@ -90,140 +90,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
-from kgr.gauge.facts import FactTable
+from kgr.evidence.adjacency import Adjacency, HeadIndex, body_holds, relation_adjacency
+from kgr.evidence.facts import FactTable, check_queries, lookup
+from kgr.evidence.rule_mining import CONFIDENCE_MEASURES, RuleEmitter, mine_length1, mine_length2, mining_settings
 
 __all__ = ["Rule", "RuleSet", "RuleEvidence", "mine_rules", "CONFIDENCE_MEASURES"]
-
-#: Confidence measures a :class:`RuleSet` can rank and filter by.
-CONFIDENCE_MEASURES = ("pca", "std")
-
-_INT64_MAX = np.iinfo(np.int64).max
-
-
-# --------------------------------------------------------------------------------------------
-# Shared helpers (also used by :mod:`kgr.gauge.roles`)
-# --------------------------------------------------------------------------------------------
-
-
-def _check_queries(facts: FactTable, h: Any, r: Any, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Queries as three int64 arrays of one length, ids inside the table's id spaces."""
-    out = []
-    for name, a in (("h", h), ("r", r), ("t", t)):
-        arr = np.asarray(a)
-        if arr.ndim != 1:
-            arr = arr.reshape(-1)
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
-                raise KgrValidationError(f"query ids must be integers, got dtype {arr.dtype}", field=name)
-        out.append(arr.astype(np.int64, copy=False))
-    hq, rq, tq = out
-    if not (len(hq) == len(rq) == len(tq)):
-        raise KgrValidationError(
-            f"h, r and t must have one entry per query, got {len(hq)}, {len(rq)}, {len(tq)}", field="queries")
-    if len(hq):
-        if min(hq.min(), tq.min()) < 0 or max(hq.max(), tq.max()) >= facts.n_entities:
-            raise KgrValidationError(f"entity id outside 0..{facts.n_entities - 1}", field="queries")
-        if rq.min() < 0 or rq.max() >= facts.n_relations:
-            raise KgrValidationError(f"relation id outside 0..{facts.n_relations - 1}", field="queries")
-    return hq, rq, tq
-
-
-def _check_key_space(n: int, R: int) -> None:
-    if n and R and R * n * n > _INT64_MAX // 2:
-        raise KgrValidationError(
-            f"n_relations * n_entities**2 = {R * n * n} exceeds the int64 key space", field="facts")
-
-
-def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of ``keys`` in ``sorted_keys`` and whether each is present."""
-    if len(sorted_keys) == 0:
-        return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-    pos = np.searchsorted(sorted_keys, keys)
-    pos[pos == len(sorted_keys)] = 0
-    return pos, sorted_keys[pos] == keys
-
-
-# --------------------------------------------------------------------------------------------
-# Adjacency
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Adjacency:
-    """Per-relation 0/1 adjacency without self loops, facts with weight >= min_weight."""
-
-    n: int
-    R: int
-    fwd: tuple[sp.csr_matrix, ...]  # A_r
-    bwd: tuple[sp.csr_matrix, ...]  # A_r^T, as CSR
-    keys: tuple[np.ndarray, ...]  # sorted h*n + t per relation
-    rkeys: tuple[np.ndarray, ...]  # sorted t*n + h per relation
-    gkeys: np.ndarray  # sorted (r*n + h)*n + t over all relations
-    outdeg: np.ndarray  # (R, n)
-    indeg: np.ndarray  # (R, n)
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return np.array([len(k) for k in self.keys], dtype=np.int64)
-
-    def matrix(self, atom: int) -> sp.csr_matrix:
-        """Atom index a = r (forward) or R + r (inverse)."""
-        return self.bwd[atom - self.R] if atom >= self.R else self.fwd[atom]
-
-    def rowcount(self, atom: int) -> np.ndarray:
-        return self.indeg[atom - self.R] if atom >= self.R else self.outdeg[atom]
-
-    def colcount(self, atom: int) -> np.ndarray:
-        return self.outdeg[atom - self.R] if atom >= self.R else self.indeg[atom]
-
-
-def _csr_from_sorted(rows: np.ndarray, cols: np.ndarray, n: int) -> sp.csr_matrix:
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    data = np.ones(len(rows), dtype=np.float64)
-    return sp.csr_matrix((data, cols.astype(np.int64, copy=True), indptr), shape=(n, n))
-
-
-def _adjacency(facts: FactTable, min_weight: float) -> _Adjacency:
-    n, R = facts.n_entities, facts.n_relations
-    _check_key_space(n, R)
-    keep = (facts.weight >= min_weight) & (facts.head != facts.tail)
-    h = facts.head[keep].astype(np.int64)
-    r = facts.rel[keep].astype(np.int64)
-    t = facts.tail[keep].astype(np.int64)
-    g = np.unique((r * n + h) * n + t)  # sorted by (r, h, t), duplicates merged
-    nn = np.int64(n) * np.int64(n)
-    r, rest = np.divmod(g, nn) if len(g) else (g, g)
-    h, t = np.divmod(rest, n) if len(g) else (g, g)
-    bounds = np.searchsorted(r, np.arange(R + 1))
-    fwd, bwd, keys, rkeys = [], [], [], []
-    outdeg = np.zeros((R, n), dtype=np.int64)
-    indeg = np.zeros((R, n), dtype=np.int64)
-    for rel in range(R):
-        lo, hi = bounds[rel], bounds[rel + 1]
-        hh, tt = h[lo:hi], t[lo:hi]
-        keys.append(hh * n + tt)  # sorted: g is sorted by (h, t) within r
-        fwd.append(_csr_from_sorted(hh, tt, n))
-        order = np.lexsort((hh, tt))
-        rk = tt[order] * n + hh[order]
-        rkeys.append(rk)
-        bwd.append(_csr_from_sorted(tt[order], hh[order], n))
-        outdeg[rel] = np.bincount(hh, minlength=n)
-        indeg[rel] = np.bincount(tt, minlength=n)
-    return _Adjacency(n, R, tuple(fwd), tuple(bwd), tuple(keys), tuple(rkeys), g, outdeg, indeg)
 
 
 def _atom_name(rel: int, names: tuple[str, ...] | None) -> str:
     return names[rel] if names is not None else f"r{rel}"
-
-
-# --------------------------------------------------------------------------------------------
-# Rules
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -312,36 +189,6 @@ class RuleEvidence:
     best_support: np.ndarray
 
 
-def _body_holds(adj: _Adjacency, body: tuple[tuple[int, bool], ...], excluded: tuple[int, ...],
-                h: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Whether ``body`` holds for each pair ``(h_i, t_i)`` in ``adj`` (vectorised)."""
-    if len(h) == 0:
-        return np.zeros(0, dtype=bool)
-    n = adj.n
-    if len(body) == 1:
-        (rel, inv), = body
-        keys = t * n + h if inv else h * n + t
-        _, hit = _lookup(adj.keys[rel], keys)
-        return hit & (h != t)
-    (r1, i1), (r2, i2) = body
-    m1 = adj.bwd[r1] if i1 else adj.fwd[r1]
-    m2t = adj.fwd[r2] if i2 else adj.bwd[r2]  # M2^T as CSR: row y lists the z with M2[z, y]
-    x = m1[h]
-    y = m2t[t]
-    both = x.multiply(y).tocsr()
-    if excluded:
-        keep = np.ones(n, dtype=bool)
-        keep[list(excluded)] = False
-        rows = np.repeat(np.arange(len(h)), np.diff(both.indptr))
-        ok = keep[both.indices]
-        hold = np.zeros(len(h), dtype=bool)
-        hold[rows[ok]] = True
-    else:
-        both.eliminate_zeros()
-        hold = np.diff(both.indptr) > 0
-    return hold & (h != t)
-
-
 @dataclass(frozen=True)
 class RuleSet:
     r"""Mined rules and the settings they were mined with; scores queries with :meth:`evidence`.
@@ -371,7 +218,7 @@ class RuleSet:
     min_weight: float
     max_body_paths: int
     relation_names: tuple[str, ...] | None = None
-    _adj: _Adjacency | None = field(default=None, repr=False, compare=False)
+    _adj: Adjacency | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -383,9 +230,9 @@ class RuleSet:
                          f"std={rule.std_confidence:.3f} pca={rule.pca_confidence:.3f}")
         return "\n".join(lines)
 
-    def _mined_adjacency(self) -> _Adjacency:
+    def _mined_adjacency(self) -> Adjacency:
         if self._adj is None:
-            object.__setattr__(self, "_adj", _adjacency(self.facts, self.min_weight))
+            object.__setattr__(self, "_adj", relation_adjacency(self.facts, self.min_weight))
         assert self._adj is not None
         return self._adj
 
@@ -470,7 +317,7 @@ class RuleSet:
         if body_table.n_relations != self.facts.n_relations or body_table.n_entities != self.facts.n_entities:
             raise KgrValidationError("the body table must have the mining table's n_entities and n_relations",
                                      field="facts")
-        hq, rq, tq = _check_queries(body_table, h, r, t)
+        hq, rq, tq = check_queries(body_table, h, r, t)
         q = len(hq)
         best = np.zeros(q)
         keep_prob = np.ones(q)
@@ -479,11 +326,11 @@ class RuleSet:
         if q == 0 or not self.rules:
             return RuleEvidence(best, 1.0 - keep_prob, n_fired, best_sup)
         mined = self._mined_adjacency()
-        adj = mined if body_table is self.facts else _adjacency(body_table, self.min_weight)
+        adj = mined if body_table is self.facts else relation_adjacency(body_table, self.min_weight)
         n = adj.n
         in_mined = np.zeros(q, dtype=bool)
         if leave_one_out:
-            _, in_mined = _lookup(mined.gkeys, (rq * n + hq) * n + tq)
+            _, in_mined = lookup(mined.gkeys, (rq * n + hq) * n + tq)
             in_mined &= hq != tq
         head_sizes = mined.sizes
 
@@ -495,7 +342,7 @@ class RuleSet:
             sel = np.flatnonzero(np.isin(rq, heads) & (hq != tq))
             if len(sel) == 0:
                 continue
-            hold = _body_holds(adj, body, excl, hq[sel], tq[sel])
+            hold = body_holds(adj, body, excl, hq[sel], tq[sel])
             # did the query's own fact count in this rule's support? (body held in the mining table)
             loo = in_mined[sel]
             if loo.any():
@@ -503,7 +350,7 @@ class RuleSet:
                     loo = loo & hold
                 else:
                     held = np.zeros(len(sel), dtype=bool)
-                    held[loo] = _body_holds(mined, body, excl, hq[sel][loo], tq[sel][loo])
+                    held[loo] = body_holds(mined, body, excl, hq[sel][loo], tq[sel][loo])
                     loo = held
             for rule in rules:
                 mask = hold & (rq[sel] == rule.head)
@@ -524,85 +371,6 @@ class RuleSet:
                 n_fired[idx] += 1
                 best_sup[idx] = np.maximum(best_sup[idx], s)
         return RuleEvidence(best, 1.0 - keep_prob, n_fired, best_sup)
-
-
-# --------------------------------------------------------------------------------------------
-# Mining
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _HeadIndex:
-    """Distinct fact pairs → their relations, for matching a body's pairs against every head.
-
-    ``pairs`` / ``rpairs`` are the sorted keys ``x*n + y`` of the pairs with a fact ``r(x, y)``
-    (``rpairs``: with a fact ``r(y, x)``); ``fwd`` / ``rev`` hold the same pairs as sparse
-    ``n × n`` matrices with value ``1 + pair id``; ``rels`` / ``rrels`` map a pair id to its
-    relations. A small body is matched by binary search of its keys, a large one by one
-    elementwise product ``B ∘ fwd`` (a linear merge, cache-friendly); both give the same counts.
-    """
-
-    pairs: np.ndarray
-    fwd: sp.csr_matrix
-    rels: sp.csr_matrix  # (n_pairs, R) 0/1
-    rpairs: np.ndarray
-    rev: sp.csr_matrix
-    rrels: sp.csr_matrix
-    has_out: sp.csr_matrix  # (n, R): entity has an r-fact as head
-
-    @classmethod
-    def build(cls, adj: _Adjacency) -> "_HeadIndex":
-        R, n = adj.R, adj.n
-        lab = np.repeat(np.arange(R), adj.sizes)
-
-        def index(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, sp.csr_matrix, sp.csr_matrix]:
-            k = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
-            uniq, inv = np.unique(k, return_inverse=True)
-            rels = sp.csr_matrix((np.ones(len(k)), (inv.ravel(), lab)), shape=(len(uniq), R))
-            x, y = np.divmod(uniq, n)
-            look = _csr_from_sorted(x, y, n)  # uniq is sorted by (x, y)
-            look.data = np.arange(1, len(uniq) + 1, dtype=np.float64)
-            return uniq, look, rels
-
-        pairs, fwd, rels = index(adj.keys)
-        rpairs, rev, rrels = index(adj.rkeys)
-        has_out = sp.csr_matrix((adj.outdeg.T > 0).astype(np.float64))
-        return cls(pairs, fwd, rels, rpairs, rev, rrels, has_out)
-
-    def support(self, body: sp.csr_matrix, rows: np.ndarray, reverse: bool, R: int) -> np.ndarray:
-        """Per head relation: pairs of ``body`` (``body^T`` when reverse) that are head facts.
-
-        ``body`` is a 0/1 CSR matrix, ``rows`` the row of each of its stored entries (its
-        diagonal never matches: self loops are not facts).
-        """
-        pairs, look, rels = (self.rpairs, self.rev, self.rrels) if reverse else (self.pairs, self.fwd, self.rels)
-        n = body.shape[0]
-        if 4 * body.nnz <= n + len(pairs):
-            pos, hit = _lookup(pairs, rows * n + body.indices)
-            ids = pos[hit]
-        else:
-            both = body.multiply(look).tocsr()
-            ids = np.rint(both.data[both.data > 0]).astype(np.int64) - 1
-        if len(ids) == 0:
-            return np.zeros(R, dtype=np.int64)
-        return np.bincount(rels[ids].indices, minlength=R).astype(np.int64)
-
-    def pca(self, rowcount: np.ndarray) -> np.ndarray:
-        nz = np.flatnonzero(rowcount)
-        if len(nz) == 0:
-            return np.zeros(self.has_out.shape[1], dtype=np.int64)
-        return np.rint(self.has_out[nz].T @ rowcount[nz].astype(np.float64)).astype(np.int64)
-
-
-def _excluded_middles(c: np.ndarray, cap: int) -> np.ndarray:
-    """Largest-contribution middles to drop until the remaining path count is ``<= cap``."""
-    total = float(c.sum())
-    if total <= cap:
-        return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((np.arange(len(c)), -c))  # decreasing contribution, ties by id
-    remaining = total - np.cumsum(c[order])
-    k = int(np.searchsorted(-remaining, -cap)) + 1  # first k with remaining[k-1] <= cap
-    return np.sort(order[:k])
 
 
 def mine_rules(
@@ -708,99 +476,19 @@ def mine_rules(
     HUSBAND(x,y) <- SPOUSE(x,y)    supp=1 std=0.33 pca=1.00
     HUSBAND(x,y) <- SPOUSE(y,x)    supp=1 std=0.33 pca=1.00
     """
-    min_support = integer("min_support", min_support, ge=1)
-    min_head_coverage = real("min_head_coverage", min_head_coverage, ge=0.0, le=1.0)
-    min_confidence = real("min_confidence", min_confidence, ge=0.0, le=1.0)
-    min_weight = real("min_weight", min_weight, ge=0.0)
-    max_body_paths = integer("max_body_paths", max_body_paths, ge=1)
-    if confidence not in CONFIDENCE_MEASURES:
-        raise KgrValidationError(f"confidence must be one of {CONFIDENCE_MEASURES}, got {confidence!r}",
-                                 field="confidence")
-    if relation_names is not None:
-        relation_names = tuple(relation_names)
-        if len(relation_names) != facts.n_relations:
-            raise KgrValidationError(
-                f"relation_names has {len(relation_names)} names for {facts.n_relations} relations",
-                field="relation_names")
-
-    adj = _adjacency(facts, min_weight)
-    R, n = adj.R, adj.n
-    head_size = adj.sizes
-    rules: list[Rule] = []
-    settings = dict(confidence=confidence, min_support=min_support, min_head_coverage=min_head_coverage,
-                    min_confidence=min_confidence, min_weight=min_weight, max_body_paths=max_body_paths,
-                    relation_names=relation_names)
-    if head_size.sum() == 0:
-        return RuleSet(rules=(), facts=facts, _adj=adj, **settings)  # type: ignore[arg-type]
-    index = _HeadIndex.build(adj)
-
-    def emit(body: tuple[tuple[int, bool], ...], sup: np.ndarray, bsize: int, pca: np.ndarray,
-             excluded: tuple[int, ...], forbid_head: int | None = None) -> None:
-        if bsize == 0:
-            return
-        den = pca if confidence == "pca" else np.full(R, bsize)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            conf = np.where(den > 0, sup / np.maximum(den, 1), 0.0)
-            hc = np.where(head_size > 0, sup / np.maximum(head_size, 1), 0.0)
-        ok = (sup >= min_support) & (hc >= min_head_coverage) & (conf >= min_confidence)
-        if forbid_head is not None:
-            ok[forbid_head] = False
-        for head in np.flatnonzero(ok):
-            rules.append(Rule(int(head), body, int(sup[head]), int(bsize), int(pca[head]),
-                              int(head_size[head]), excluded, relation_names))
-
-    # length 1: B = A_r' (forward) and B = A_r'^T (inverse, via the reversed look-up)
-    for rel in range(R):
-        size = len(adj.keys[rel])
-        if size == 0:
-            continue
-        a, a_rows = adj.fwd[rel], adj.keys[rel] // n
-        emit(((rel, False),), index.support(a, a_rows, False, R), size, index.pca(adj.outdeg[rel]), (),
-             forbid_head=rel)
-        emit(((rel, True),), index.support(a, a_rows, True, R), size, index.pca(adj.indeg[rel]), ())
-
-    # length 2: atoms 0..R-1 forward, R..2R-1 inverse; (i, j) and (inv j, inv i) share B / B^T
-    def inv(a: int) -> int:
-        return (a + R) % (2 * R)
-
-    def atom(a: int) -> tuple[int, bool]:
-        return (a % R, a >= R)
-
-    rows_all = np.arange(n, dtype=np.int64)
-    for i in range(2 * R):
-        if adj.sizes[i % R] == 0:
-            continue
-        for j in range(2 * R):
-            if adj.sizes[j % R] == 0:
-                continue
-            mate = (inv(j), inv(i))
-            if (i, j) > mate:
-                continue
-            c = adj.colcount(i).astype(np.float64) * adj.rowcount(j)
-            if c.sum() < min_support:
-                continue
-            excl = _excluded_middles(c, max_body_paths)
-            m2 = adj.matrix(j)
-            if len(excl):
-                keep = np.ones(n)
-                keep[excl] = 0.0
-                m2 = sp.diags(keep, format="csr") @ m2
-            b = (adj.matrix(i) @ m2).tocsr()
-            b.eliminate_zeros()
-            rows = np.repeat(rows_all, np.diff(b.indptr))
-            cols = b.indices
-            off = rows != cols
-            size = int(off.sum())
-            if size < min_support:
-                continue
-            b.data = np.ones(len(b.data))  # path counts -> 0/1; the diagonal never meets a fact
-            excluded = tuple(int(z) for z in excl)
-            rc = np.bincount(rows[off], minlength=n)
-            emit((atom(i), atom(j)), index.support(b, rows, False, R), size, index.pca(rc), excluded)
-            if mate != (i, j):
-                cc = np.bincount(cols[off], minlength=n)
-                emit((atom(mate[0]), atom(mate[1])), index.support(b, rows, True, R), size, index.pca(cc), excluded)
-
+    settings = mining_settings(facts, min_support=min_support, min_head_coverage=min_head_coverage,
+                                min_confidence=min_confidence, confidence=confidence, min_weight=min_weight,
+                                max_body_paths=max_body_paths, relation_names=relation_names)
+    adj = relation_adjacency(facts, settings["min_weight"])
+    if adj.sizes.sum() == 0:
+        return RuleSet(rules=(), facts=facts, _adj=adj, **settings)
+    emit = RuleEmitter(adj.sizes, settings)
+    index = HeadIndex.build(adj)
+    mine_length1(adj, index, emit)
+    mine_length2(adj, index, emit, settings["min_support"], settings["max_body_paths"])
+    rules = [Rule(*found, settings["relation_names"]) for found in emit.rules]
     measure = (lambda ru: ru.pca_confidence) if confidence == "pca" else (lambda ru: ru.std_confidence)
     rules.sort(key=lambda ru: (ru.head, -measure(ru), len(ru.body), ru.body))
-    return RuleSet(rules=tuple(rules), facts=facts, _adj=adj, **settings)  # type: ignore[arg-type]
+    return RuleSet(rules=tuple(rules), facts=facts, _adj=adj, **settings)
+
+

@@ -18,7 +18,7 @@ For :math:`R` relations, entity :math:`e` has the profile :math:`p_e \in \mathbb
 of :math:`\hat p_e` over the distinct heads :math:`H_r` and tails :math:`T_r` of :math:`r`-facts;
 a fit is a cosine, so only the direction of a centroid matters. Self loops are ignored (as in
 every evidence module); a table holding a triple twice counts it once with the summed weight,
-as :meth:`~kgr.gauge.facts.FactTable.from_triples` would.
+as :meth:`~kgr.evidence.facts.FactTable.from_triples` would.
 
 **Leave-one-out.** A query :math:`(h, r, t)` that is a fact of the table is scored against the
 table *without it*: its weight is removed from :math:`p_h[r]` and :math:`p_t[R + r]`; :math:`h`
@@ -43,7 +43,7 @@ References
 
 Examples
 --------
->>> from kgr.gauge.facts import FactTable
+>>> from kgr.evidence.facts import FactTable
 >>> # WORKS_AT = 0 (person -> org), BASED_IN = 1 (org -> city); persons 0-2, orgs 3-4, city 5
 >>> ft = FactTable.from_triples([(0, 0, 3), (1, 0, 3), (2, 0, 4), (3, 1, 5), (4, 1, 5)],
 ...                             n_entities=6, n_relations=2)
@@ -61,8 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.facts import FactTable
-from kgr.gauge.rules import _check_key_space, _check_queries, _lookup
+from kgr.evidence.facts import FactTable, check_key_space, check_queries, lookup
 
 __all__ = ["RoleEvidence", "role_evidence", "role_profiles"]
 
@@ -110,7 +109,7 @@ class _Facts:
 
 def _distinct(facts: FactTable) -> _Facts:
     n, R = facts.n_entities, facts.n_relations
-    _check_key_space(n, R)
+    check_key_space(n, R)
     keep = facts.head != facts.tail
     h = facts.head[keep].astype(np.int64)
     r = facts.rel[keep].astype(np.int64)
@@ -260,24 +259,17 @@ def role_evidence(
     >>> ev.in_table.tolist(), ev.head_seen.tolist(), ev.type_share_head.tolist()
     ([False, False, True], [1, 0, 0], [1.0, 0.0, 1.0])
 
-The last query is a fact; without it, entities 2 and 4 have no facts at all, so both fit 0.
+    The last query is a fact; without it, entities 2 and 4 have no facts at all, so both fit 0.
     """
     weighted = bool(weighted)
-    hq, rq, tq = _check_queries(facts, h, r, t)
+    hq, rq, tq = check_queries(facts, h, r, t)
     n, R = facts.n_entities, facts.n_relations
     f = _distinct(facts)
-    types = None
-    if entity_types is not None:
-        types = np.asarray(entity_types)
-        if types.shape != (n,):
-            raise KgrValidationError(f"entity_types must have shape ({n},), got {types.shape}", field="entity_types")
-        if types.size and (not np.issubdtype(types.dtype, np.integer) or types.min() < 0):
-            raise KgrValidationError("entity_types must be integer type ids >= 0", field="entity_types")
-        types = types.astype(np.int64)
+    types = _entity_types(entity_types, n)
     q = len(hq)
 
     # the query's own fact, if any
-    pos, in_table = _lookup(f.keys, (rq * n + hq) * n + tq)
+    pos, in_table = lookup(f.keys, (rq * n + hq) * n + tq)
     in_table &= hq != tq
     d = in_table.astype(np.int64)
     if weighted and len(f.keys):
@@ -328,14 +320,33 @@ The last query is a fact; without it, entities 2 and 4 have no facts at all, so 
     head_fit = np.where(known, _cosine(uh_loo, head_sum), 0.0)
     tail_fit = np.where(known, _cosine(ut_loo, tail_sum), 0.0)
 
-    share_h = share_t = None
-    if types is not None:
-        n_types = int(types.max()) + 1 if types.size else 1
-        by_head = sp.csr_matrix((ones, (f.rel, types[f.head])), shape=(R, n_types), dtype=np.float64)
-        by_tail = sp.csr_matrix((ones, (f.rel, types[f.tail])), shape=(R, n_types), dtype=np.float64)
-        same_h = np.rint(np.asarray(by_head[rq, types[hq]]).ravel()).astype(np.int64) - d if q else d
-        same_t = np.rint(np.asarray(by_tail[rq, types[tq]]).ravel()).astype(np.int64) - d if q else d
-        den = np.maximum(others, 1)
-        share_h = np.where(known, same_h / den, 0.0)
-        share_t = np.where(known, same_t / den, 0.0)
+    share_h, share_t = (None, None) if types is None else _type_shares(f, types, (hq, rq, tq), d, others, known, R)
     return RoleEvidence(head_fit, tail_fit, head_seen, tail_seen, share_h, share_t, known, in_table)
+
+
+def _entity_types(entity_types: Any, n: int) -> np.ndarray | None:
+    """``entity_types`` checked: ``n`` integer type ids >= 0 (None stays None)."""
+    if entity_types is None:
+        return None
+    types = np.asarray(entity_types)
+    if types.shape != (n,):
+        raise KgrValidationError(f"entity_types must have shape ({n},), got {types.shape}", field="entity_types")
+    if types.size and (not np.issubdtype(types.dtype, np.integer) or types.min() < 0):
+        raise KgrValidationError("entity_types must be integer type ids >= 0", field="entity_types")
+    return types.astype(np.int64)
+
+
+def _type_shares(f: _Facts, types: np.ndarray, queries: tuple[np.ndarray, np.ndarray, np.ndarray], d: np.ndarray,
+                 others: np.ndarray, known: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """``type_share_head`` and ``type_share_tail``: the share of the relation's other facts whose
+    head (tail) has the query head's (tail's) type, leave-one-out (``d`` = the query's own fact)."""
+    hq, rq, tq = queries
+    ones = np.ones(len(f.keys))
+    n_types = int(types.max()) + 1 if types.size else 1
+    by_head = sp.csr_matrix((ones, (f.rel, types[f.head])), shape=(R, n_types), dtype=np.float64)
+    by_tail = sp.csr_matrix((ones, (f.rel, types[f.tail])), shape=(R, n_types), dtype=np.float64)
+    q = len(hq)
+    same_h = np.rint(np.asarray(by_head[rq, types[hq]]).ravel()).astype(np.int64) - d if q else d
+    same_t = np.rint(np.asarray(by_tail[rq, types[tq]]).ravel()).astype(np.int64) - d if q else d
+    den = np.maximum(others, 1)
+    return np.where(known, same_h / den, 0.0), np.where(known, same_t / den, 0.0)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from kgr.errors import KgrValidationError
 from kgr.gauge.coverage import coverage_gain
-from kgr.gauge.policy import Candidate, PolicyState, PromotionConfig, decide_round
+from kgr.promotion.gedig import Candidate, PolicyState, PromotionConfig, decide_round
 from kgr.gauge.reward import ConstraintInputs
 
 
@@ -347,8 +347,8 @@ def test_each_candidate_feeds_calibration_once():
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_prefetched_balls_on_a_partial_graph_decide_exactly_as_the_whole_graph(seed):
-    from kgr.gauge import Ball, Prefetched
-    from kgr.gauge._graph import GraphView, capped_ball
+    from kgr.promotion.gedig import Ball, Prefetched
+    from kgr.gauge.graphview import GraphView, capped_ball
 
     rng = random.Random(seed)
     G = nx.barabasi_albert_graph(400, 2, seed=seed)  # hubs: balls are capped

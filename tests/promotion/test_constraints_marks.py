@@ -1,11 +1,11 @@
 """The near-duplicate constraint never takes numbered or generational namesakes for twins
-(kgr.gauge.constraints.FactHolders, kgr.model.canonical.distinguishing_marks; issue 31, item 8)."""
+(kgr.promotion.constraints.FactHolders, kgr.model.canonical.distinguishing_marks; issue 31, item 8)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kgr.gauge.constraints import FactHolders
+from kgr.promotion.constraints import FactHolders
 from kgr.model.promotion import CandidateRow
 
 

@@ -1,7 +1,7 @@
 r"""Typed facts as integer arrays: the common input of the learned-plausibility evidence.
 
-The relational evidence of the promotion scorer (path and inverse rules :mod:`kgr.gauge.rules`,
-role profiles :mod:`kgr.gauge.roles`, knowledge-graph embeddings :mod:`kgr.gauge.embedding`)
+The relational evidence of the promotion scorer (path and inverse rules :mod:`kgr.evidence.rules`,
+role profiles :mod:`kgr.evidence.roles`, knowledge-graph embeddings :mod:`kgr.evidence.embedding`)
 works on the same table of facts: entity ids :math:`0..n-1` with a type each, relation ids
 :math:`0..R-1`, and one row :math:`(h, r, t, w)` per directed fact with a weight :math:`w > 0`
 (1 for a promoted edge; the vote weight for a staged one). A *query* is a triple to score
@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from kgr.errors import KgrValidationError
 
-__all__ = ["FactTable", "Vocabulary"]
+__all__ = ["FactTable", "Vocabulary", "check_queries", "check_key_space", "lookup", "INT64_MAX"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,21 @@ class Vocabulary:
         return len(self.relations)
 
     def entity_index(self) -> dict[str, int]:
+        """Entity key → id.
+
+        Returns
+        -------
+        dict of str to int
+        """
         return {k: i for i, k in enumerate(self.entities)}
 
     def relation_index(self) -> dict[str, int]:
+        """Relation name → id.
+
+        Returns
+        -------
+        dict of str to int
+        """
         return {r: i for i, r in enumerate(self.relations)}
 
 
@@ -121,6 +134,107 @@ class FactTable:
         return len(self.head)
 
     def subset(self, mask: np.ndarray) -> "FactTable":
-        """The facts where ``mask`` is true (same id spaces)."""
+        """The facts where ``mask`` is true (same id spaces).
+
+        Parameters
+        ----------
+        mask : numpy.ndarray of bool, shape (m,)
+            Which facts to keep.
+
+        Returns
+        -------
+        FactTable
+        """
         return FactTable(self.head[mask], self.rel[mask], self.tail[mask], self.weight[mask],
                          self.n_entities, self.n_relations)
+
+
+#: Largest int64: pair keys ``(r*n + h)*n + t`` must stay below half of it.
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def check_queries(facts: FactTable, h: Any, r: Any, t: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries as three int64 arrays of one length, ids inside the table's id spaces.
+
+    Parameters
+    ----------
+    facts : FactTable
+        Gives the id spaces.
+    h, r, t : array_like of int
+        Head, relation and tail ids of the queries.
+
+    Returns
+    -------
+    h, r, t : numpy.ndarray of int64, shape (q,)
+
+    Raises
+    ------
+    KgrValidationError
+        Arrays of different lengths, non-integer ids, or ids outside the id spaces.
+    """
+    out = []
+    for name, a in (("h", h), ("r", r), ("t", t)):
+        arr = np.asarray(a)
+        if arr.ndim != 1:
+            arr = arr.reshape(-1)
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
+                raise KgrValidationError(f"query ids must be integers, got dtype {arr.dtype}", field=name)
+        out.append(arr.astype(np.int64, copy=False))
+    hq, rq, tq = out
+    if not (len(hq) == len(rq) == len(tq)):
+        raise KgrValidationError(
+            f"h, r and t must have one entry per query, got {len(hq)}, {len(rq)}, {len(tq)}", field="queries")
+    if len(hq):
+        if min(hq.min(), tq.min()) < 0 or max(hq.max(), tq.max()) >= facts.n_entities:
+            raise KgrValidationError(f"entity id outside 0..{facts.n_entities - 1}", field="queries")
+        if rq.min() < 0 or rq.max() >= facts.n_relations:
+            raise KgrValidationError(f"relation id outside 0..{facts.n_relations - 1}", field="queries")
+    return hq, rq, tq
+
+
+def check_key_space(n: int, R: int) -> None:
+    """Raise :class:`KgrValidationError` unless the keys ``(r*n + h)*n + t`` fit in int64 with room to spare.
+
+    Parameters
+    ----------
+    n : int
+        Number of entities.
+    R : int
+        Number of relations.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    KgrValidationError
+        :math:`R n^2` exceeds half the int64 range.
+    """
+    if n and R and R * n * n > INT64_MAX // 2:
+        raise KgrValidationError(
+            f"n_relations * n_entities**2 = {R * n * n} exceeds the int64 key space", field="facts")
+
+
+def lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``keys`` in ``sorted_keys`` and whether each is present.
+
+    Parameters
+    ----------
+    sorted_keys : numpy.ndarray of int64
+        Sorted, without repeats.
+    keys : numpy.ndarray of int64
+        The keys looked up.
+
+    Returns
+    -------
+    pos : numpy.ndarray of int64
+        Position of each key (0 where absent).
+    found : numpy.ndarray of bool
+    """
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
+    pos = np.searchsorted(sorted_keys, keys)
+    pos[pos == len(sorted_keys)] = 0
+    return pos, sorted_keys[pos] == keys

@@ -1,4 +1,4 @@
-"""Knowledge-graph embeddings (kgr.gauge.embedding): gradients, model properties, cross-fitting,
+"""Knowledge-graph embeddings (kgr.evidence.embedding): gradients, model properties, cross-fitting,
 warm starts and argument checks. Pure and fast (small graphs, no database)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from scipy.optimize import approx_fprime
 from sklearn.metrics import roc_auc_score
 
 from kgr.errors import KgrValidationError
-from kgr.gauge import embedding as emb
-from kgr.gauge.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
-from kgr.gauge.facts import FactTable
+from kgr.evidence import kge_train
+from kgr.evidence.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
+from kgr.evidence.facts import FactTable
 
 # --------------------------------------------------------------------------------------------
 # small graphs
@@ -88,7 +88,7 @@ def test_gradient_matches_finite_differences(kind):
     rng = np.random.default_rng(3)
     n, R, d, m = 7, 3, 4, 12
     h, r, t = rng.integers(0, n, m), rng.integers(0, R, m), rng.integers(0, n, m)
-    ob = emb._Objective(kind, d, n, R, h, r, t, rng.random(m) + 0.5,
+    ob = kge_train.Objective(kind, d, n, R, h, r, t, rng.random(m) + 0.5,
                         rng.integers(0, n, (m, 2)), (rng.random((m, 2)) < 0.8).astype(float),
                         rng.integers(0, n, (m, 2)), np.ones((m, 2)), 4, 0.3, dtype=np.float64)
     for _ in range(3):

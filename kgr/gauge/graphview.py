@@ -1,4 +1,4 @@
-"""Internal: read-only access to a networkx graph plus a few extra edges, and bounded BFS.
+"""Read-only access to a networkx graph plus a few extra edges, and bounded BFS.
 
 The policy evaluates candidates on "the promoted graph plus the edges selected so far in this
 round" without copying the graph: :class:`GraphView` layers an overlay of added edges over a
@@ -8,13 +8,15 @@ networkx graph that it never mutates. Self-loops in the base graph are ignored e
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import networkx as nx
+import numpy as np
 
 from kgr.errors import KgrValidationError
 
-__all__ = ["GraphView", "check_simple_undirected", "node_sort_key", "capped_ball", "bfs_within"]
+__all__ = ["GraphView", "check_simple_undirected", "node_sort_key", "capped_ball", "bfs_within", "LocalStructure",
+           "local_structure", "local_on_ball"]
 
 
 def check_simple_undirected(G: Any) -> None:
@@ -175,3 +177,27 @@ def bfs_within(view: GraphView, sources: Iterable[Hashable], radius: int) -> set
             break
         frontier = nxt
     return seen
+
+
+class LocalStructure(NamedTuple):
+    """The capped ball around a candidate (nodes, distances, capped) and its induced edges as index arrays."""
+
+    ball: list[Hashable]
+    dist: list[int]
+    capped: bool
+    ei: np.ndarray
+    ej: np.ndarray
+
+
+def local_structure(view: GraphView, u: Hashable, v: Hashable, hops: int, k_max: int) -> LocalStructure:
+    """:class:`LocalStructure` of the candidate ``(u, v)`` on ``view``: :func:`capped_ball` around both."""
+    ball, dist, capped = capped_ball(view, [u, v], hops, k_max)
+    return local_on_ball(view, ball, dist, capped)
+
+
+def local_on_ball(view: GraphView, ball: list[Hashable], dist: list[int], capped: bool) -> LocalStructure:
+    """:class:`LocalStructure` of a given ball, its induced edges read from ``view`` (indices into ``ball``)."""
+    pairs = view.induced_edges(ball)
+    ei = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
+    ej = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
+    return LocalStructure(ball, dist, capped, ei, ej)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kgr.errors import KgrValidationError
-from kgr.gauge.facts import FactTable
-from kgr.gauge.roles import role_evidence, role_profiles
+from kgr.evidence.facts import FactTable
+from kgr.evidence.roles import role_evidence, role_profiles
 
 W, B, L = range(3)  # WORKS_AT (person -> org), BASED_IN (org -> city), LIVES_IN (person -> city)
 # persons 0, 1, 2; orgs 3, 4; city 5

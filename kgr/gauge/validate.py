@@ -1,4 +1,4 @@
-"""Internal: argument checks shared by the gauge modules (one message style everywhere)."""
+"""Argument checks shared by the gauge and evidence modules (one message style everywhere)."""
 
 from __future__ import annotations
 
