@@ -50,6 +50,12 @@ _PREFIXED = re.compile(r"(?:auto|multi|non|pre|re|co|self|cross|sub|inter|semi|a
 _MODIFIER_SUFFIX = re.compile(r"-(?:based|compatible|like|style|aware|only|specific|friendly|agnostic|level|wide|free|"
                               r"safe|enabled|related|oriented|powered|driven|ready|side)$", re.IGNORECASE)
 _INITIAL = re.compile(r"[A-Z]\.")
+_ACRONYMS = re.compile(r"[A-Z]{1,3}(?:/[A-Z]{1,3})+")  # "API/ABI", "TLS/SSL": generic terms, as single acronyms
+#: A file's name ("opengl.pc", "glu.h", "setup.py"): a file, not the software.
+_FILE_NAME = re.compile(r"[a-z0-9_+-]+\.(?:pc|h|hh|hpp|c|cc|cpp|py|so|a|o|txt|md|rst|json|ya?ml|xml|gir|conf|cfg|ini|"
+                        r"sh|pl|pm|in|am|ac|mk|lock|toml|diff|patch|log|gz|tar|deb|service)")
+#: A sentence-initial adverb: "Manually enable", "Specifically, it" (not "Plotly is", "Plotly supports").
+_ADVERB_NEXT = re.compile(r"\s*,|\s+(?!(?:is|are|was|has|can|will)\b)[a-z]+(?<!s)\b")
 _PERSON_WORD = re.compile(r"[A-Z][a-z\u00c0-\u024f'’-]+")
 ORG_WORDS = frozenset("""foundation inc inc. ltd ltd. llc gmbh corporation corp corp. company team project consortium
 labs laboratory laboratories organization organisation community group university institute services systems
@@ -94,8 +100,10 @@ class Guess:
 
 
 def _kind(tok: str, code: bool) -> str:
-    if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok):
+    if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok) or _FILE_NAME.fullmatch(tok):
         return "modifier"
+    if _ACRONYMS.fullmatch(tok):
+        return "acronym"
     if _COMPOUND_WORD.fullmatch(tok) and (_PREFIXED.match(tok) or not has_lexicon()
                                           or all(map(is_common_word, tok.split("-")))):
         return "lower"  # an English compound, unless the word list knows a part is no common word
@@ -147,6 +155,10 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
 
     for s, e, tok in toks:
         kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
+        if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
+            kind = "modifier"  # a command-line option ("-ansiC", "--macho")
+        elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
+            kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
         if run and (gap.strip() or len(gap) > 2):
             flush()
@@ -162,6 +174,16 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             flush()
     flush()
     return out
+
+
+def _adverb(word: str) -> bool:
+    """Whether ``word`` is an English adverb in -ly of a common word ("Manually", "Specifically", "Easily")."""
+    w = word.casefold()
+    if not (w.endswith("ly") and w.isalpha() and len(w) > 4):
+        return False
+    stems = {w[:-2], w[:-4] if w.endswith("ally") else "", w[:-3] + "y" if w.endswith("ily") else "",
+             w[:-2] + "e" if w.endswith("bly") else ""}
+    return any(st and is_common_word(st) for st in stems)
 
 
 def _person_run(run: list[tuple[int, int, str]]) -> bool:

@@ -27,6 +27,7 @@ class Mention:
     guess: bool = False
     shape: str = "other"  # a guess's name shape (kgr.extract.guesses)
     possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
+    modifier: bool = False  # before a product noun ("an SQL database engine"): no end of a closed type
 
 
 def resolve_overlaps(cands: list[tuple[int, int, int, Mention]]) -> list[Mention]:
@@ -64,9 +65,10 @@ def fits(m: Mention, allowed: list[str], widened: list[str] | None, roles: Roles
         if t is not None:
             m.names.setdefault(t, m.names["*"])
         return t
+    types = [t for t in m.types if not (m.modifier and t in roles.closed)]
     if not allowed:
-        return m.types[0]
-    return next((t for t in m.types if t in allowed), None)
+        return types[0] if types else None
+    return next((t for t in types if t in allowed), None)
 
 
 def close(text: str, a: int, b: int, most: int) -> bool:

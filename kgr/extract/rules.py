@@ -60,6 +60,7 @@ from kgr.extract.base import ExtractionResult, RelationSpan
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
+from kgr.extract.phrases import modifier_of_product, title_mention, written_in
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -79,10 +80,18 @@ _NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
 #: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
 _RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
 #: A sentence opening with a pronoun or a definite description of the document's own subject.
-_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
+_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
                    re.VERBOSE)
 #: After a trigger noun: what provides it is not its subject.
 _PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
+#: Between a trigger and its right end: a coordinator first ("formats that PIL supports and ANSI
+#: sequences": the verb's object is before it; "develops and supports X" shares X) or a comparison
+#: ("higher compression than JPEG").
+_NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|unlike|like|similar\s+to|compared\s+(?:to|with)|"
+                           r"as\s+opposed\s+to)\b", re.IGNORECASE | re.DOTALL)
+#: After a trigger word, a preposition (other than its own): the word is a noun there and its ends are
+#: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports).
+_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across)\b", re.IGNORECASE)
 #: A "License: X" line of a README or package description (its subject is the document's).
 _LICENSE_LINE = re.compile(r"\W{0,3}Licen[cs]e:\s")
 
@@ -271,6 +280,8 @@ class RulesExtractor:
                 reported = comp.aliases.get((etype, canon), surface)
                 cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
         kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
+        for m in kept:
+            m.modifier = modifier_of_product(text, m.end)
         return mark_possessives(text, kept)
 
     @staticmethod
@@ -312,6 +323,8 @@ class RulesExtractor:
             own = _SELF.match(masked) if title else None
             if own is not None and title:
                 mentions.insert(0, self._title_mention(own.end(), title, schema))
+            else:
+                mentions = self._own_name(masked, mentions, title, schema)
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
@@ -320,6 +333,7 @@ class RulesExtractor:
             found_here = list(self._sentence_relations(sentence, masked, mentions, comp, schema, widened))
             if title and _LICENSE_LINE.match(sentence):
                 found_here += self._license_line(mentions, title, schema)
+            found_here += self._written_in(masked, mentions, title, schema)
             for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
@@ -352,6 +366,36 @@ class RulesExtractor:
         """The document's title standing at ``[0, end)`` of a sentence (or for its missing subject), with every relation domain type."""
         types = list(dict.fromkeys(t for spec in schema.relation_types.values() for t in spec.domain))
         return Mention(0, end, types, {t: title for t in types})
+
+    @classmethod
+    def _own_name(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema) -> list[Mention]:
+        """``mentions`` and, opening the sentence, the document's own name as the text spells it
+        (:func:`kgr.extract.phrases.title_mention`), unless a known name stands there."""
+        own = title_mention(masked, title)
+        if own is None or any(m.start < own[1] and own[0] < m.end for m in mentions):
+            return mentions
+        me = cls._title_mention(own[1], own[2], schema)
+        me.start = own[0]
+        return [me, *mentions]
+
+    @classmethod
+    def _written_in(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema):
+        """``WRITTEN_IN`` said by a product noun phrase ("X is a Python library"; rules in
+        :func:`kgr.extract.phrases.written_in`), not negated."""
+        spec = schema.relation_types.get("WRITTEN_IN")
+        if spec is None or not spec.domain or not spec.range:
+            return []
+        langs = {(m.start, m.end): (m, t) for m in mentions if not m.guess and not m.possessive
+                 for t in m.types[:1] if t in spec.range}
+        subs = {(m.start, m.end): (m, t) for m in mentions if not m.guess
+                for t in [next((t for t in m.types if t in spec.domain), None)] if t is not None}
+        out = []
+        for sub, lang in written_in(masked, list(langs), list(subs), bool(title)):
+            sm, st = subs[sub] if sub is not None else (cls._title_mention(0, title or "", schema), spec.domain[0])
+            lm, lt = langs[lang]
+            if not negated(masked, [(sm.start, sm.end), (lm.start, lm.end)], [(lm.start, lm.end)]):
+                out.append(("WRITTEN_IN", sm, st, lm, lt))
+        return out
 
     @staticmethod
     def _license_line(mentions: list[Mention], title: str, schema: KGSchema):
@@ -399,6 +443,8 @@ class RulesExtractor:
                 subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
             if not (left_ok and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
                 continue
+            if _NO_RIGHT_END.match(masked, te, right[0][0].start):
+                continue
             for sm, st in subjects:
                 for om, ot in objects:
                     if negated(masked, [(ts, te), (sm.start, sm.end), (om.start, om.end)], ends_at):
@@ -413,6 +459,8 @@ class RulesExtractor:
             ts, te = m.span()
             if any(x.start < te and ts < x.end for x in mentions):
                 continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
+            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of)$", m.group(0)):
+                continue
             if _PROVIDED_BY.match(sentence, te):
                 continue  # "SSL support is provided by OpenSSL": the document supports SSL through OpenSSL
             after_by = re.match(r"\s+by\b", sentence[te:], re.IGNORECASE) is not None
