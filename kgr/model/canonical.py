@@ -79,6 +79,9 @@ OWN_NON_ENTITY_RELATION_TYPES: frozenset[str] = frozenset({"MENTIONS", "PART_OF"
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def no_control_characters(value: str) -> str:
     """``value`` unchanged, unless it holds a control character (NUL, escape, ...; tab and newlines
     are allowed): names and sources are text, and a NUL would reach the store and every export.
@@ -86,9 +89,9 @@ def no_control_characters(value: str) -> str:
     >>> no_control_characters("Ada Lovelace")
     'Ada Lovelace'
     """
-    bad = next((c for c in value if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) < 160), None)
-    if bad is not None:
-        raise ValueError(f"contains the control character U+{ord(bad):04X} (names and sources are text)")
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise ValueError(f"contains the control character U+{ord(found.group()):04X} (names and sources are text)")
     return value
 
 

@@ -32,6 +32,8 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kgr.resolution.compare import values_differ
 from kgr.resolution.units import Unit
 
@@ -98,12 +100,21 @@ class _Between:
 
     def __init__(self, n: int, scores: Mapping[tuple[int, int], float]):
         self.t: list[dict[int, list[float]]] = [{} for _ in range(n)]
-        for (i, j), p in scores.items():
-            if i != j:
-                for a, b in ((i, j), (j, i)):
-                    cell = self.t[a].setdefault(b, [0.0, 0])
-                    cell[0] += p
-                    cell[1] += 1
+        if not scores:
+            return
+        ij = np.array(list(scores.keys()), dtype=np.int64).reshape(-1, 2)
+        p = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        off = ij[:, 0] != ij[:, 1]
+        a = np.concatenate([ij[off, 0], ij[off, 1]])
+        b = np.concatenate([ij[off, 1], ij[off, 0]])
+        # sum and count per ordered cell (a, b), cells grouped by a: one dict per unit, built in bulk
+        cell, inverse = np.unique(a * n + b, return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate([p[off], p[off]]), minlength=len(cell))
+        counts = np.bincount(inverse, minlength=len(cell))
+        rows, cols = (cell // n).tolist(), (cell % n).tolist()
+        bounds = np.flatnonzero(np.diff(cell // n)) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(cell)]):
+            self.t[rows[lo]] = dict(zip(cols[lo:hi], map(list, zip(sums[lo:hi].tolist(), counts[lo:hi].tolist()))))
 
     def mean(self, a: int, b: int, find: Callable[[int], int]) -> float:
         """Mean probability of the scored pairs between clusters ``a`` and ``b`` (1.0 when none is scored)."""

@@ -52,9 +52,12 @@ def inline_votes(props: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The inline votes of an edge with properties ``props``, in order: one record per source with
     every per-vote field (``{"source": ..., "confidence": ..., "at": ..., ...}``; a field whose
     list is missing or short is None)."""
-    columns = {name: list(props.get(name) or []) for name in per_vote_lists(props)}
-    return [{_field(name): col[i] if i < len(col) else None for name, col in columns.items()}
-            for i in range(len(columns["sources"]))]
+    names = per_vote_lists(props)
+    n = len(props.get("sources") or [])
+    fields = [_field(name) for name in names]
+    # each list padded (or cut) to the number of sources, then one record per position
+    columns = [[*col[:n], *[None] * (n - len(col))] for col in (list(props.get(name) or []) for name in names)]
+    return [dict(zip(fields, row)) for row in zip(*columns)] if n else []
 
 
 def overflow_votes(nodes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
