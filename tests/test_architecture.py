@@ -387,8 +387,6 @@ def test_one_staging_write_path():
     assert not wrong, "\n".join(wrong)
 
 
-#: Packages held to "no import circles and no private names across modules" (issue 33); the others
-#: join as their circles and private imports go (the gauge's are being split apart).
 #: What the command line may use of the ingestion package besides :class:`kgr.engine.Engine`: the
 #: job's settings models and the listing of the paths a user names (no pipeline, no store).
 CLI_INGEST_SURFACE = {

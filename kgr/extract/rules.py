@@ -90,8 +90,9 @@ _PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+b
 _NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|unlike|like|similar\s+to|compared\s+(?:to|with)|"
                            r"as\s+opposed\s+to)\b", re.IGNORECASE | re.DOTALL)
 #: After a trigger word, a preposition (other than its own): the word is a noun there and its ends are
-#: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports).
-_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across)\b", re.IGNORECASE)
+#: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports). Lower case
+#: only: a capital starts a name ("wrote On Computable Numbers").
+_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across)\b")
 #: A "License: X" line of a README or package description (its subject is the document's).
 _LICENSE_LINE = re.compile(r"\W{0,3}Licen[cs]e:\s")
 

@@ -105,3 +105,11 @@ def test_the_documents_own_name_opening_a_sentence():
     assert title_mention("Time passes quickly.", "time") is None     # a common word needs "is"
     assert title_mention("Time is a C program.", "time") == (0, 4, "Time")
     assert title_mention("Other text first.", "sqlite") is None
+
+
+def test_a_capitalised_preposition_after_a_trigger_starts_a_name():
+    """The preposition rule reads lower case only: "wrote On Computable Numbers" names a paper
+    (it dropped the re-ingest test's AUTHORED facts when it ignored case)."""
+    examples = load_schema(Path(__file__).resolve().parents[2] / "examples" / "schema.json")
+    kg = RulesExtractor().extract("Ada Lovelace wrote On Computable Numbers.", examples).kg
+    assert [(r.subject, r.object) for r in kg.relations.get("AUTHORED", [])] == [("Ada Lovelace", "On Computable Numbers")]
