@@ -63,7 +63,7 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_LABELS: frozenset[str] = frozenset({
     "Entity", "Document", "Chunk", "Vote", "Decision", "Version", "Snapshot", "KgrState", "SchemaProposal",
     "ReviewLabel", "VerifierAnswer", "PolicyState", "IssuedSlice", "Outcome", "KgrSchema",
-    "MatchCandidate", "MatchLabel",
+    "MatchCandidate", "MatchLabel", "AuditDraw",
 })
 #: Relationship types between entities that kgr writes itself; refused as relation types (a
 #: relation named ``PENDING_REL`` would be promoted into a staged edge's own type). kgr's other

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -92,7 +93,9 @@ def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.
 
 
 class CalibratedPolicy:
-    """See the module docstring. One object per process: it caches mined rules, embeddings and fits."""
+    """See the module docstring. One object per process: it caches mined rules, embeddings and fits,
+    so concurrent settles on one object (threads of a server, ``Engine`` callers) score one at a time
+    (the feature transformer keeps its last checks between ``fit_transform`` and their use)."""
 
     name: ClassVar[str] = "calibrated"
     counts: ClassVar[bool] = False  # run_round need not count the promoted graph first
@@ -105,6 +108,7 @@ class CalibratedPolicy:
                                          rules_min_support=c.rules_min_support,
                                          rules_min_confidence=c.rules_min_confidence, embedding_dim=c.embedding_dim)
         self._fit: tuple[str, object] | None = None
+        self._scoring = threading.Lock()
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
@@ -153,7 +157,12 @@ class CalibratedPolicy:
         return self._fit[1]
 
     def score(self, inputs: RoundInputs) -> Scored:
-        """Features, checks, the fit, the cut and each row's outcome (see the module docstring)."""
+        """Features, checks, the fit, the cut and each row's outcome (see the module docstring);
+        one call at a time per policy object."""
+        with self._scoring:
+            return self._score(inputs)
+
+    def _score(self, inputs: RoundInputs) -> Scored:
         cfg = self.config
         rows = inputs.candidates
         n = len(rows)
