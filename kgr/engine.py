@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -27,8 +28,9 @@ from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.extract.verify import Verifier
-from kgr.gauge.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
+from kgr.promotion.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
+from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
 from kgr.model.schema_versions import SchemaChange, StoredSchema
 from kgr import slices
@@ -37,7 +39,17 @@ from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
-__all__ = ["Engine", "FileStageReport"]
+from kgr.store.aging import AgingConfig
+from kgr.store.export import JsonlExport
+
+if TYPE_CHECKING:
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.report import IngestReport
+    from kgr.store.export import ExportedTriple, LaplacianExport
+    from kgr.store.metrics import StoreMetrics
+
+#: The settings models the front door takes (so callers need not reach into the layers behind it).
+__all__ = ["Engine", "FileStageReport", "AgingConfig", "JsonlExport"]
 
 
 def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
@@ -46,10 +58,20 @@ def _with_target(policy: object, config: BaseModel | None, target_fmr: float | N
         return config
     if policy != "calibrated":
         raise KgrValidationError("target_fmr applies to the calibrated policy only", field="target_fmr")
-    from kgr.gauge.calibrated import CalibratedConfig
+    from kgr.promotion.config import CalibratedConfig
 
     base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
     return base.model_copy(update={"target_fmr": target_fmr})
+
+
+def _with_reader(policy: object, config: BaseModel | None, verifier: Verifier | None) -> BaseModel | None:
+    """``config`` with the calibrated policy's ``hold_unread`` on when a verifier will read what it escalates."""
+    if verifier is None or policy != "calibrated":
+        return config
+    from kgr.promotion.config import CalibratedConfig
+
+    base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
+    return base.model_copy(update={"hold_unread": True})
 
 
 class FileStageReport(staging.StageReport):
@@ -171,7 +193,7 @@ class Engine:
     # -- promotion -------------------------------------------------------------------------------
     def policy(self, policy: PolicyName | Policy = DEFAULT_POLICY, *, quorum: int | None = None,
                config: BaseModel | None = None) -> Policy:
-        """The promotion policy ``policy`` (a registry name or a :class:`~kgr.gauge.policies.Policy`).
+        """The promotion policy ``policy`` (a registry name or a :class:`~kgr.promotion.policies.Policy`).
 
         A policy object keeps what it learnt in this process (the calibrated policy's embedding
         models warm-start from it), so the engine reuses one per name.
@@ -186,16 +208,18 @@ class Engine:
     def promote(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
                 config: BaseModel | None = None, target_fmr: float | None = None,
                 verifier: Verifier | None = None) -> RoundSummary:
-        """One promotion round of ``policy`` (default: calibrated), written as one version.
+        """One promotion round of ``policy`` (default: calibrated, a settle of every staged edge), one version.
 
         ``target_fmr`` sets the calibrated policy's target (its config otherwise). With a
-        ``verifier``, the candidates the round escalated are then re-read
-        (:meth:`reread`): their new evidence is decided in the next round, and
-        ``summary.reread`` says what was found.
+        ``verifier``, the escalated edges not yet read are then re-read (:meth:`reread`), whatever
+        this round decided: their new evidence is weighed by the next round, and ``summary.reread``
+        says what was found. The calibrated policy then also holds unread edges above its cut that
+        one silent reading would drop below it, until they are read.
         """
-        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
+        chosen = self.policy(policy, quorum=quorum, config=_with_reader(policy, _with_target(policy, config, target_fmr),
+                                                                        verifier))
         summary = rounds.run_round(self.graph, chosen, schema=self.schema)
-        if verifier is not None and summary.escalated:
+        if verifier is not None:
             summary.reread = self.reread(verifier)
         return summary
 
@@ -221,21 +245,24 @@ class Engine:
                            on_round: Callable[[RoundSummary], None] | None = None) -> list[RoundSummary]:
         """Promotion rounds until the staged backlog is worked through; every round is one version.
 
-        A round decides a bounded number of candidates and promotes at most its budget; an edge
-        held only for budget is decided again next round. Rounds repeat until one is
-        :attr:`~kgr.model.decisions.RoundSummary.settled` (nothing promoted, nothing held for
-        budget, and nothing deferred or nothing written), or after ``max_rounds``. ``on_round``
+        The calibrated policy settles everything in one round; with a ``verifier`` the escalated
+        edges are re-read after it, and rounds repeat while re-reading finds new answers. The other
+        policies decide a bounded number of candidates per round and repeat until one is
+        :attr:`~kgr.model.decisions.RoundSummary.settled`. At most ``max_rounds``; ``on_round``
         sees each round's summary.
         """
         if max_rounds < 1:
             raise KgrValidationError("max_rounds must be >= 1", field="max_rounds")
-        chosen = self.policy(policy, quorum=quorum, config=_with_target(policy, config, target_fmr))
+        chosen = self.policy(policy, quorum=quorum, config=_with_reader(policy, _with_target(policy, config, target_fmr),
+                                                                        verifier))
         out: list[RoundSummary] = []
         while len(out) < max_rounds:
             summary = self.promote(policy=chosen, verifier=verifier)
             if summary.version is None and not out:
                 out.append(summary)  # nothing to decide: report the empty round once
-                break
+                if not (summary.reread is not None and summary.reread.claims):
+                    break
+                continue
             if summary.version is not None:
                 out.append(summary)
                 if on_round is not None:
@@ -316,3 +343,83 @@ class Engine:
         keep, drop = inspect.user_entity_key(keep), inspect.user_entity_key(drop)
         inspect.check_entity_keys(self.graph, [keep, drop], ["keep", "drop"])
         return merge.merge_entities(self.graph, keep, drop)
+
+    # -- entity resolution (kgr.store.resolve) ------------------------------------------------------
+    def resolve(self, *, type: str | None = None, dry_run: bool = False, target_fmr: float = 0.02,
+                tie_break=None) -> "ResolveReport":  # noqa: ANN001, A002 - a TieBreak; `type` as the CLI spells it
+        """Find, score and cluster duplicate entities (of ``type``) and apply merges and splits as one
+        version (``dry_run``: propose only). Name embeddings (:attr:`embed`) add a blocking rule;
+        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band."""
+        from kgr.store.resolve import resolve
+
+        return resolve(self.graph, self.schema, etype=type, dry_run=dry_run, target_fmr=target_fmr,
+                       embed=self.embed, tie_break=tie_break)
+
+    def split(self, key: str, *, dry_run: bool = False) -> "SplitReport":
+        """Split entity ``key`` where its sources' functional values conflict, as one version."""
+        from kgr.store.resolve import split_entity
+
+        return split_entity(self.graph, self.schema, key, dry_run=dry_run)
+
+    def review_pairs(self, *, limit: int = 20) -> "list[PairEvidence]":
+        """The entity pairs in resolution's uncertain band, most uncertain first."""
+        from kgr.store.resolve import review_pairs
+
+        return review_pairs(self.graph, limit=limit)
+
+    def label_pairs(self, labels: Iterable["PairLabel"]) -> "PairLabelReport":
+        """Record merge / no-merge labels on entity pairs (the next resolution uses them)."""
+        from kgr.store.resolve import record_pair_labels
+
+        return record_pair_labels(self.graph, list(labels))
+
+    # -- ingestion, export, metrics (kgr.ingest, kgr.store.export, kgr.store.metrics) --------------
+    def check_extractor(self, config: "IngestConfig") -> None:
+        """Fail fast when ``config``'s extractor cannot run (an LLM with an unknown model or no key):
+        :class:`~kgr.errors.KgrExtractionError` with one line naming the fix, before any document is read."""
+        if config.extractor == "llm":
+            from kgr.ingest.config import make_extractor
+            from kgr.ingest.fail_fast import preflight
+
+            preflight(make_extractor(config))
+
+    def ingest(self, paths: Sequence[str | Path], config: "IngestConfig | None" = None, *,
+               on_progress: Callable[[str, float], None] | None = None, on_round: Callable[[], None] | None = None,
+               verifier: Verifier | None = None, extractor=None) -> "IngestReport":  # noqa: ANN001 - an Extractor
+        """Ingest files and directories with the engine's schema (:func:`kgr.ingest.pipeline.ingest`):
+        load, chunk, extract, stage, resolve, then promote with ``config.policy`` (re-reading what it
+        escalates with ``verifier``) until settled; ``on_round`` is called before each promotion round."""
+        from kgr.errors import KgrSchemaError
+        from kgr.ingest.config import IngestConfig
+        from kgr.ingest.pipeline import ingest
+
+        if self.schema is None:
+            raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
+                                 "store one with `kgr init --schema FILE`")
+        cfg = config or IngestConfig()
+
+        def promote() -> RoundSummary:
+            if on_round is not None:
+                on_round()
+            return self.promote(policy=cfg.policy, verifier=verifier)
+
+        return ingest(self.graph, paths, self.schema, config=cfg, extractor=extractor, on_progress=on_progress,
+                      promote=promote, embed=self.embed)
+
+    def export_jsonl(self, *, pending: bool = False, statuses: Sequence[str] | None = None) -> "Iterable[ExportedTriple]":
+        """The promoted edges (``pending``: the staged ones, of ``statuses``), one model per edge, streamed."""
+        from kgr.store.export import iter_exported
+
+        return iter_exported(self.graph, pending=pending, statuses=statuses)
+
+    def export_laplacian(self, path: str | Path, *, include_pending: bool = False) -> "LaplacianExport":
+        """Write the promoted graph's Laplacian (scipy CSR) and its node-id order to ``path`` (.npz)."""
+        from kgr.store.export import export_laplacian
+
+        return export_laplacian(self.graph, path, include_pending=include_pending)
+
+    def metrics(self, *, rounds: int = 5) -> "StoreMetrics":
+        """Counts, entropy and coverage of the promoted graph, and the recent ``rounds``' rates."""
+        from kgr.store.metrics import collect_metrics
+
+        return collect_metrics(self.graph, rounds=rounds)

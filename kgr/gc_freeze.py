@@ -2,9 +2,9 @@
 
 A process that imports litellm, pydantic's schemas and the Neo4j driver holds 50,000 (the tool
 server) to 450,000 (an ingestion worker: litellm's provider tables) objects that live as long as
-it does. Each full collection scans them all again: 17-25 ms a pass for the server's 50,000 on the
-benchmark machine, more for a worker, paid by whichever request or chunk happens to allocate at that
-moment. :func:`freeze_startup_objects` moves them into the permanent generation (``gc.freeze``)
+it does. Each full collection scans them all again, in time linear in their number
+(``docs/benchmarks.md`` has the pauses), paid by whichever request or chunk happens to allocate at
+that moment. :func:`freeze_startup_objects` moves them into the permanent generation (``gc.freeze``)
 once the start is done; objects made later are collected as usual.
 """
 

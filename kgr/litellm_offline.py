@@ -56,13 +56,12 @@ def load_litellm(needed_by: str = "the LLM extractor") -> Any:
 def warm_up_litellm(model: str | None = None, api_base: str | None = None) -> None:
     """Do at a worker's start what the first request would otherwise do in the middle of the run.
 
-    - import litellm (offline) and the OpenAI SDK's resource modules (~0.3 s of CPU);
-    - load litellm's default tokenizer, which the ``hosted_vllm/`` route loads on its first request
-      (~0.2 s of CPU);
+    - import litellm (offline) and the OpenAI SDK's resource modules;
+    - load litellm's default tokenizer, which the ``hosted_vllm/`` route loads on its first request;
     - with ``model``: one **mock** completion through litellm (``mock_response``: litellm answers it
       itself, no request leaves the machine), which imports and builds the route's provider
-      configuration (first real request: 216 → 12 ms of CPU on ``hosted_vllm/``, 98 → 28 ms on
-      ``openai/``, measured on the development machine).
+      configuration, so that the first real request does not (its CPU before and after:
+      ``docs/benchmarks.md``).
 
     With four workers starting together, that work otherwise landed in the run's first second,
     beside the first requests. Best effort: a failure here is left to the real request to report.
@@ -92,10 +91,9 @@ def openai_http_route(model: object, api_base: object, environ: Mapping[str, str
     For those, the job's own ``EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER`` decides when it is set
     (``true`` on, anything else off, as litellm reads it); unset, the answer is ``True``.
 
-    Why: the SDK's client costs CPU that the handler does not. At total concurrency 64 with 4
-    workers on two cores, a worker's CPU per chunk through ``openai/`` fell from 3.8-4.6 ms to
-    3.1-3.4 ms with the switch, and the share of ideal throughput from 83 to 86-88 % (medians of
-    three alternating runs, ``scripts/bench_ingest.py``; README). The requests are the same chat
+    Why: the SDK's client costs CPU per request that the handler does not, which counts when a
+    worker keeps dozens of requests in flight (the figures, from ``scripts/bench_ingest.py``:
+    ``docs/benchmarks.md``). The requests are the same chat
     completions; what the handler does not send is the SDK's ``OpenAI-Organization`` header, which a
     self-hosted server does not read. OpenAI's own API (no ``api_base``) keeps the SDK.
     """

@@ -20,25 +20,25 @@ arrives in waves; after each wave a policy runs rounds until one is settled.
 - ``votes2c``: votes >= 2 plus the schema's constraints (declared domain/range, functional
   relations, near-duplicate entities): the geDIG runner with its gates switched off;
 - ``gedig``: the previous default (votes, constraints, the geDIG gauge and gates);
-- ``cal0``, ``cal2``, ``cal5``, ``cal10``: the calibrated policy (the new default, target FMR
-  0.1) with label budgets of 0 %, 2 %, 5 % and 10 % of the stream's distinct triples, spread over the waves:
-  after each wave's rounds, a simulated reviewer answers the top of ``kgr review queue`` from the
-  stream's truth (``kgr review label``), and rounds run again. On the text stream the calibrated
-  policy re-reads the corpus for the candidates it escalates (the offline rules verifier).
-- ``t05cal0``, ``t05cal5``: the same with ``--target-fmr 0.05``, without labels and with 5 %.
+- ``c10b0`` … ``c10b20`` and ``c05b0`` … ``c05b20``: the calibrated policy (the default) at target
+  FMR 0.1 and 0.05 with label budgets of 0, 2, 5, 10 and 20 % of the stream's distinct triples,
+  spread over the waves: after each wave's settle, a simulated reviewer answers the top of
+  ``kgr review queue`` from the stream's truth (``kgr review label``; a quarter of the queue are
+  uniform audit picks), and the store settles again. On the text stream the calibrated policy
+  re-reads the corpus for the edges it escalates (the offline rules verifier).
 
 **Figures** per stream and policy: Acceptance (promoted true / all true), FMR (promoted false /
-promoted), the FMR the policy predicted for its promoted graph (mean of 1 - p_hat over promoted
-edges; the calibrated policy only), labels used, rounds, candidates decided per second of round
-time (read + decide + write), and the share of each false kind promoted. Plus the oracle frontier
-of each stream (the best Acceptance/FMR any policy deciding on votes, declared types,
-common neighbours in the complete true graph and novelty can reach).
+promoted), the policy's expected FMR of its cut (mean of 1 - p_hat) and the 90 % bound the cut was
+held to (with the audit labels inside the cut), labels used, settles, candidates decided per
+second of settle time, and the share of each false kind promoted. Plus the oracle frontier of each
+stream, and the supervised ceiling (5-fold cross-validated logistic regression and gradient boosting
+on kgr's own features with *every* label). **CLI cost** per assertion stream: ``kgr stage FILE``
+and then ``kgr promote --until-done`` as two processes on an empty store, and their ratio.
 
-**Speed** (``--speed``, on by default): end to end ``run_round`` of the calibrated policy with
-5,000 candidates on a promoted graph of 100k edges (cold: first round of a process, which reads
-the graph, mines rules and fits the embeddings; warm: the next round with 5,000 new candidates),
-and on a small dense graph (134 nodes, 1,356 promoted edges, 1,832 candidates); and
-``promote --until-done`` on a backlog of 20,000 staged edges.
+**Speed** (``--speed``, on by default): ``kgr promote`` as a new process (cold) with 5,000
+candidates on a promoted graph of 100k edges (pinned: promoted by another hand), then a settle
+with nothing new; the same in-process; a small dense graph (134 nodes, 1,356 promoted edges, 1,832
+candidates); and ``promote --until-done`` on a backlog of 20,000 staged edges.
 
 BLAS runs single-threaded unless ``OPENBLAS_NUM_THREADS`` is set.
 """
@@ -68,9 +68,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import promotion_streams as ps  # noqa: E402
 from kgr.engine import Engine  # noqa: E402
 from kgr.extract.verify import RulesVerifier  # noqa: E402
-from kgr.gauge.calibrated import CalibratedConfig  # noqa: E402
-from kgr.gauge.policies import QuorumConfig, make_policy  # noqa: E402
-from kgr.gauge.policy import PromotionConfig  # noqa: E402
+from kgr.promotion.config import CalibratedConfig  # noqa: E402
+from kgr.model.decisions import CutReport  # noqa: E402
+from kgr.promotion.policies import QuorumConfig, make_policy  # noqa: E402
+from kgr.promotion.gedig import PromotionConfig  # noqa: E402
 from kgr.ingest.config import IngestConfig  # noqa: E402
 from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.decisions import EdgeDecision, RoundSummary  # noqa: E402
@@ -81,7 +82,7 @@ from kgr.store.admin import init_store, reset  # noqa: E402
 from kgr.connect import connect  # noqa: E402
 from kgr.store.connection import Graph  # noqa: E402
 from kgr.store.promotion import apply_decisions, candidates  # noqa: E402
-from kgr.store.rounds import PROMOTED_CACHE, read_context, run_round  # noqa: E402
+from kgr.store.rounds import PROMOTED_CACHE, read_context, read_round, run_round  # noqa: E402
 from kgr.store.staging import stage  # noqa: E402
 from kgr.store.versions import promoted_edges  # noqa: E402
 
@@ -106,12 +107,9 @@ SPECS = [
     Spec("votes3", "votes >= 3", "quorum", QuorumConfig(quorum=3), plain=True),
     Spec("votes2c", "votes >= 2 + constraints", "gedig", GATES_OFF),
     Spec("gedig", "geDIG (previous default)", "gedig", PromotionConfig()),
-    Spec("cal0", "calibrated (default), no labels", "calibrated", CalibratedConfig()),
-    Spec("cal2", "calibrated, 2% labels", "calibrated", CalibratedConfig(), labels=0.02),
-    Spec("cal5", "calibrated, 5% labels", "calibrated", CalibratedConfig(), labels=0.05),
-    Spec("cal10", "calibrated, 10% labels", "calibrated", CalibratedConfig(), labels=0.10),
-    Spec("t05cal0", "calibrated @0.05, no labels", "calibrated", CalibratedConfig(target_fmr=0.05)),
-    Spec("t05cal5", "calibrated @0.05, 5% labels", "calibrated", CalibratedConfig(target_fmr=0.05), labels=0.05),
+    *(Spec(f"c{round(t * 100):02d}b{round(b * 100)}", f"calibrated @{t}, {round(b * 100)}% labels", "calibrated",
+           CalibratedConfig(target_fmr=t), labels=b)
+      for t in (0.1, 0.05) for b in (0.0, 0.02, 0.05, 0.10, 0.20)),
 ]
 
 
@@ -123,6 +121,8 @@ class Result:
     acceptance: float
     fmr: float
     predicted_fmr: float | None
+    bound: float | None
+    audits: int
     promoted: int
     labels: int
     rounds: int
@@ -142,6 +142,13 @@ def _ident(s_key: str, rel: str, o_key: str) -> tuple[str, str, str]:
     return (s_key, rel, o_key)
 
 
+def inputs_evidence(inputs):  # noqa: ANN001, ANN201 - RoundInputs -> Evidence
+    from kgr.evidence.graph import Evidence
+
+    return Evidence(rows=inputs.candidates, pinned=inputs.promoted, entity_types=inputs.entity_types,
+                    schema=inputs.schema)
+
+
 class Runner:
     """One policy on one stream, on a wiped store."""
 
@@ -149,8 +156,12 @@ class Runner:
         self.graph, self.stream, self.spec, self.log, self.max_rounds = graph, stream, spec, log, max_rounds
         self.schema = stream.schema
         self.engine = Engine(graph, schema=None if spec.plain else stream.schema)
-        self.policy = make_policy(spec.policy, spec.config)  # type: ignore[arg-type]
         self.verifier = RulesVerifier() if spec.policy == "calibrated" and stream.documents else None
+        config = spec.config
+        if self.verifier is not None:  # as Engine.promote does with a verifier: unread edges wait for it
+            config = config.model_copy(update={"hold_unread": True})  # type: ignore[union-attr]
+        self.policy = make_policy(spec.policy, config)  # type: ignore[arg-type]
+        self.cut: CutReport | None = None
         self.rounds = self.cands = self.labels = 0
         self.round_seconds = 0.0
         self.reread: Counter[str] = Counter()
@@ -162,6 +173,7 @@ class Runner:
             self.round_seconds += time.perf_counter() - t0
             self.cands += s.candidates
             self.rounds += s.version is not None
+            self.cut = s.cut or self.cut
             if s.reread is not None:
                 self.reread.update({k: getattr(s.reread, k) for k in ("claims", "supports", "contradicts", "silent")})
             if s.settled and not (s.reread is not None and s.reread.claims):
@@ -202,7 +214,7 @@ class Runner:
             self.log(f"    wave {w + 1}/{len(self.stream.waves)}: {self.rounds} rounds, {self.labels} labels, "
                      f"{time.perf_counter() - started:.0f} s")
         res = self.result(time.perf_counter() - started)
-        if self.spec.name == "cal0":
+        if self.spec.name == "c10b0":
             res.ceiling = self.ceiling()
         return res
 
@@ -215,32 +227,40 @@ class Runner:
 
     def ceiling(self) -> dict:
         """What a model on kgr's own features could do with *every* label: 5-fold cross-validated
-        logistic regression over the feature vectors recorded on the scored edges (a design bound:
-        no label budget can teach more than this from these features)."""
+        logistic regression and gradient boosting over the settle's feature matrix of every managed
+        edge (the embedding included), the truth as labels (a design bound: no label budget can
+        teach more than this from these features)."""
         import numpy as np
+        from sklearn.ensemble import HistGradientBoostingClassifier
         from sklearn.linear_model import LogisticRegression
         from sklearn.model_selection import cross_val_predict
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
 
-        rows = self.graph.driver.execute_query(
-            "MATCH (s:Entity)-[p:PENDING_REL]->(o:Entity) WHERE p.features IS NOT NULL "
-            "RETURN s.key AS s, p.type AS r, o.key AS o, p.features AS f").records
-        ys = [self.stream.is_true((r["s"], r["r"], r["o"])) for r in rows]
-        keep = [i for i, y in enumerate(ys) if y is not None]
+        from kgr.model.promotion import RoundRequest
+
+        ctx, _ = read_context(self.graph, "calibrated", counts=False)
+        inputs = read_round(self.graph, RoundRequest(limit=1, settle=True), ctx, schema=self.engine.schema)
+        X = self.policy.features.fit_transform(inputs_evidence(inputs), embedding=True)
+        hard = (self.policy.features.checks_.r_contr > 0.5) | self.policy.features.checks_.self_loop
+        ys = [self.stream.is_true((c.subject_key, c.relation, c.object_key)) for c in inputs.candidates]
+        keep = [i for i, y in enumerate(ys) if y is not None and not hard[i]]
         if len(keep) < 50:
             return {}
-        X = np.nan_to_num(np.array([rows[i]["f"] for i in keep], dtype=float))
-        y = np.array([bool(ys[i]) for i in keep])
-        X = (X - X.mean(0)) / (X.std(0) + 1e-9)
-        p = cross_val_predict(LogisticRegression(max_iter=3000), X, y, cv=5, method="predict_proba")[:, 1]
-        order = np.argsort(-p)
-        tp, fp = np.cumsum(y[order]), np.cumsum(~y[order])
+        X, y = X[keep], np.array([bool(ys[i]) for i in keep])
         n_true = sum(1 for v in self.stream.truth.values() if v)
-        out = {"scored": len(keep)}
-        for acc in (0.5, 0.8, 0.9):
-            i = np.searchsorted(tp, acc * n_true)
-            out[f"fmr_at_acceptance_{acc}"] = None if i >= len(tp) else float(fp[i] / (tp[i] + fp[i]))
-        ok = np.nonzero(fp / (tp + fp) <= 0.05)[0]
-        out["acceptance_at_fmr_0.05"] = float(tp[ok[-1]] / n_true) if len(ok) else 0.0
+        out: dict = {"scored": len(keep)}
+        for name, est in (("logistic", make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))),
+                          ("boosting", HistGradientBoostingClassifier(random_state=0))):
+            p = cross_val_predict(est, X, y, cv=5, method="predict_proba")[:, 1]
+            order = np.argsort(-p)
+            tp, fp = np.cumsum(y[order]), np.cumsum(~y[order])
+            for acc in (0.5, 0.8, 0.9):
+                i = np.searchsorted(tp, acc * n_true)
+                out[f"{name}_fmr_at_acceptance_{acc}"] = None if i >= len(tp) else float(fp[i] / (tp[i] + fp[i]))
+            for t in (0.05, 0.1):
+                ok = np.nonzero(fp / (tp + fp) <= t)[0]
+                out[f"{name}_acceptance_at_fmr_{t}"] = float(tp[ok[-1]] / n_true) if len(ok) else 0.0
         return out
 
     def result(self, seconds: float) -> Result:
@@ -249,11 +269,11 @@ class Runner:
         tp = sum(1 for i in final if self.stream.is_true(i))
         kinds = Counter(self.stream.kind.get(i, "unknown") for i in final)
         totals = Counter(self.stream.kind.values())
-        ctx, _ = read_context(self.graph, "calibrated")
-        predicted = (ctx.promoted_expected_false / ctx.promoted_scored) if ctx.promoted_scored else None
+        cut = self.cut if self.spec.policy == "calibrated" else None
         return Result(stream=self.stream.name, policy=self.spec.name, label=self.spec.label,
                       acceptance=tp / n_true if n_true else 0.0, fmr=(len(final) - tp) / len(final) if final else 0.0,
-                      predicted_fmr=predicted if self.spec.policy == "calibrated" else None, promoted=len(final),
+                      predicted_fmr=cut.expected_fmr if cut else None, bound=cut.bound if cut else None,
+                      audits=cut.audit_labels if cut else 0, promoted=len(final),
                       labels=self.labels, rounds=self.rounds, candidates=self.cands, round_seconds=self.round_seconds,
                       seconds=seconds, by_kind={k: kinds[k] / totals[k] for k in totals if k != "true" and totals[k]},
                       reread=dict(self.reread))
@@ -287,8 +307,58 @@ def _timed_round(graph: Graph, policy, sch: KGSchema) -> dict:  # noqa: ANN001 -
             "per_second": s.candidates / wall if wall else 0.0, "timings": s.timings}
 
 
+def _cli_env(graph: Graph) -> dict[str, str]:
+    st = graph.settings
+    env = {**os.environ, "NEO4J_URI": graph.uri, "NEO4J_DATABASE": graph.database}
+    if st is not None and st.password is not None:
+        env.update(NEO4J_USERNAME=st.username, NEO4J_PASSWORD=st.password)
+    return env
+
+
+def _cli(graph: Graph, *args: str) -> tuple[float, dict]:
+    """Run ``kgr ARGS --json`` as a new process; its wall time and its JSON report."""
+    import subprocess
+
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kgr.cli", *args, "--json"], env=_cli_env(graph),
+                          capture_output=True, text=True, timeout=3600)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"kgr {' '.join(args)} failed: {proc.stderr[-2000:]}")
+    if proc.stderr.strip() and args[0] == "promote":  # (stage may log the driver's retried lock waits)
+        raise RuntimeError(f"kgr {' '.join(args)} wrote to stderr: {proc.stderr[-2000:]}")
+    return wall, json.loads(proc.stdout)
+
+
+def cli_cost(graph: Graph, stream: ps.LabelledStream, log: Log) -> dict:
+    """``kgr stage FILE`` then ``kgr promote --until-done``, two new processes on an empty store."""
+    if not stream.assertions:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        triples = Path(tmp) / "stream.jsonl"
+        with open(triples, "w", encoding="utf-8") as fh:
+            for a in stream.assertions:
+                fh.write(a.model_dump_json() + "\n")
+        schema = Path(tmp) / "schema.json"
+        schema.write_text(stream.schema.model_dump_json(), encoding="utf-8")
+        reset(graph)
+        PROMOTED_CACHE.clear()
+        init_store(graph, stream.schema)
+        t_stage, _ = _cli(graph, "stage", str(triples), "--schema", str(schema))
+        t_promote, rep = _cli(graph, "promote", "--until-done", "--schema", str(schema))
+        t_noop, noop = _cli(graph, "promote", "--schema", str(schema))
+    out = {"assertions": len(stream.assertions), "stage_seconds": t_stage, "promote_seconds": t_promote,
+           "ratio": t_promote / t_stage, "promoted": rep["promoted"], "rounds": len(rep["rounds"]),
+           "noop_seconds": t_noop, "noop_version": noop.get("version"),
+           "noop_settle_seconds": sum(noop.get("timings", {}).values())}
+    log(f"  CLI: stage {t_stage:.1f} s, promote --until-done {t_promote:.1f} s ({out['ratio']:.2f}x), "
+        f"nothing new {t_noop:.1f} s")
+    return out
+
+
 def speed_large(graph: Graph, n_edges: int, n_cands: int, seed: int, log: Log) -> dict:
-    """Cold and warm rounds of the calibrated policy on ``n_edges`` promoted edges."""
+    """``kgr promote`` as a new process with ``n_cands`` candidates on ``n_edges`` pinned promoted edges,
+    then with nothing new; then the same in this process (a fresh policy object)."""
     rng = random.Random(seed)
     sch = ps.schema(functional=False)
     seen: set = set()
@@ -303,13 +373,21 @@ def speed_large(graph: Graph, n_edges: int, n_cands: int, seed: int, log: Log) -
     PROMOTED_CACHE.clear()
     init_store(graph, sch)
     _seed_promoted(graph, base, sch, log)
-    policy = make_policy("calibrated")
-    out = {"edges": len(base)}
-    for phase, batch in (("cold", fresh[:n_cands]), ("warm", fresh[n_cands:2 * n_cands])):
-        stage(graph, [_assert(t, s) for t in batch for s in ("s1", "s2")], schema=sch)
-        out[phase] = _timed_round(graph, policy, sch)
-        log(f"  {phase} round: {out[phase]['candidates']} candidates in {out[phase]['seconds']:.1f} s "
-            f"({out[phase]['per_second']:.0f}/s) {out[phase]['timings']}")
+    out: dict = {"edges": len(base)}
+    with tempfile.TemporaryDirectory() as tmp:
+        schema = Path(tmp) / "schema.json"
+        schema.write_text(sch.model_dump_json(), encoding="utf-8")
+        stage(graph, [_assert(t, s) for t in fresh[:n_cands] for s in ("s1", "s2")], schema=sch)
+        wall, rep = _cli(graph, "promote", "--schema", str(schema))
+        out["cold"] = {"candidates": rep["candidates"], "seconds": wall, "per_second": rep["candidates"] / wall,
+                       "timings": rep["timings"], "promoted": rep["promoted"]}
+        wall, rep = _cli(graph, "promote", "--schema", str(schema))
+        out["noop"] = {"seconds": wall, "version": rep["version"], "settle_seconds": sum(rep["timings"].values())}
+    stage(graph, [_assert(t, s) for t in fresh[n_cands:2 * n_cands] for s in ("s1", "s2")], schema=sch)
+    out["warm"] = _timed_round(graph, make_policy("calibrated"), sch)
+    log(f"  cold process: {out['cold']['candidates']} candidates in {out['cold']['seconds']:.1f} s "
+        f"({out['cold']['per_second']:.0f}/s) {out['cold']['timings']}; nothing new {out['noop']['seconds']:.1f} s "
+        f"(settle {out['noop']['settle_seconds']:.2f} s); in process {out['warm']['per_second']:.0f}/s")
     return out
 
 
@@ -361,13 +439,16 @@ def backlog(graph: Graph, n: int, seed: int, log: Log) -> dict:
 # --------------------------------------------------------------------------------------------
 
 def _table(results: list[Result], kinds: list[str]) -> str:
-    head = (f"{'policy':<33} {'Accept':>7} {'FMR':>7} {'pred.':>7} {'labels':>6} {'promoted':>8} {'rounds':>6} "
-            f"{'cand/s':>7} " + " ".join(f"{k[:9]:>9}" for k in kinds))
+    head = (f"{'policy':<31} {'Accept':>7} {'FMR':>7} {'pred.':>6} {'bound':>6} {'audits':>6} {'labels':>6} "
+            f"{'promoted':>8} {'rounds':>6} {'cand/s':>7} " + " ".join(f"{k[:9]:>9}" for k in kinds))
     lines = [head, "-" * len(head)]
     for r in results:
         pred = "-" if r.predicted_fmr is None else f"{r.predicted_fmr:.3f}"
-        lines.append(f"{r.label:<33} {r.acceptance:>7.3f} {r.fmr:>7.3f} {pred:>7} {r.labels:>6} {r.promoted:>8} "
-                     f"{r.rounds:>6} {r.per_second:>7.0f} " + " ".join(f"{r.by_kind.get(k, 0.0):>9.3f}" for k in kinds))
+        bound = "-" if r.bound is None else f"{r.bound:.3f}"
+        aud = "-" if r.predicted_fmr is None else str(r.audits)
+        lines.append(f"{r.label:<31} {r.acceptance:>7.3f} {r.fmr:>7.3f} {pred:>6} {bound:>6} {aud:>6} {r.labels:>6} "
+                     f"{r.promoted:>8} {r.rounds:>6} {r.per_second:>7.0f} "
+                     + " ".join(f"{r.by_kind.get(k, 0.0):>9.3f}" for k in kinds))
     return "\n".join(lines)
 
 
@@ -379,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-rounds", type=int, default=60, help="rounds per wave at most")
     ap.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--cli", action=argparse.BooleanOptionalAction, default=True,
+                    help="time kgr stage and kgr promote --until-done as processes on each assertion stream")
     ap.add_argument("--scale-edges", type=int, default=100_000)
     ap.add_argument("--scale-candidates", type=int, default=5000)
     ap.add_argument("--backlog", type=int, default=20_000)
@@ -421,12 +504,20 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {r.label}: re-read {r.reread}")
                 if r.ceiling:
                     c = r.ceiling
-                    print(f"  supervised ceiling on kgr's features (every label, 5-fold logistic regression, "
-                          f"{c['scored']} scored edges): FMR at Acceptance 0.5 / 0.8 / 0.9 = "
-                          + " / ".join("-" if c[f"fmr_at_acceptance_{a}"] is None else f"{c[f'fmr_at_acceptance_{a}']:.3f}"
-                                       for a in (0.5, 0.8, 0.9))
-                          + f"; Acceptance at FMR <= 0.05 = {c['acceptance_at_fmr_0.05']:.3f}")
-            out["streams"][name] = {"kinds": stream.kind_counts(), "oracle": oracle,
+                    for m in ("logistic", "boosting"):
+                        print(f"  supervised ceiling ({m}, every label, 5-fold, {c['scored']} edges): FMR at "
+                              "Acceptance 0.5 / 0.8 / 0.9 = " + " / ".join(
+                                  "-" if c[f"{m}_fmr_at_acceptance_{a}"] is None
+                                  else f"{c[f'{m}_fmr_at_acceptance_{a}']:.3f}" for a in (0.5, 0.8, 0.9))
+                              + f"; Acceptance at FMR <= 0.05 / 0.1 = {c[f'{m}_acceptance_at_fmr_0.05']:.3f} / "
+                                f"{c[f'{m}_acceptance_at_fmr_0.1']:.3f}")
+            cost = cli_cost(graph, stream, log) if args.cli else {}
+            if cost:
+                print(f"  CLI cost: kgr stage {cost['stage_seconds']:.1f} s, kgr promote --until-done "
+                      f"{cost['promote_seconds']:.1f} s = {cost['ratio']:.2f}x stage ({cost['promoted']} promoted, "
+                      f"{cost['rounds']} rounds); kgr promote with nothing new {cost['noop_seconds']:.1f} s "
+                      f"(settle {cost['noop_settle_seconds']:.3f} s, version {cost['noop_version']})")
+            out["streams"][name] = {"kinds": stream.kind_counts(), "oracle": oracle, "cli": cost,
                                     "results": [asdict(r) | {"per_second": r.per_second} for r in results]}
         if args.speed:
             log("speed …")
@@ -436,11 +527,16 @@ def main(argv: list[str] | None = None) -> int:
                 out["speed"]["backlog"] = backlog(graph, args.backlog, args.seed, log)
             sp = out["speed"]
             print()
-            print("Speed, calibrated policy, end to end (read + features + decide + write), one run_round each:")
-            for phase in ("cold", "warm"):
-                r = sp["large"][phase]
-                print(f"  {sp['large']['edges']} promoted edges, {phase}: {r['candidates']} candidates in "
-                      f"{r['seconds']:.2f} s = {r['per_second']:.0f} candidates/s  {r['timings']}")
+            print("Speed, calibrated policy, end to end (read + features + decide + write):")
+            lg = sp["large"]
+            r = lg["cold"]
+            print(f"  kgr promote, a new process, {lg['edges']} pinned promoted edges: {r['candidates']} candidates in "
+                  f"{r['seconds']:.2f} s = {r['per_second']:.0f} candidates/s (the settle: {r['timings']})")
+            print(f"  kgr promote again, nothing new: {lg['noop']['seconds']:.2f} s (the settle "
+                  f"{lg['noop']['settle_seconds']:.3f} s), version {lg['noop']['version']}")
+            r = lg["warm"]
+            print(f"  in process, {r['candidates']} more candidates: {r['seconds']:.2f} s = {r['per_second']:.0f} "
+                  f"candidates/s  {r['timings']}")
             r = sp["dense"]["cold"]
             print(f"  small dense graph (134 nodes, 1,356 promoted edges): {r['candidates']} candidates in "
                   f"{r['seconds']:.2f} s = {r['per_second']:.0f} candidates/s  {r['timings']}")

@@ -42,3 +42,10 @@ def test_the_health_example_says_the_true_tool_count():
     counts = [int(n) for n in re.findall(r'/health.*"tools":\s*(\d+)', docs)]
     assert re.search(r'/health.*"tools":\s*\d+', README)  # the README has one
     assert counts and set(counts) == {len(served_tools())}, (counts, len(served_tools()))
+
+
+def test_the_readme_fits_on_a_few_screens_and_its_links_resolve():
+    """Issue 33: the README is short (detail lives in docs/), and every page it links to exists."""
+    assert len(README.splitlines()) <= 300
+    links = re.findall(r"\]\((docs/[^)#]+)", README)
+    assert len(links) >= 10 and all((ROOT / p).is_file() for p in links), [p for p in links if not (ROOT / p).is_file()]

@@ -292,7 +292,7 @@ def run_chunk(chunk: Chunk, document: Document, *, graph: Graph, schema: KGSchem
     known = set(tool_names())
     tool_schema = (ToolSchema.from_kg_schema(schema) if schema is not None else ToolSchema()).model_dump(mode="json")
     guard = ProtocolGuard(max_reextractions=config.max_reextractions, strict=config.strict_protocol)
-    context = ToolContext(graph=graph, schema=schema, source=chunk.id)
+    context = ToolContext(graph=graph, schema=schema, source=chunk.id, source_text=chunk.text)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(schema, max_reextractions=config.max_reextractions)},
         {"role": "user", "content": user_prompt(chunk.text, source=chunk.id)},

@@ -25,7 +25,7 @@ def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File 
     The lines are machine output already: without --out they go to stdout (with or without --json)
     and the count goes to stderr. With --out and --json, stdout gets a JSON summary (path, edges).
     """
-    from kgr.store.export import JsonlExport, iter_exported
+    from kgr.engine import JsonlExport
 
     if output:
         check_output_path(output)
@@ -33,7 +33,7 @@ def jsonl(output: Annotated[Path | None, typer.Option("--out", "-o", help="File 
         fh = output.open("w", encoding="utf-8") if output else sys.stdout
         n = 0
         try:
-            for line in iter_exported(kg.graph, pending=pending, statuses=status):
+            for line in kg.export_jsonl(pending=pending, statuses=status):
                 fh.write(line.model_dump_json() + "\n")
                 n += 1
         finally:
@@ -52,9 +52,7 @@ def laplacian(output: Annotated[Path, typer.Option("--out", "-o", help="The .npz
               include_pending: Annotated[bool, typer.Option("--include-pending")] = False,
               json_: JsonOpt = False) -> None:
     """Write the promoted graph's Laplacian (scipy CSR) and node-id order to an .npz file."""
-    from kgr.store.export import export_laplacian
-
     check_output_path(output)
     with open_engine() as kg:
-        res = export_laplacian(kg.graph, output, include_pending=include_pending)
+        res = kg.export_laplacian(output, include_pending=include_pending)
     emit(res, json_, lambda r: out.print(f"wrote {r.path}: {r.nodes} nodes, {r.edges} edges"))

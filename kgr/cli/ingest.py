@@ -83,34 +83,27 @@ def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an Ingest
         raise typer.Exit(2)
 
 
-def _run_job(kg, paths: list[Path], cfg, verifier, embed):  # noqa: ANN001, ANN202 - Engine, IngestConfig, ... -> IngestReport
+def _run_job(kg, paths: list[Path], cfg, verifier):  # noqa: ANN001, ANN202 - Engine, IngestConfig, Verifier -> IngestReport
     """The job on ``kg``'s graph and schema, with its progress display (one-line errors first)."""
     from kgr.errors import KgrNeo4jUnavailable, KgrSchemaError
-    from kgr.ingest.pipeline import ingest as run_ingest
     from kgr.litellm_offline import openai_http_route_during
 
     if kg.schema is None:
         raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
                              "store one with `kgr init --schema FILE`")
     kg.init()
-    if cfg.extractor == "llm":  # an unknown model or a missing key: one line, before any progress
-        from kgr.ingest.config import make_extractor
-        from kgr.ingest.fail_fast import preflight
-
-        preflight(make_extractor(cfg))
+    kg.check_extractor(cfg)  # an unknown model or a missing key: one line, before any progress
     files, size = corpus_size(paths)
     with IngestProgress(err, files=files, size=size) as progress:
         rounds = {"n": 0}
 
-        def promote():  # noqa: ANN202 - a RoundSummary
+        def next_round() -> None:
             rounds["n"] += 1
             progress.set_phase(f"promoting, round {rounds['n']}")
-            return kg.promote(policy=cfg.policy, verifier=verifier)
 
         try:
             with openai_http_route_during(cfg.model, cfg.api_base):  # docs/ingest.md, "The LLM route"
-                return run_ingest(kg.graph, paths, kg.schema, config=cfg, on_progress=progress, promote=promote,
-                                  embed=embed)
+                return kg.ingest(paths, cfg, on_progress=progress, on_round=next_round, verifier=verifier)
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
@@ -137,13 +130,13 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
                help="USD per completion token (with --input-cost-per-token).")] = None,
            timeout: Annotated[float | None, typer.Option(help="Seconds per LLM request (default 60).")] = None,
            max_attempts: Annotated[int | None, typer.Option(help="LLM requests per call, retries included (default 4).")] = None,
-           concurrency: Annotated[int | None, typer.Option(
-               help="LLM requests in flight; chunks in extraction with the rules extractor (default 4).")] = None,
+           concurrency: Annotated[int | None, typer.Option(help="LLM requests (rules: chunks) in flight (default 4).")] = None,
            chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
            chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
            max_rounds: Annotated[int | None, typer.Option(help="Extraction rounds per chunk (default 3).")] = None,
            promote_every: Annotated[int | None, typer.Option(help="Promotion round every N chunks (default 0: at the end).")] = None,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
+           no_resolve: Annotated[bool, typer.Option("--no-resolve", help="Skip the closing kgr resolve.")] = False,
            policy: Annotated[PolicyName, typer.Option(help="Promotion policy: calibrated, gedig or quorum.")] = DEFAULT_POLICY,
            prune: Annotated[bool, typer.Option("--prune", help=(
                "Also forget the documents ingested earlier from files under PATH... that are gone (deleted files, "
@@ -177,12 +170,12 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     cfg = ingest_config(dict(
         extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
-        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote,
+        concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
         executor=executor, workers=workers, ray_address=ray_address,
         chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
     verifier = _verifier(verify, cfg)
-    with open_engine(schema) as kg:
-        report = _run_job(kg, paths, cfg, verifier, embedder(embedding_model, embedding_api_base))
+    with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
+        report = _run_job(kg, paths, cfg, verifier)
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
     _exit_status(report, paths)

@@ -33,7 +33,7 @@ for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapsho
 
 # modules whose commands sit at the top level (kgr serve, kgr agent, kgr browse ...)
 for _module in ("kgr.cli.ingest", "kgr.cli.outcome", "kgr.cli.embed", "kgr.cli.serve", "kgr.cli.metrics",
-                "kgr.cli.reset"):
+                "kgr.cli.reset", "kgr.cli.resolve"):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # the server extra is not installed
@@ -114,8 +114,9 @@ def promote(schema: SchemaOpt = None,
                 help="Calibrated policy: the expected false-promotion rate to hold the promoted graph to "
                      "(default 0.1).")] = None,
             verify: Annotated[VerifierChoice, typer.Option(
-                help="Re-read the chunks of escalated candidates with this verifier after each round "
-                     "(rules: offline; llm: needs --model); none: leave them to `kgr review`.")] = "none",
+                help="Re-read the chunks of escalated edges with this verifier after each round (rules: offline; "
+                     "llm: needs --model; auto: llm when --model is given, else none); none: leave them to "
+                     "`kgr review`.")] = "auto",
             model: Annotated[str | None, typer.Option(help="litellm model of the llm verifier.")] = None,
             until_done: Annotated[bool, typer.Option(
                 "--until-done", help="Repeat rounds (one version each) until the staged backlog is worked through.")] = False,
@@ -124,8 +125,11 @@ def promote(schema: SchemaOpt = None,
             json_: JsonOpt = False) -> None:
     """Run one promotion round (or rounds until done, or explain a past decision).
 
-    A round decides at most 5,000 candidates (those with new evidence first) and promotes at most
-    1,000; the summary says how many it left for later (deferred).
+    The calibrated policy (the default) settles every staged edge at once: one model, one cut, the
+    largest set whose 90 % bound on the false-promotion rate is within the target; it reports the
+    target, the expected FMR and the bound, and when nothing is promoted, why and what to do. A
+    round with nothing new writes nothing. The other policies decide at most 5,000 candidates per
+    round (the summary says how many it left for later).
     """
     with open_engine(schema) as kg:
         if explain:
@@ -134,7 +138,7 @@ def promote(schema: SchemaOpt = None,
         verifier = _verifier(verify, model)
         if not until_done:
             summary = kg.promote(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier)
-            emit(summary, json_, lambda s: out.print(_round_line(s)))
+            emit(summary, json_, lambda s: out.print(_round_line(s), markup=False))
             return
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -150,24 +154,28 @@ def promote(schema: SchemaOpt = None,
             rounds = kg.promote_until_done(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier,
                                            max_rounds=max_rounds, on_round=seen)
     result = {"rounds": [r.model_dump() for r in rounds],
-              **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "held", "rejected", "expired")},
-              "deferred": rounds[-1].deferred if rounds else 0}
+              **{k: sum(getattr(r, k) for r in rounds) for k in ("promoted", "retired", "rejected", "expired")},
+              "held": rounds[-1].held if rounds else 0,
+              "deferred": rounds[-1].deferred if rounds else 0,
+              "cut": next((r.cut.model_dump() for r in reversed(rounds) if r.cut is not None), None)}
 
     def show(res: dict) -> None:
         for r in rounds:
-            out.print(_round_line(r))
-        out.print(f"{len(rounds)} rounds: {res['promoted']} promoted, {res['held']} held, {res['rejected']} rejected, "
-                  f"{res['deferred']} left undecided")
+            out.print(_round_line(r), markup=False)
+        out.print(f"{len(rounds)} rounds: {res['promoted']} promoted, {res['retired']} retired, {res['held']} held, "
+                  f"{res['rejected']} rejected, {res['deferred']} left undecided", markup=False)
 
     emit(result, json_, show)
 
 
-VerifierChoice = Literal["none", "rules", "llm"]
+VerifierChoice = Literal["auto", "none", "rules", "llm"]
 
 
 def _verifier(kind: str, model: str | None):  # noqa: ANN202 - a Verifier or None (import kept lazy)
     from kgr.errors import KgrValidationError
 
+    if kind == "auto":  # with an extraction model configured, the LLM verifier re-reads by default
+        kind = "llm" if model else "none"
     if kind == "none":
         if model:
             raise KgrValidationError("--model applies to --verify llm", field="model")
@@ -189,11 +197,14 @@ def _print_explanation(why: EdgeExplanation) -> None:
     out.print(esc(f"({why.subject}) -[{why.relation}]-> ({why.object}): {why.status}, "
                   f"{why.votes} votes, confidence {why.confidence:.3f}"), markup=False)
     if why.features:
-        from kgr.gauge.features import FEATURE_SET, FEATURES
+        from kgr.evidence.features import FEATURE_SET, FEATURES
 
         names = FEATURES if why.feature_set == FEATURE_SET else [f"f{i}" for i in range(len(why.features))]
         out.print(f"  p_hat {why.p_hat:.4f} from the features of its last scored decision: "
                   + ", ".join(f"{n}={v:.4g}" for n, v in zip(names, why.features)), markup=False)
+    for ev in why.evidence:
+        where = ev.document or ev.chunk_id or ev.source
+        out.print(f"  said in {where}" + (f': "{" ".join(ev.quote.split())}"' if ev.quote else ""), markup=False)
     for d in why.decisions:
         out.print(esc(f"  v{d.version} {d.action}: {d.reason}"), markup=False)
         inputs = d.inputs
@@ -275,7 +286,7 @@ def age(xi: Annotated[float, typer.Option(min=0, help="Decay rate of pending edg
     from pydantic import ValidationError
 
     from kgr.errors import KgrValidationError
-    from kgr.store.aging import AgingConfig
+    from kgr.engine import AgingConfig
 
     try:
         cfg = AgingConfig(xi=xi, ttl_days=ttl_days, xi_promoted=xi_promoted, soft_window_days=soft_days,

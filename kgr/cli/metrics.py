@@ -70,8 +70,6 @@ def metrics(rounds: Annotated[int, typer.Option("--rounds", "-n", min=1, max=100
                                                 help="How many recent promotion rounds to report.")] = 5,
             json_: JsonOpt = False) -> None:
     """Counts, entropy and coverage of the promoted graph, and AG/DG rates and acceptance of recent rounds."""
-    from kgr.store.metrics import collect_metrics
-
     with open_engine() as kg:
-        m = collect_metrics(kg.graph, rounds=rounds)
+        m = kg.metrics(rounds=rounds)
     emit(m, json_, _human)

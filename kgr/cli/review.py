@@ -21,13 +21,14 @@ app = typer.Typer(rich_markup_mode=None, no_args_is_help=True, help="Label the c
 MAX_LABEL_FILE = 50 * 1024 * 1024
 
 
-def read_labels(path: Path) -> list[EdgeLabel]:
-    """Every line of a label JSONL file; any bad line fails the whole file with its line number."""
+def read_labels(path: Path, model: type = EdgeLabel) -> list:
+    """Every line of a label JSONL file (``model`` lines: edge labels, or pair labels); any bad line
+    fails the whole file with its line number."""
     if path_kind(path) != "file":
         raise KgrValidationError(f"no such file: {path}", field="path")
     if path.stat().st_size > MAX_LABEL_FILE:
         raise KgrValidationError(f"{path} is larger than {MAX_LABEL_FILE} bytes", field="path")
-    labels: list[EdgeLabel] = []
+    labels: list = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -36,7 +37,7 @@ def read_labels(path: Path) -> list[EdgeLabel]:
         raise KgrValidationError(f"cannot read {path}: {exc.strerror or exc}", field="path") from None
     for n, line in json_lines(text):  # split on "\n" only: U+2028 may stand inside a JSON string
         try:
-            labels.append(EdgeLabel.model_validate(loads_strict(line)))
+            labels.append(model.model_validate(loads_strict(line)))
         except KgrValidationError as exc:  # duplicate keys, NaN, nesting (kgr.model.jsontext)
             raise KgrValidationError(f"{path}:{n}: {exc} (nothing was recorded)", field="labels") from None
         except ValidationError as exc:
@@ -95,6 +96,41 @@ def label(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Lines
         err.print("note: the labels take effect on promotion at the next round: run `kgr promote` (the scorer refits "
                   "on them; edges labelled true are promoted when the round accepts them)", markup=False,
                   soft_wrap=True)
+
+
+@app.command("pairs")
+@errors_to_exit
+def pairs(limit: Annotated[int, typer.Option(min=1, max=1000, help="Pairs at most.")] = 20,
+          json_: JsonOpt = False) -> None:
+    """The entity pairs the last `kgr resolve` was unsure about, most uncertain first, with their evidence.
+
+    Answer them in a JSONL file, one line each: {"a": KEY, "b": KEY, "label": true|false, "reviewer": ...}
+    (true: the same entity), and record it with `kgr review label-pairs FILE`; the next resolution uses them.
+    """
+    with open_engine() as kg:
+        items = kg.review_pairs(limit=limit)
+
+    def show(items) -> None:  # noqa: ANN001 - list[PairEvidence]
+        out.print(f"{len(items)} entity pairs to review", markup=False)
+        for e in items:
+            comps = ", ".join(f"{c.comparison}={c.level}" for c in e.comparisons if c.level >= 0)
+            out.print(f"{e.a}  |  {e.b}  p={e.probability:.3f}  {comps}", markup=False)
+
+    emit(items, json_, show)
+
+
+@app.command("label-pairs")
+@errors_to_exit
+def label_pairs(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl",
+                                                     help="Lines {\"a\", \"b\", \"label\", \"reviewer\"}.")],
+                json_: JsonOpt = False) -> None:
+    """Record merge (true) / no-merge (false) labels on entity pairs; the next `kgr resolve` fits on them."""
+    from kgr.model.resolution import PairLabel
+
+    labels = read_labels(path, PairLabel)
+    with open_engine() as kg:
+        rep = kg.label_pairs(labels)
+    emit(rep, json_, lambda r: out.print(f"{r.labelled} pair labels recorded ({r.relabelled} replaced)", markup=False))
 
 
 __all__ = ["app", "read_labels"]

@@ -83,19 +83,11 @@ def _context(name: str, schema_path: Path | None) -> ToolContext:
         schema = load_schema(schema_path)
     ctx = ToolContext(schema=schema)
     if get_tool(name).needs_graph:
-        from kgr.connect import connect
-        from kgr.store.schema_store import check_schema, read_schema
+        from kgr.engine import Engine
 
-        ctx.graph = connect()
-        try:  # the graph's own schema when none is given; another one is refused (kgr init --migrate)
-            stored = read_schema(ctx.graph)
-            if schema is None:
-                ctx.schema = stored.kg_schema if stored is not None else None
-            else:
-                check_schema(stored, schema, str(schema_path))
-        except BaseException:
-            ctx.graph.close()
-            raise
+        # the graph's own schema when none is given; another one is refused (kgr init --migrate)
+        kg = Engine.connect(schema=schema_path)
+        ctx.graph, ctx.schema = kg.graph, kg.schema
     return ctx
 
 

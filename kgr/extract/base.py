@@ -24,6 +24,7 @@ text and returns an :class:`ExtractionResult`. Conventions:
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
@@ -36,11 +37,13 @@ from kgr.model.schema import KGSchema
 __all__ = [
     "Extractor",
     "AsyncExtractor",
+    "takes_title",
     "ExtractionResult",
     "TokenUsage",
     "TypedRelation",
     "ProposedTypes",
     "RejectedItem",
+    "RelationSpan",
     "extract_concurrently",
 ]
 
@@ -117,6 +120,19 @@ class RejectedItem(BaseModel):
     reason: str
 
 
+class RelationSpan(BaseModel):
+    """Where in the chunk one relation of ``kg`` was read: the character span ``[start, end)`` of its
+    sentence (or clause) in the chunk's text, under the names ``kg`` uses."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relation: str
+    subject: str
+    object: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
 class ExtractionResult(BaseModel):
     """What one extractor call on one chunk produced (conventions in the module docstring)."""
 
@@ -131,6 +147,8 @@ class ExtractionResult(BaseModel):
     unpriced_calls: int = Field(0, ge=0, description="answered requests litellm could not price (their cost is "
                                                      "unknown and counted as 0.0 in cost_usd)")
     extractor: str = Field("", description="which extractor produced this ('rules', 'llm:<model>')")
+    spans: list[RelationSpan] = Field(default_factory=list, description=(
+        "the sentence each relation of kg was read from (a relation without one: unknown)"))
 
 
 @runtime_checkable
@@ -139,6 +157,9 @@ class Extractor(Protocol):
 
     def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
         """Extract entities and relations from ``chunk_text``.
+
+        An extractor may also take a keyword ``title`` (the document's title,
+        :mod:`kgr.ingest.titles`); ingestion passes it to those that do (:func:`takes_title`).
 
         Raises
         ------
@@ -155,6 +176,16 @@ class AsyncExtractor(Extractor, Protocol):
     async def aextract(
         self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None
     ) -> ExtractionResult: ...
+
+
+def takes_title(extractor: Extractor, is_async: bool = False) -> bool:
+    """Whether ``extractor``'s ``extract`` (``aextract`` when ``is_async``) accepts a ``title`` keyword."""
+    method = getattr(extractor, "aextract" if is_async else "extract", None)
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a builtin or a mock without a signature: do not guess
+        return False
+    return "title" in params  # not **kwargs: an extractor passing them on to a provider would send it
 
 
 async def extract_concurrently(

@@ -7,11 +7,13 @@ Conventions
   ``api_base`` (and ``api_key`` if the server wants one; without one, and without
   ``OPENAI_API_KEY`` in the environment, the placeholder :data:`NO_KEY` is sent, because the OpenAI
   client refuses to send a request without a key), or ``model="hosted_vllm/<name>"``: litellm's
-  own HTTP client instead of the OpenAI SDK, the same requests for about 1.3 ms less CPU per call
-  (3.4 vs 2.0-2.3 ms in ``scripts/bench_ingest.py``'s bare ceiling), which counts when one process
-  keeps dozens of requests in flight.
+  own HTTP client instead of the OpenAI SDK: the same requests for less CPU per call
+  (``docs/benchmarks.md``), which counts when one process keeps dozens of requests in flight.
 - **Output.** The model is asked for the agent tools' extracted-KG JSON
-  ``{"entities": {Type: [names]}, "relations": {Type: [{"subject", "object"}]}}``. The reply is parsed
+  ``{"entities": {Type: [names]}, "relations": {Type: [{"subject", "object", "quote"}]}}`` (``quote``:
+  the sentence stating the relation, copied from the text; :func:`kgr.text.spans.locate` turns it,
+  or when it is missing or not found the first sentence naming both ends, into the relation's
+  span in ``result.spans``). The reply is parsed
   (code fences and text around the outermost ``{...}`` are tolerated) and validated by
   :class:`LLMOutput`. On invalid output, **one** repair request is sent: the conversation plus the
   bad reply and the error, asking for corrected JSON. If that fails too, the chunk fails.
@@ -38,8 +40,7 @@ Conventions
   with ``litellm.register_model`` (what litellm itself does, on every request, for the per-request
   pricing keyword arguments). For a model litellm cannot price and no prices given, kgr registers an
   explicit zero-price entry once (``persist_across_reloads=False``), so that litellm's own per-call
-  pricing finds the model at once instead of scanning its fallback rules on every request (~1 ms of
-  CPU per call); the calls are still counted as ``unpriced_calls``, never as free.
+  pricing finds the model at once instead of scanning its fallback rules on every request; the calls are still counted as ``unpriced_calls``, never as free.
 - **Failures** raise :class:`kgr.errors.KgrExtractionError`. Besides its message it carries
   ``reason`` (``"timeout"``, ``"rate_limited"``, ``"server_error"``, ``"connection_error"``,
   ``"credentials"``, ``"request_error"`` or ``"invalid_output"``), ``attempts``, ``llm_calls``, ``usage``,
@@ -64,7 +65,9 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from kgr.errors import KgrExtractionError, KgrValidationError
-from kgr.extract.base import ExtractionResult
+from kgr.extract.base import ExtractionResult, RelationSpan
+from kgr.text.spans import locate
+from kgr.text.sentences import sentence_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.model.schema import KGSchema
 
@@ -311,9 +314,18 @@ class LLMExtractor:
         tally.add_response(resp)
         return message_text(resp)
 
-    def _result(self, out: LLMOutput, schema: KGSchema, tally: CallTally) -> ExtractionResult:
+    def _result(self, out: LLMOutput, schema: KGSchema, tally: CallTally, text: str = "") -> ExtractionResult:
         clean = sanitize_extraction(out.entities, out.relations, schema)
+        quotes = {(r, p.subject.strip(), p.object.strip()): p.quote for r, ps in out.relations.items() for p in ps}
+        sents = sentence_spans(text)
+        spans = []
+        for r, ps in clean.kg.relations.items():
+            for p in ps:
+                at = locate(text, p.subject, p.object, quotes.get((r, p.subject.strip(), p.object.strip())), sents)
+                if at is not None:
+                    spans.append(RelationSpan(relation=r, subject=p.subject, object=p.object, start=at[0], end=at[1]))
         return ExtractionResult(
+            spans=spans,
             kg=clean.kg,
             proposed_types=clean.proposed,
             rejected=clean.rejected,
@@ -338,11 +350,11 @@ class LLMExtractor:
         messages = build_messages(chunk_text, schema, guidance, system=self._system(schema))
         content = self.complete(messages, tally)
         try:
-            return self._result(parse_reply(content), schema, tally)
+            return self._result(parse_reply(content), schema, tally, chunk_text)
         except BadOutput as first:
             content = self.complete(repair_messages(messages, content, str(first)), tally)
             try:
-                return self._result(parse_reply(content), schema, tally)
+                return self._result(parse_reply(content), schema, tally, chunk_text)
             except BadOutput as second:
                 msg = f"LLM reply still invalid after one repair request ({self.model}): {second}"
                 raise self._error(msg, "invalid_output", tally) from second
@@ -355,11 +367,11 @@ class LLMExtractor:
         messages = build_messages(chunk_text, schema, guidance, system=self._system(schema))
         content = await self._acomplete(messages, tally)
         try:
-            return self._result(parse_reply(content), schema, tally)
+            return self._result(parse_reply(content), schema, tally, chunk_text)
         except BadOutput as first:
             content = await self._acomplete(repair_messages(messages, content, str(first)), tally)
             try:
-                return self._result(parse_reply(content), schema, tally)
+                return self._result(parse_reply(content), schema, tally, chunk_text)
             except BadOutput as second:
                 msg = f"LLM reply still invalid after one repair request ({self.model}): {second}"
                 raise self._error(msg, "invalid_output", tally) from second

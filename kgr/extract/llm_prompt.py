@@ -24,6 +24,7 @@ class LLMPair(BaseModel):
 
     subject: str
     object: str
+    quote: str | None = None  # the sentence of the text that states it (kgr.text.spans.locate)
 
 
 class LLMOutput(BaseModel):
@@ -90,11 +91,12 @@ _SYSTEM = """You extract a knowledge graph from text for a typed graph database.
 
 Answer with ONE JSON object and nothing else, in exactly this form:
 {"entities": {"<EntityType>": ["<name>", ...], ...},
- "relations": {"<RELATION_TYPE>": [{"subject": "<name>", "object": "<name>"}, ...], ...}}
+ "relations": {"<RELATION_TYPE>": [{"subject": "<name>", "object": "<name>", "quote": "<sentence>"}, ...], ...}}
 
 Rules:
 - Use the entity types and relation types of the schema below.
 - Every relation's subject and object must also be listed under "entities", spelled identically.
+- "quote" is the sentence of the text that states the relation, copied exactly (the shortest one that does).
 - A relation's subject must have one of the relation's domain types and its object one of its range types.
 - Name each entity by its most complete name in the text; do not add facts the text does not state.
 - If the text clearly states an important entity or relation that no schema type fits, you may use a

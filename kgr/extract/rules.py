@@ -31,12 +31,16 @@ How it reads a chunk
      ``(Eckert)-[BUILT]->(ENIAC)`` even with an active trigger "built";
    - coordinated mentions ("Eckert and Mauchly", "A, B and C") next to the chosen end join it;
    - self loops are dropped unless the schema allows them.
-4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools) widens the
-   search in a second pass: entity types named in recommendations that ask for more extraction (or
-   the domain and range types of relation types named there; every type if they name none, see
-   :func:`guided_types`) may also be filled by
-   *capitalised noun phrases* that no gazetteer or pattern knows, when a trigger has no known
-   mention on that side. Such a phrase becomes an entity only when it fills a relation slot.
+   - the ends lie at most :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens from the trigger with
+     no clause boundary or second predicate between, and the clause is not negated, removed or
+     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer");
+     licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
+     first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
+4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
+   types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
+   knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
+   one type per name from its shape, closed types never guessed). Such a name becomes an entity
+   only when it fills a relation slot.
 
 Everything passes through :func:`kgr.extract.validate.sanitize_extraction` at the end, so the result
 follows the same rules as an LLM's output. The rules extractor never proposes new types.
@@ -52,7 +56,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgr.errors import KgrValidationError
-from kgr.extract.base import ExtractionResult
+from kgr.extract.base import ExtractionResult, RelationSpan
+from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
+from kgr.extract.guesses import Roles, find_guesses, schema_roles
+from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
+from kgr.extract.phrases import modifier_of_product, title_mention, written_in
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -62,32 +70,31 @@ __all__ = ["RulesExtractor", "guided_types"]
 
 log = logging.getLogger("kgr.extract")
 
-_COORD = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|&\s*)(?:the\s+|an?\s+)?", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s?(?!\w)")
-_CONJ = re.compile(r"\b(?:and|or)\b|&", re.IGNORECASE)
-_CAPITALISED = re.compile(
-    r"(?<![\w'’])[A-Z][\w'’\-]*(?:\s+(?:(?:of|the|de|da|del|di|du|van|von|der|le|la|for)\s+)*[A-Z][\w'’\-]*)*"
-)
-_STOP_HEADS = frozenset(
-    """a an and as at but by for from he her his i if in it its my no nor of on or our she so that the their
-    then there these they this those to we what when where which while who why with you after before
-    during however meanwhile later also although because since until yet both each every many most
-    some such one two three several""".split()
-)
-_MONTHS_DAYS = frozenset(
-    """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday""".split()
-)
-
-
-@dataclass(eq=False)  # identity semantics: mentions are dictionary keys
-class _Mention:
-    start: int
-    end: int
-    types: list[str]
-    names: dict[str, str]  # type -> reported name
-    guess: bool = False
-    possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
+_CODE = re.compile(r"`+[^`]+`+")
+_ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
+#: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
+MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
+#: A known name directly followed by a capitalised word is the start of a longer, unknown name
+#: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
+_NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
+#: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
+_RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
+#: A sentence opening with a pronoun or a definite description of the document's own subject.
+_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
+                   re.VERBOSE)
+#: After a trigger noun: what provides it is not its subject.
+_PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
+#: Between a trigger and its right end: a coordinator first ("formats that PIL supports and ANSI
+#: sequences": the verb's object is before it; "develops and supports X" shares X) or a comparison
+#: ("higher compression than JPEG").
+_NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|unlike|like|similar\s+to|compared\s+(?:to|with)|"
+                           r"as\s+opposed\s+to)\b", re.IGNORECASE | re.DOTALL)
+#: After a trigger word, a preposition (other than its own): the word is a noun there and its ends are
+#: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports). Lower case
+#: only: a capital starts a name ("wrote On Computable Numbers").
+_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across)\b")
+#: A "License: X" line of a README or package description (its subject is the document's).
+_LICENSE_LINE = re.compile(r"\W{0,3}Licen[cs]e:\s")
 
 
 @dataclass
@@ -98,6 +105,7 @@ class _Compiled:
     triggers: re.Pattern[str] | None
     trigger_rel: dict[str, list[tuple[str, bool]]]  # normalised trigger -> [(relation, passive)]
     aliases: dict[tuple[str, str], str] = field(default_factory=dict)
+    roles: Roles = field(default_factory=lambda: Roles(None, None))
 
 
 def _norm(s: str) -> str:
@@ -152,7 +160,7 @@ def _compile(schema: KGSchema) -> _Compiled:
     if trigger_rel:
         alts = sorted(trigger_rel, key=lambda s: (-len(s), s))
         trig_re = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
-    return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map())
+    return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map(), schema_roles(schema))
 
 
 _ASKS_MORE = re.compile(
@@ -237,8 +245,8 @@ class RulesExtractor:
         return comp
 
     # -- mentions ----------------------------------------------------------------------------
-    def _mentions(self, text: str, comp: _Compiled) -> list[_Mention]:
-        cands: list[tuple[int, int, int, _Mention]] = []  # (start, end, priority, mention)
+    def _mentions(self, text: str, comp: _Compiled) -> list[Mention]:
+        cands: list[tuple[int, int, int, Mention]] = []  # (start, end, priority, mention)
         if comp.gazetteer is not None:
             for m in comp.gazetteer.finditer(text):
                 got = m.group(0)
@@ -252,7 +260,7 @@ class RulesExtractor:
                         types.append(etype)
                         names[etype] = reported
                 if types:
-                    cands.append((m.start(), m.end(), 0, _Mention(m.start(), m.end(), types, names)))
+                    cands.append((m.start(), m.end(), 0, Mention(m.start(), m.end(), types, names)))
         for etype, pat in comp.patterns:
             try:
                 found = list(pat.finditer(text, timeout=PATTERN_SECONDS))
@@ -271,71 +279,75 @@ class RulesExtractor:
                 except KgrValidationError:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
-                cands.append((s, e, 1, _Mention(s, e, [etype], {etype: reported})))
-        return _mark_possessives(text, _resolve_overlaps(cands))
+                cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
+        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
+        for m in kept:
+            m.modifier = modifier_of_product(text, m.end)
+        return mark_possessives(text, kept)
 
-    def _guesses(self, text: str, taken: list[_Mention], types: list[str]) -> list[_Mention]:
-        out: list[_Mention] = []
-        for m in _CAPITALISED.finditer(text):
-            toks = [(t.start() + m.start(), t.end() + m.start(), t.group()) for t in re.finditer(r"\S+", m.group(0))]
-            # drop leading function words ("The Difference Engine" -> "Difference Engine")
-            while toks and toks[0][2].casefold() in _STOP_HEADS:
-                toks.pop(0)
-            if not toks:
+    @staticmethod
+    def _guesses(sentence: str, masked: str, taken: list[Mention], starts: set[int],
+                 expect: set[int]) -> list[Mention]:
+        codes = [m.span() for m in _CODE.finditer(sentence)]
+        out = []
+        for g in find_guesses(sentence, masked, codes, starts, expect):
+            if any(t.start < g.end and g.start < t.end for t in taken):
                 continue
-            s, e = toks[0][0], toks[-1][1]
-            if len(toks) == 1 and toks[0][2].casefold() in _MONTHS_DAYS:
-                continue
-            if any(t.start < e and s < t.end for t in taken):
-                continue
-            name = " ".join(text[s:e].split())
-            out.append(_Mention(s, e, list(types), {t: name for t in types}, guess=True))
-        return _mark_possessives(text, out)
+            out.append(Mention(g.start, g.end, [], {}, guess=True, shape=g.shape))
+            out[-1].names["*"] = g.name
+        return mark_possessives(masked, out)
 
     # -- relations ---------------------------------------------------------------------------
-    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
-        """Extract entities and relations from ``chunk_text`` (rules in the module docstring)."""
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None,
+                title: str | None = None) -> ExtractionResult:
+        """Extract entities and relations from ``chunk_text`` (rules in the module docstring).
+
+        ``title``, the document's title when a loader knows it, is the name of a sentence-initial
+        "It" / "This package|library|project|module|tool|program|command" (typed as the first
+        relation domain type it fits; "It is a …" is left alone), and the missing subject of a
+        list item or changelog entry "Add/Added/Explicit/Full/Native/Initial support for X" and
+        the subject of a "License: X" line.
+        """
         comp = self._compiled(schema)
         widened = guided_types(schema, guidance)
         found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
         relations: dict[str, list[dict[str, str]]] = {}
-        typed: dict[_Mention, str] = {}  # type chosen through a relation
-        offsets: dict[_Mention, int] = {}  # offset in the chunk
+        spans: dict[tuple[str, str, str], tuple[int, int]] = {}  # (relation, subject, object) -> sentence span
+        typed: dict[Mention, str] = {}  # type chosen through a relation
+        offsets: dict[Mention, int] = {}  # offset in the chunk
 
-        all_mentions: list[_Mention] = []
+        all_mentions: list[Mention] = []
         for s0, e0 in sentence_spans(chunk_text):
             sentence = chunk_text[s0:e0]
-            mentions = self._mentions(sentence, comp)
+            masked = mask_markup(sentence)
+            mentions = self._mentions(masked, comp)
+            own = _SELF.match(masked) if title else None
+            if own is not None and title:
+                mentions.insert(0, self._title_mention(own.end(), title, schema))
+            else:
+                mentions = self._own_name(masked, mentions, title, schema)
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
-            guesses = self._guesses(sentence, mentions, widened) if widened else []
-            for rel, passive, ts, te in self._triggers(sentence, comp, mentions):
-                spec = schema.relation_types[rel]
-                dom, rng = list(spec.domain), list(spec.range)
-                ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive)
-                if ends is None and guesses:
-                    ends = _find_pair(sentence, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened)
-                if ends is None:
+            if is_boilerplate(sentence):
+                continue
+            found_here = list(self._sentence_relations(sentence, masked, mentions, comp, schema, widened))
+            if title and _LICENSE_LINE.match(sentence):
+                found_here += self._license_line(mentions, title, schema)
+            found_here += self._written_in(masked, mentions, title, schema)
+            for rel, sm, st, om, ot in found_here:
+                sname, oname = sm.names[st], om.names[ot]
+                if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
                     continue
-                subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
-                for sm, st in subjects:
-                    for om, ot in objects:
-                        sname, oname = sm.names[st], om.names[ot]
-                        if (
-                            st == ot
-                            and canonical_name(sname) == canonical_name(oname)
-                            and not schema.allow_self_loops
-                        ):
-                            continue
-                        typed.setdefault(sm, st)
-                        typed.setdefault(om, ot)
-                        found.append((s0 + sm.start, st, sname))
-                        found.append((s0 + om.start, ot, oname))
-                        pair = {"subject": sname, "object": oname}
-                        lst = relations.setdefault(rel, [])
-                        if pair not in lst:
-                            lst.append(pair)
+                typed.setdefault(sm, st)
+                typed.setdefault(om, ot)
+                found.append((s0 + sm.start, st, sname))
+                found.append((s0 + om.start, ot, oname))
+                pair = {"subject": sname, "object": oname}
+                lst = relations.setdefault(rel, [])
+                if pair not in lst:
+                    lst.append(pair)
+                    spans.setdefault((rel, sname, oname), (s0, e0))
         for m in all_mentions:
             t = typed.get(m, m.types[0])
             found.append((offsets[m], t, m.names[t]))
@@ -345,128 +357,113 @@ class RulesExtractor:
             if name not in lst:
                 lst.append(name)
         clean = sanitize_extraction(ordered, relations, schema)
-        return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules")
+        kept = {(r, p.subject, p.object) for r, ps in clean.kg.relations.items() for p in ps}
+        return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
+                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
+                                       for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
 
     @staticmethod
-    def _triggers(sentence: str, comp: _Compiled, mentions: list[_Mention]):
+    def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:
+        """The document's title standing at ``[0, end)`` of a sentence (or for its missing subject), with every relation domain type."""
+        types = list(dict.fromkeys(t for spec in schema.relation_types.values() for t in spec.domain))
+        return Mention(0, end, types, {t: title for t in types})
+
+    @classmethod
+    def _own_name(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema) -> list[Mention]:
+        """``mentions`` and, opening the sentence, the document's own name as the text spells it
+        (:func:`kgr.extract.phrases.title_mention`), unless a known name stands there."""
+        own = title_mention(masked, title)
+        if own is None or any(m.start < own[1] and own[0] < m.end for m in mentions):
+            return mentions
+        me = cls._title_mention(own[1], own[2], schema)
+        me.start = own[0]
+        return [me, *mentions]
+
+    @classmethod
+    def _written_in(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema):
+        """``WRITTEN_IN`` said by a product noun phrase ("X is a Python library"; rules in
+        :func:`kgr.extract.phrases.written_in`), not negated."""
+        spec = schema.relation_types.get("WRITTEN_IN")
+        if spec is None or not spec.domain or not spec.range:
+            return []
+        langs = {(m.start, m.end): (m, t) for m in mentions if not m.guess and not m.possessive
+                 for t in m.types[:1] if t in spec.range}
+        subs = {(m.start, m.end): (m, t) for m in mentions if not m.guess
+                for t in [next((t for t in m.types if t in spec.domain), None)] if t is not None}
+        out = []
+        for sub, lang in written_in(masked, list(langs), list(subs), bool(title)):
+            sm, st = subs[sub] if sub is not None else (cls._title_mention(0, title or "", schema), spec.domain[0])
+            lm, lt = langs[lang]
+            if not negated(masked, [(sm.start, sm.end), (lm.start, lm.end)], [(lm.start, lm.end)]):
+                out.append(("WRITTEN_IN", sm, st, lm, lt))
+        return out
+
+    @staticmethod
+    def _license_line(mentions: list[Mention], title: str, schema: KGSchema):
+        """``LICENSED_UNDER`` from the document (``title``) to each licence named on a "License: …" line."""
+        spec = schema.relation_types.get("LICENSED_UNDER")
+        if spec is None or not spec.domain:
+            return
+        me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
+        for m in mentions:
+            for t in m.types:
+                if t in spec.range:
+                    yield "LICENSED_UNDER", me, spec.domain[0], m, t
+                    break
+
+    def _sentence_relations(self, sentence: str, masked: str, mentions: list[Mention], comp: _Compiled,
+                            schema: KGSchema, widened: list[str]):
+        """``(relation, subject mention, its type, object mention, its type)`` read in one sentence:
+        the trigger's ends within :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens and no clause
+        boundary of it, and the clause not negated (:func:`kgr.extract.cues.negated`)."""
+        triggers = list(self._triggers(masked, comp, mentions))
+        guesses: list[Mention] = []
+        if widened:
+            starts = {0} | {m.end() for m in BOUNDARY.finditer(masked)} | {m.end() for m in re.finditer(r",\s*", masked)}
+            after = {te + len(_ARTICLE.match(masked, te).group(0)) for _, _, _, te in triggers}
+            starts, after = ({i + len(masked[i:]) - len(masked[i:].lstrip()) for i in pos} for pos in (starts, after))
+            guesses = self._guesses(sentence, masked, mentions, starts, starts | after)
+        ends_at = sorted([(m.start, m.end) for m in [*mentions, *guesses]])
+        for rel, passive, ts, te in triggers:
+            spec = schema.relation_types[rel]
+            dom, rng = list(spec.domain), list(spec.range)
+            ends = find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles)
+            if ends is None and guesses:
+                ends = find_pair(masked, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened,
+                                  roles=comp.roles)
+            if ends is None:
+                continue
+            subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
+            left = subjects if subjects[0][0].end <= ts else objects
+            right = objects if left is subjects else subjects
+            left_ok = close(masked, left[-1][0].end, ts, MAX_LEFT_GAP)
+            if left is subjects and left_ok and _RELATIVE.search(masked[left[-1][0].end:ts]):
+                left_ok = False  # "X … to architectures that support Y": the clause's subject is not X
+            if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
+                shared = shared_subject(masked, [*mentions, *guesses], ts, dom, widened, comp.roles)
+                subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
+            if not (left_ok and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
+                continue
+            if _NO_RIGHT_END.match(masked, te, right[0][0].start):
+                continue
+            for sm, st in subjects:
+                for om, ot in objects:
+                    if negated(masked, [(ts, te), (sm.start, sm.end), (om.start, om.end)], ends_at):
+                        continue
+                    yield rel, sm, st, om, ot
+
+    @staticmethod
+    def _triggers(sentence: str, comp: _Compiled, mentions: list[Mention]):
         if comp.triggers is None:
             return
         for m in comp.triggers.finditer(sentence):
             ts, te = m.span()
             if any(x.start < te and ts < x.end for x in mentions):
                 continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
+            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of)$", m.group(0)):
+                continue
+            if _PROVIDED_BY.match(sentence, te):
+                continue  # "SSL support is provided by OpenSSL": the document supports SSL through OpenSSL
             after_by = re.match(r"\s+by\b", sentence[te:], re.IGNORECASE) is not None
             for rel, passive in comp.trigger_rel.get(_norm(m.group(0)), []):
                 yield rel, passive or after_by, ts, te
-
-
-def _resolve_overlaps(cands: list[tuple[int, int, int, _Mention]]) -> list[_Mention]:
-    """Longest span wins; equal spans merge their types (lower priority number first)."""
-    cands.sort(key=lambda c: (-(c[1] - c[0]), c[0], c[2]))
-    kept: list[_Mention] = []
-    for s, e, _prio, m in cands:
-        same = next((k for k in kept if k.start == s and k.end == e), None)
-        if same is not None:
-            for t in m.types:
-                if t not in same.types:
-                    same.types.append(t)
-                    same.names[t] = m.names[t]
-            continue
-        if any(k.start < e and s < k.end for k in kept):
-            continue
-        kept.append(m)
-    kept.sort(key=lambda m: m.start)
-    return kept
-
-
-def _mark_possessives(text: str, mentions: list[_Mention]) -> list[_Mention]:
-    for m in mentions:
-        m.possessive = _POSSESSIVE.match(text, m.end) is not None
-    return mentions
-
-
-def _fits(m: _Mention, allowed: list[str], widened: list[str] | None) -> str | None:
-    """The first of ``m``'s types that ``allowed`` accepts (a guess takes the first widened allowed type)."""
-    if m.possessive:
-        return None
-    if m.guess:
-        pool = [t for t in (allowed or widened or []) if widened and t in widened]
-        return pool[0] if pool else None
-    if not allowed:
-        return m.types[0]
-    return next((t for t in m.types if t in allowed), None)
-
-
-def _side(
-    sentence: str,
-    seq: list[_Mention],
-    allowed: list[str],
-    widened: list[str] | None,
-    *,
-    leftwards: bool,
-) -> list[tuple[_Mention, str]]:
-    """The nearest mention in ``seq`` (ordered nearest first) fitting ``allowed``, plus coordinated ones.
-
-    Coordination needs a conjunction: "A, B and C" joins all three, "A and B" both, but a bare comma
-    ("At the request of Newman, Flowers designed ...") joins nothing. Left of a trigger the gap next
-    to the nearest mention must be the conjunction; right of it the chain is cut after the last one.
-    """
-    for i, m in enumerate(seq):
-        t = _fits(m, allowed, widened)
-        if t is None:
-            continue
-        chain = [(m, t)]
-        conj_at = 0  # chain length up to and including the last conjunction gap
-        prev = m
-        for nxt in seq[i + 1 :]:
-            gap = sentence[nxt.end : prev.start] if leftwards else sentence[prev.end : nxt.start]
-            if not _COORD.fullmatch(gap):
-                break
-            t2 = _fits(nxt, allowed, widened)
-            if t2 is None:
-                break
-            has_conj = _CONJ.search(gap) is not None
-            if leftwards and len(chain) == 1 and not has_conj:
-                break
-            chain.append((nxt, t2))
-            if has_conj:
-                conj_at = len(chain)
-            prev = nxt
-        return chain if leftwards else chain[: max(1, conj_at)]
-    return []
-
-
-def _find_pair(
-    sentence: str,
-    mentions: list[_Mention],
-    ts: int,
-    te: int,
-    dom: list[str],
-    rng: list[str],
-    passive: bool,
-    *,
-    guesses: list[_Mention] | None = None,
-    widened: list[str] | None = None,
-) -> tuple[list[tuple[_Mention, str]], list[tuple[_Mention, str]]] | None:
-    left = [m for m in mentions if m.end <= ts][::-1]
-    right = [m for m in mentions if m.start >= te]
-    g_left = [m for m in (guesses or []) if m.end <= ts][::-1]
-    g_right = [m for m in (guesses or []) if m.start >= te]
-
-    def pick(known: list[_Mention], guessed: list[_Mention], allowed: list[str], leftwards: bool):
-        got = _side(sentence, known, allowed, None, leftwards=leftwards)
-        if not got and guessed:
-            got = _side(sentence, guessed, allowed, widened, leftwards=leftwards)
-        return got
-
-    readings = ["reversed", "forward"] if passive else ["forward", "reversed"]
-    for reading in readings:
-        if reading == "forward":
-            subs = pick(left, g_left, dom, True)
-            objs = pick(right, g_right, rng, False) if subs else []
-        else:
-            objs = pick(left, g_left, rng, True)
-            subs = pick(right, g_right, dom, False) if objs else []
-        if subs and objs:
-            return subs, objs
-    return None

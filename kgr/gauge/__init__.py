@@ -1,7 +1,9 @@
-"""Pure promotion math on numpy/scipy/networkx: Laplacians, von Neumann entropy, coverage, the
-geDIG gauge and its gates, calibration, rewards and the promotion decision core.
+"""Pure math over graphs and matrices on numpy/scipy/networkx: Laplacians, von Neumann entropy,
+coverage, the geDIG gauge (one edge and batched) and its gates, calibration, rewards, review priority.
 
-No I/O, no Neo4j, no LLM: this layer imports only :mod:`kgr.errors` and :mod:`kgr.model`.
+No I/O, no Neo4j, no LLM, no decisions: this layer imports only :mod:`kgr.errors` and :mod:`kgr.model`.
+The learned evidence (facts, rules, roles, embeddings) is :mod:`kgr.evidence`; the promotion policies
+that use this math (the geDIG policy, constraints) are :mod:`kgr.promotion`.
 Every public name is re-exported here; each module's docstring states its conventions.
 """
 
@@ -18,28 +20,8 @@ from kgr.gauge.entropy import (
 from kgr.gauge.gates import AuditResult, Cooldown, GateResult, evaluate_gates, stability_audit
 from kgr.gauge.gedig import GaugeResult, HopTerms, degree_entropy, gedig_gauge, local_ball
 from kgr.gauge.laplacian import density_matrix, laplacian_from_edges, laplacian_from_graph
-from kgr.gauge.policy import (
-    Action,
-    Ball,
-    Candidate,
-    CandidateDecision,
-    PolicyState,
-    Prefetched,
-    PromotionConfig,
-    GedigRound,
-    decide_round,
-)
 from kgr.gauge.batch import GaugeBatch, gauge_batch
-from kgr.gauge.calibrated import CalibratedConfig, CalibratedPolicy, CalibratedState, promotion_cut
-from kgr.gauge.constraints import FactHolders, PromotedIndex, functional_losers, functional_relations
-from kgr.gauge.embedding import CrossFitter, KGEModel, KGEScores, crossfit_scores, fit_kge
-from kgr.gauge.facts import FactTable, Vocabulary
-from kgr.gauge.features import FEATURE_SET, FEATURES, EvidenceGraph, evidence_graph, source_features
-from kgr.gauge.policies import GedigPolicy, Policy, QuorumConfig, QuorumPolicy, growth_epoch, make_policy
 from kgr.gauge.review import review_priority
-from kgr.gauge.roles import RoleEvidence, role_evidence, role_profiles
-from kgr.gauge.rules import Rule, RuleEvidence, RuleSet, mine_rules
-from kgr.gauge.scorer import LatentClass, Logistic, ScorerConfig, ScorerModel, explain, explain_many, fit_scorer, predict
 from kgr.gauge.reward import (
     ConstraintInputs,
     RewardTerms,
@@ -87,26 +69,7 @@ __all__ = [
     "EWQuantile",
     "ThresholdCalibrator",
     "variance_balanced_lambda",
-    # policy
-    "Action",
-    "Ball",
-    "Prefetched",
-    "Candidate",
-    "PromotionConfig",
-    "PolicyState",
-    "CandidateDecision",
-    "GedigRound",
-    "decide_round",
-    # the promotion seam and the calibrated policy
-    "Policy", "QuorumConfig", "QuorumPolicy", "GedigPolicy", "make_policy", "growth_epoch",
-    "CalibratedConfig", "CalibratedPolicy", "CalibratedState", "promotion_cut",
-    "FactHolders", "PromotedIndex", "functional_losers", "functional_relations",
-    "FEATURES", "FEATURE_SET", "EvidenceGraph", "evidence_graph", "source_features",
-    "ScorerConfig", "ScorerModel", "LatentClass", "Logistic", "fit_scorer", "predict", "explain", "explain_many",
     "review_priority",
-    # learned plausibility and the vectorised gauge
-    "FactTable", "Vocabulary", "Rule", "RuleSet", "RuleEvidence", "mine_rules",
-    "RoleEvidence", "role_evidence", "role_profiles",
-    "KGEModel", "KGEScores", "CrossFitter", "fit_kge", "crossfit_scores",
+    # the vectorised gauge
     "GaugeBatch", "gauge_batch",
 ]

@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import real
+from kgr.gauge.validate import real
 
 __all__ = ["EWQuantile", "ThresholdCalibrator", "variance_balanced_lambda"]
 

@@ -40,8 +40,8 @@ from typing import Any
 import networkx as nx
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
-from kgr.gauge._graph import GraphView, bfs_within, check_simple_undirected
+from kgr.gauge.validate import integer, real
+from kgr.gauge.graphview import GraphView, bfs_within, check_simple_undirected
 
 __all__ = ["coverage", "coverage_gain"]
 
@@ -193,10 +193,10 @@ def coverage_gain(
         except (TypeError, ValueError):
             raise KgrValidationError(f"an added edge must be a (u, v) pair, got {e!r}") from None
         edges.append((u, v))
-    return _coverage_gain_view(GraphView(G), edges, kappa=kappa, h=h)
+    return coverage_gain_view(GraphView(G), edges, kappa=kappa, h=h)
 
 
-def _coverage_gain_view(
+def coverage_gain_view(
     before: GraphView, edges: Sequence[tuple[Hashable, Hashable]], *, kappa: float, h: int
 ) -> float:
     """:func:`coverage_gain` on a :class:`GraphView` (arguments already validated)."""

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from scipy.linalg import eigh_tridiagonal
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.laplacian import laplacian_from_edges
 
 __all__ = [
@@ -445,7 +445,7 @@ def vn_entropy_gain(
         w = np.fromiter((float(e[2]) if weighted else 1.0 for e in es), dtype=np.float64, count=len(es))
         return i, j, w
 
-    return _dense_entropy_gain(n, *arrays(before), *arrays(added), mu=mu, weighted=weighted)
+    return dense_entropy_gain(n, *arrays(before), *arrays(added), mu=mu, weighted=weighted)
 
 
 def _dense_laplacian(n: int, i: np.ndarray, j: np.ndarray, w: np.ndarray, *, weighted: bool) -> np.ndarray:
@@ -463,7 +463,7 @@ def _dense_laplacian(n: int, i: np.ndarray, j: np.ndarray, w: np.ndarray, *, wei
     return L
 
 
-def _dense_entropy_gain(
+def dense_entropy_gain(
     n: int,
     bi: np.ndarray,
     bj: np.ndarray,
@@ -477,7 +477,7 @@ def _dense_entropy_gain(
 ) -> float:
     """Exact entropy change on ``n`` indexed nodes: before-edges ``(bi, bj, bw)``, added ``(ai, aj, aw)``.
 
-    Internal fast path of :func:`vn_entropy_gain` (arguments already validated).
+    The dense fast path of :func:`vn_entropy_gain` (arguments already validated; nodes are indices).
     """
     L_before = _dense_laplacian(n, bi, bj, bw, weighted=weighted)
     L_after = _dense_laplacian(

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kgr.gauge._checks import integer, real
+from kgr.gauge.validate import integer, real
 from kgr.gauge.gedig import GaugeResult
 
 __all__ = ["GateResult", "evaluate_gates", "AuditResult", "stability_audit", "Cooldown"]

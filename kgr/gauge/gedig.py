@@ -67,16 +67,14 @@ clique, which makes degrees uniform, therefore raises :math:`\mathcal{F}`.
 
 Defaults and why
 ----------------
-``c_node = c_edge = 1``: a new entity costs as much as a new edge. Then :math:`g_0 = 1/2` for an
-edge between existing nodes, 1 with one new node and 3/2 with two, and the default
-:math:`\theta_{AG} = 0.75` makes AG a novelty alert for new entities. ``lam = 1``,
-``gamma = 1`` (the paper's RAG default; path shortening counts fully). With them a chord that
-completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)` exactly
-(:math:`|E|` edges after) and :math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it
-is never accepted at :math:`\theta_{DG} = 0`, while a bridge that shortens paths across two
-clusters reaches :math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node
-detour) and ``k_max = 64`` (all pairs fit in ``max_sp_pairs = 4096``; a ball costs about a
-millisecond).
+``c_node = c_edge = 1``: a new entity costs as much as a new edge. Then :math:`g_0 = 1/2` for an edge between
+existing nodes, 1 with one new node and 3/2 with two, and the default :math:`\theta_{AG} = 0.75` makes AG a
+novelty alert for new entities. ``lam = 1``, ``gamma = 1`` (the paper's RAG default; path shortening counts
+fully). With them a chord that completes a clique has :math:`\Delta\mathrm{SP} = \Delta\mathrm{EPC} = 1/(|E|+1)`
+exactly (:math:`|E|` edges after) and :math:`\mathcal{F} = \lambda|\Delta H_{\text{gain}}| > 0`, so it is never
+accepted at :math:`\theta_{DG} = 0`, while a bridge that shortens paths across two clusters reaches
+:math:`\mathcal{F} \approx -0.15`. ``hops = 2`` (the smallest :math:`H` that sees a one-node detour) and
+``k_max = 64`` (all pairs fit in ``max_sp_pairs = 4096``).
 
 References
 ----------
@@ -88,17 +86,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict
-from scipy.sparse.csgraph import shortest_path
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import integer, real
-from kgr.gauge._graph import GraphView, capped_ball, check_simple_undirected
+from kgr.gauge.validate import integer, real
+from kgr.gauge.graphview import GraphView, LocalStructure, capped_ball, check_simple_undirected, local_structure
+from kgr.gauge.paths import path_terms
 
 __all__ = ["HopTerms", "GaugeResult", "degree_entropy", "local_ball", "gedig_gauge"]
 
@@ -302,86 +299,7 @@ def local_ball(G: nx.Graph, centre: Sequence[Hashable], *, hops: int, k_max: int
     return nodes
 
 
-_DENSE_BFS_MAX = 160  # below this many nodes a dense matrix BFS beats scipy's per-call overhead
-
-
-def _distances(k: int, ei: np.ndarray, ej: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Hop distances (``inf`` when unreachable) from ``rows`` (all nodes when None)."""
-    if k <= _DENSE_BFS_MAX:
-        A = np.zeros((k, k), dtype=np.float32)
-        A[ei, ej] = 1.0
-        A[ej, ei] = 1.0
-        src = np.arange(k) if rows is None else rows
-        D = np.full((len(src), k), np.inf)
-        frontier = np.zeros((len(src), k), dtype=bool)
-        frontier[np.arange(len(src)), src] = True
-        reached = frontier.copy()
-        D[frontier] = 0.0
-        d = 0
-        while frontier.any():
-            d += 1
-            frontier = ((frontier.astype(np.float32) @ A) > 0) & ~reached
-            D[frontier] = d
-            reached |= frontier
-        return D
-    csr = sp.csr_array((np.ones(len(ei)), (ei, ej)), shape=(k, k))
-    if rows is None:
-        return shortest_path(csr, method="D", unweighted=True, directed=False)
-    return shortest_path(csr, method="D", unweighted=True, directed=False, indices=rows)
-
-
-def _path_terms(
-    ei: np.ndarray, ej: np.ndarray, k: int, iu: int, iv: int, *, max_sp_pairs: int, seed: int
-) -> tuple[int, float, float]:
-    """(n_pairs, L_before, L_after) on a ball of ``k`` nodes with edges ``(ei, ej)``."""
-    if k * (k - 1) // 2 <= max_sp_pairs:
-        D = _distances(k, ei, ej, None)
-        du, dv = D[iu], D[iv]
-        DA = np.minimum(D, np.minimum(du[:, None] + 1.0 + dv[None, :], dv[:, None] + 1.0 + du[None, :]))
-        a, b = np.triu_indices(k, 1)
-        before, after = D[a, b], DA[a, b]
-    else:
-        n_src = min(k, max(1, math.ceil(max_sp_pairs / (k - 1))))
-        rng = np.random.default_rng(seed)
-        src = np.sort(rng.choice(k, size=n_src, replace=False))
-        D = _distances(k, ei, ej, np.concatenate([src, [iu, iv]]))
-        Ds, du, dv = D[:n_src], D[n_src], D[n_src + 1]
-        DA = np.minimum(Ds, np.minimum(du[src][:, None] + 1.0 + dv[None, :], dv[src][:, None] + 1.0 + du[None, :]))
-        mask = np.ones_like(Ds, dtype=bool)
-        mask[np.arange(n_src), src] = False
-        before, after = Ds[mask], DA[mask]
-    connected = np.isfinite(before)
-    n_pairs = int(connected.sum())
-    if n_pairs == 0:
-        return 0, 0.0, 0.0
-    return n_pairs, float(before[connected].mean()), float(after[connected].mean())
-
-
-class _Local(NamedTuple):
-    """Internal: the capped ball around a candidate and its induced edges as index arrays."""
-
-    ball: list[Hashable]
-    dist: list[int]
-    capped: bool
-    ei: np.ndarray
-    ej: np.ndarray
-
-
-def _local_structure(view: GraphView, u: Hashable, v: Hashable, hops: int, k_max: int) -> _Local:
-    """Internal: :class:`_Local` for the candidate ``(u, v)`` on ``view``."""
-    ball, dist, capped = capped_ball(view, [u, v], hops, k_max)
-    return _local_on_ball(view, ball, dist, capped)
-
-
-def _local_on_ball(view: GraphView, ball: list[Hashable], dist: list[int], capped: bool) -> _Local:
-    """Internal: :class:`_Local` for a given ball (its edges read from ``view``)."""
-    pairs = view.induced_edges(ball)
-    ei = np.fromiter((p[0] for p in pairs), dtype=np.int64, count=len(pairs))
-    ej = np.fromiter((p[1] for p in pairs), dtype=np.int64, count=len(pairs))
-    return _Local(ball, dist, capped, ei, ej)
-
-
-def _gauge_on_view(
+def gauge_on_view(
     view: GraphView,
     u: Hashable,
     v: Hashable,
@@ -398,13 +316,25 @@ def _gauge_on_view(
     use_epc: bool,
     use_ig: bool,
     use_sp: bool,
-    local: _Local | None = None,
+    local: LocalStructure | None = None,
 ) -> GaugeResult:
-    """:func:`gedig_gauge` on a :class:`~kgr.gauge._graph.GraphView` (arguments already validated)."""
+    """:func:`gedig_gauge` on a :class:`~kgr.gauge.graphview.GraphView`, arguments already validated.
+
+    Parameters
+    ----------
+    view, u, v, hops, k_max, c_node, c_edge, lam, gamma, eps, max_sp_pairs, seed, use_epc, use_ig, use_sp
+        As in :func:`gedig_gauge` (``view`` may carry an overlay of edges selected in this round).
+    local : LocalStructure, optional
+        The candidate's ball when the caller has it (else computed here).
+
+    Returns
+    -------
+    GaugeResult
+    """
     new_nodes = sum(1 for x in (u, v) if x not in view or view.degree(x) == 0)
     edge_exists = view.has_edge(u, v)
     if local is None:
-        local = _local_structure(view, u, v, hops, k_max)
+        local = local_structure(view, u, v, hops, k_max)
     ball, dist, capped, ei, ej = local
     iu, iv = ball.index(u), ball.index(v)
     dist_arr = np.asarray(dist)
@@ -431,11 +361,11 @@ def _gauge_on_view(
         if h == 0 or edge_exists:
             n_pairs, l_before, l_after = 0, 0.0, 0.0
             if h > 0:
-                n_pairs, l_before, l_after = _path_terms(h_ei, h_ej, k, iu, iv, max_sp_pairs=max_sp_pairs, seed=seed)
+                n_pairs, l_before, l_after = path_terms(h_ei, h_ej, k, iu, iv, max_sp_pairs=max_sp_pairs, seed=seed)
                 l_after = l_before
             delta_sp = 0.0
         else:
-            n_pairs, l_before, l_after = _path_terms(h_ei, h_ej, k, iu, iv, max_sp_pairs=max_sp_pairs, seed=seed)
+            n_pairs, l_before, l_after = path_terms(h_ei, h_ej, k, iu, iv, max_sp_pairs=max_sp_pairs, seed=seed)
             delta_sp = (l_before - l_after) / max(l_before, eps) if n_pairs else 0.0
         delta_ig = (delta_h if use_ig else 0.0) + (gamma * delta_sp if use_sp else 0.0)
         f = (delta_epc if use_epc else 0.0) - lam * delta_ig
@@ -528,10 +458,9 @@ def gedig_gauge(
 
     Notes
     -----
-    The conventions (ball, new nodes, entropy sign, pairs, degenerate cases) are in the module
-    docstring. Cost per candidate: a capped BFS (:math:`O(\sum_{x \in S_H}\min(\deg x, K))`),
-    then per hop a sparse all-pairs BFS on :math:`K \le K_{\max}` nodes and :math:`O(K^2)`
-    vector work; independent of :math:`|G|`. About 1–3 ms at the defaults.
+    The conventions (ball, new nodes, entropy sign, pairs, degenerate cases) are in the module docstring. Cost
+    per candidate: a capped BFS (:math:`O(\sum_{x \in S_H}\min(\deg x, K))`), then per hop a sparse all-pairs
+    BFS on :math:`K \le K_{\max}` nodes and :math:`O(K^2)` vector work; independent of :math:`|G|`.
 
     References
     ----------
@@ -540,11 +469,10 @@ def gedig_gauge(
 
     Examples
     --------
-    A redundant chord: completing :math:`K_4` (edge 0–1 missing). Of the 6 pairs, 5 are at
-    distance 1 and one at 2, so :math:`L_b = 7/6`, :math:`L_a = 1` and
-    :math:`\Delta\mathrm{SP} = (1/6)/(7/6) = 1/7`; :math:`\Delta\mathrm{EPC} = 1/(1 + 6) = 1/7`
-    too. Degrees go from :math:`(2, 2, 3, 3)` to uniform, so entropy rises to :math:`\ln 4`,
-    :math:`\Delta H_{\text{gain}} < 0` and :math:`\mathcal{F} > 0`:
+    A redundant chord: completing :math:`K_4` (edge 0–1 missing). Of the 6 pairs, 5 are at distance 1 and one
+    at 2, so :math:`L_b = 7/6`, :math:`L_a = 1` and :math:`\Delta\mathrm{SP} = (1/6)/(7/6) = 1/7`;
+    :math:`\Delta\mathrm{EPC} = 1/(1 + 6) = 1/7` too. Degrees go from :math:`(2, 2, 3, 3)` to uniform, so
+    entropy rises to :math:`\ln 4`, :math:`\Delta H_{\text{gain}} < 0` and :math:`\mathcal{F} > 0`:
 
     >>> G = nx.complete_graph(4); G.remove_edge(0, 1)
     >>> r = gedig_gauge(G, 0, 1)
@@ -564,10 +492,8 @@ def gedig_gauge(
     seed = integer("seed", seed, ge=0)
     c_node = real("c_node", c_node, ge=0.0)
     c_edge = real("c_edge", c_edge, gt=0.0)
-    lam = real("lam", lam, ge=0.0)
-    gamma = real("gamma", gamma, ge=0.0)
-    eps = real("eps", eps, gt=0.0)
-    return _gauge_on_view(
+    lam, gamma, eps = real("lam", lam, ge=0.0), real("gamma", gamma, ge=0.0), real("eps", eps, gt=0.0)
+    return gauge_on_view(
         GraphView(G), u, v, hops=hops, k_max=k_max, c_node=c_node, c_edge=c_edge, lam=lam, gamma=gamma,
         eps=eps, max_sp_pairs=max_sp_pairs, seed=seed, use_epc=bool(use_epc), use_ig=bool(use_ig), use_sp=bool(use_sp),
     )

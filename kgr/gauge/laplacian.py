@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import real
+from kgr.gauge.validate import real
 
 __all__ = ["laplacian_from_edges", "laplacian_from_graph", "density_matrix"]
 

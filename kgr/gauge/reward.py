@@ -33,7 +33,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._checks import real
+from kgr.gauge.validate import real
 
 __all__ = [
     "ConstraintInputs",
@@ -63,7 +63,7 @@ class ConstraintInputs(BaseModel):
     duplicate_entity : float
         ``1.0`` when an endpoint new to the promoted graph looks like a misspelling of an entity of
         the same type that already holds this very fact with the other endpoint (see
-        :meth:`kgr.gauge.constraints.PromotedIndex.constraints`).
+        :meth:`kgr.promotion.constraints.PromotedIndex.constraints`).
     other : tuple of float
         Any further constraint values.
     notes : tuple of str

@@ -71,10 +71,13 @@ def canonical_order(a: TripleAssertion, schema: KGSchema, resolve: Resolve) -> T
                                 "object": a.subject, "object_type": a.subject_type})
 
 
-def assertions_of(kg: ExtractedKG, schema: KGSchema, source: str,
-                resolve: Resolve | None = None) -> tuple[list[TripleAssertion], list[Rejection]]:
+def assertions_of(kg: ExtractedKG, schema: KGSchema, source: str, resolve: Resolve | None = None, *,
+                  spans: dict[tuple[str, str, str], tuple[int, int]] | None = None,
+                  ) -> tuple[list[TripleAssertion], list[Rejection]]:
     """The relations of ``kg`` as assertions from ``source`` (endpoint types looked up in entities),
-    symmetric ones in canonical order; and what could not be staged, with reasons."""
+    symmetric ones in canonical order, each with its sentence's span from ``spans`` (keyed by
+    ``(relation, subject, object)`` as ``kg`` names them; none when absent); and what could not be
+    staged, with reasons."""
     resolve = resolve or resolver(schema)
     out: list[TripleAssertion] = []
     bad: list[Rejection] = []
@@ -93,7 +96,7 @@ def assertions_of(kg: ExtractedKG, schema: KGSchema, source: str,
                 continue
             try:
                 a = TripleAssertion(subject=p.subject, subject_type=st[0], relation=rel, object=p.object,
-                                    object_type=ot[0], source=source)
+                                    object_type=ot[0], source=source, span=(spans or {}).get((rel, p.subject, p.object)))
                 check_assertion(a, schema)
                 # keys (a name with no letters raises here), then the schema's domain/range and loops
                 sk = entity_key(a.subject_type, resolve(a.subject_type, a.subject))

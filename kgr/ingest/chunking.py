@@ -36,6 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgr.errors import KgrValidationError
+from kgr.ingest.titles import document_title
 from kgr.text.sentences import sentence_spans, strip_span
 
 __all__ = [
@@ -117,6 +118,7 @@ class Chunk(BaseModel):
     sha256: str = Field(description="sha256 of the chunk text (hex)")
     start: int = Field(ge=0, description="offset of the first character in the document text")
     end: int = Field(ge=0, description="offset one past the last character")
+    title: str | None = Field(None, description="the document's title, for the extractor (kgr.ingest.titles)")
 
     @property
     def token_estimate(self) -> int:
@@ -194,12 +196,15 @@ def chunk_text(
 
 
 def chunk_document(document, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:
-    """Yield the chunks of a :class:`kgr.ingest.loaders.Document` (``document.id`` goes into chunk ids)."""
-    return chunk_text(document.text, document.id, config=config or ChunkingConfig())
+    """Yield the chunks of a :class:`kgr.ingest.loaders.Document` (``document.id`` goes into chunk ids),
+    each carrying the document's title (:func:`kgr.ingest.titles.document_title`; not part of the id)."""
+    title = document_title(document)
+    for chunk in chunk_text(document.text, document.id, config=config or ChunkingConfig()):
+        yield chunk if title is None else chunk.model_copy(update={"title": title})
 
 
 def iter_chunks(documents: Iterable, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:
     """Chunk a stream of documents lazily: one document is held in memory at a time."""
     config = config or ChunkingConfig()
     for doc in documents:
-        yield from chunk_text(doc.text, doc.id, config=config)
+        yield from chunk_document(doc, config=config)

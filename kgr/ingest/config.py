@@ -52,6 +52,15 @@ class IngestConfig(BaseModel):
                     "(they are not looked up again); 0: look every name up")
     promote_every: int = Field(0, ge=0, description="run a promotion round every N chunks (0 = only at the end)")
     promote: bool = True
+    resolve: bool = Field(True, description=(
+        "at the end of the job, before the final promotion, resolve entities (kgr resolve: blocking, a "
+        "Fellegi-Sunter model, constrained clustering; merges and splits as one version), so that the job's own "
+        "documents are matched with each other"))
+    resolve_target_fmr: float = Field(0.02, gt=0, lt=1, description="the share of wrong merges that step holds to")
+    resolve_splits: bool = Field(False, description=(
+        "that step also applies the splits it finds; off by default: inside one job a conflicting functional "
+        "value (one chunk's wrong birthplace) is as likely extraction noise as a second person, and promotion "
+        "already holds the conflicting fact; the splits are listed in the report and `kgr resolve` applies them"))
     final_promotion_rounds: int = Field(1000, ge=1, description=(
         "at the end, promotion rounds until the backlog is worked through (a round decides at most "
         "5,000 candidates and promotes at most 1,000), at most this many"))

@@ -6,7 +6,9 @@ quality, feedback; steps 1-3 of :mod:`kgr.ingest.pipeline`), then disambiguation
 the writer commits with the chunk's processed mark (step 5). It writes nothing, so it runs where the
 job's executor puts it: on the ingesting process's event loop (``executor="inprocess"``), or in a
 worker process or a Ray actor (:mod:`kgr.ingest.executors`), whose drafted chunks travel back to the
-job's writer by pickle.
+job's writer by pickle. The tools are called as typed functions (``query_quality_metrics(
+QualityMetricsInput.of(...), context=...)``), not by name; ``ChunkOutcome.tool_calls`` counts them
+by their registered names.
 """
 
 from __future__ import annotations
@@ -17,24 +19,27 @@ import functools
 import sys
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from kgr.errors import KgrError, KgrNeo4jUnavailable
-from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor
+from kgr.extract.base import AsyncExtractor, ExtractionResult, Extractor, takes_title
 from kgr.ingest.chunking import Chunk
 from kgr.model.canonical import entity_key
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import KGSchema
-from kgr.model.tools.coverage import CoverageFeedbackOutput
-from kgr.model.tools.density import ExtractionDensityOutput
-from kgr.model.tools.disambiguation import EntityDisambiguationOutput
-from kgr.model.tools.feedback import IterativeFeedbackOutput
-from kgr.model.tools.quality import QualityMetricsOutput
+from kgr.model.tools import (
+    CoverageFeedbackInput, EntityDisambiguationInput, ExtractionDensityInput, IterativeFeedbackInput,
+    QualityMetricsInput, ToolInput, ToolOutput,
+)
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph
 from kgr.tools.context import ToolContext
-from kgr.tools.disambiguation import rewrite_kg
-from kgr.tools.registry import run_tool
+from kgr.tools.coverage import query_coverage_feedback
+from kgr.tools.density import query_extraction_density
+from kgr.tools.disambiguation import endpoint_renamer, query_entity_disambiguation, rewrite_kg
+from kgr.tools.feedback import query_iterative_feedback
+from kgr.tools.quality import query_quality_metrics
+from kgr.tools.registry import ToolFunction
 
 from kgr.ingest.assertions import (
     assertions_of, failure_kind, key_or_none, merge_kg, proposals_of, rejections_of, resolver,
@@ -45,6 +50,9 @@ from kgr.ingest.loop_lane import LoopLane
 from kgr.ingest.report import MAX_LISTED, ChunkFailure, ChunkOutcome, Rejection
 
 __all__ = ["ChunkDrafter", "Drafted", "close_llm_clients", "failed_outcome"]
+
+In = TypeVar("In", bound=ToolInput)
+Out = TypeVar("Out", bound=ToolOutput)
 
 
 @dataclass
@@ -57,6 +65,8 @@ class _Draft:
     rejections: list[Rejection]
     extractor: str
     quality: float | None = None
+    #: (relation, subject, object) -> the span of the sentence it was read from (the first round's)
+    spans: dict[tuple[str, str, str], tuple[int, int]] | None = None
 
 
 @dataclass
@@ -100,6 +110,8 @@ class ChunkDrafter:
         # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only
         self._matches: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.is_async = isinstance(extractor, AsyncExtractor)
+        #: the extractor reads a document title (``title=``, e.g. the offline rules extractor)
+        self.takes_title = takes_title(extractor, self.is_async)
         self._extract_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 32),
                                                    thread_name_prefix="kgr-extract")
         self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
@@ -130,10 +142,11 @@ class ChunkDrafter:
         except KgrError as exc:
             return failed_outcome(chunk, exc, out, path=self.paths.get(chunk.document_id))
 
-    async def _extract_once(self, text: str, guidance: list[str] | None) -> ExtractionResult:
+    async def _extract_once(self, text: str, guidance: list[str] | None, title: str | None) -> ExtractionResult:
+        extra = {"title": title} if self.takes_title and title else {}
         if self.is_async:
-            return await self.extractor.aextract(text, self.schema, guidance=guidance)  # type: ignore[attr-defined]
-        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance)
+            return await self.extractor.aextract(text, self.schema, guidance=guidance, **extra)  # type: ignore[attr-defined]
+        call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance, **extra)
         return await asyncio.get_running_loop().run_in_executor(self._extract_pool, call)
 
     async def _extract(self, chunk: Chunk, out: ChunkOutcome) -> _Draft:
@@ -142,25 +155,26 @@ class ChunkDrafter:
         calls: Counter[str] = Counter()
         text = chunk.text
         kg = ExtractedKG()
-        history: list[dict] = []
+        history: list[ExtractedKG] = []
         feedback: list[str] = []
         guidance: list[str] | None = None
         proposals: list[tuple[str, str, str]] = []
         rejections: list[Rejection] = []
         extractor_name = ""
         score: float | None = None
+        spans: dict[tuple[str, str, str], tuple[int, int]] = {}
 
         lane = self._lane
 
-        async def tool(name: str, payload: dict[str, Any]) -> Any:  # the tool's output model
+        async def tool(fn: ToolFunction[In, Out], params: In) -> Out:
             await lane.turn()
-            calls[name] += 1
-            return run_tool(name, payload, context=self.ctx)
+            calls[fn.__name__] += 1  # the tool's name (the registry names a tool after its function)
+            return fn(params, context=self.ctx)
 
         while True:
             out.rounds += 1
             last = out.rounds >= cfg.max_rounds  # no round can follow: nothing left to decide
-            res = await self._extract_once(text, guidance)
+            res = await self._extract_once(text, guidance, chunk.title)
             await lane.turn()
             out.llm_calls += res.llm_calls
             out.prompt_tokens += res.usage.prompt_tokens
@@ -171,38 +185,41 @@ class ChunkDrafter:
             rejections.extend(rejections_of(res, chunk.id))
             proposals.extend(proposals_of(res))
             kg = merge_kg(kg, res.kg)
-            base = {"text": text, "schema": self.tschema, "extracted_kg": kg.model_dump()}
-            history.append(base["extracted_kg"])
+            for sp in res.spans:
+                spans.setdefault((sp.relation, sp.subject, sp.object), (sp.start, sp.end))
+            base = {"text": text, "schema": self.tschema, "extracted_kg": kg}
+            history.append(kg)
             if not last:
-                density: ExtractionDensityOutput = await tool("query_extraction_density", base)
+                density = await tool(query_extraction_density, ExtractionDensityInput.of(**base))
                 if density.needs_more_extraction:
                     guidance = density.recommendations or None
                     continue
-            quality: QualityMetricsOutput = await tool("query_quality_metrics", base)
+            quality = await tool(query_quality_metrics, QualityMetricsInput.of(**base))
             score = quality.overall_score
             if last:
                 break
-            fb: IterativeFeedbackOutput = await tool("query_iterative_feedback", {
-                **base, "extraction_history": history, "feedback_history": feedback[-50:],
-                "max_iterations": cfg.max_rounds})
+            fb = await tool(query_iterative_feedback, IterativeFeedbackInput.of(
+                **base, extraction_history=history, feedback_history=feedback[-50:], max_iterations=cfg.max_rounds))
             feedback.extend(quality.improvement_suggestions[:5])
             if not fb.should_continue_iteration:
                 break
-            coverage: CoverageFeedbackOutput = await tool("query_coverage_feedback", base)
+            coverage = await tool(query_coverage_feedback, CoverageFeedbackInput.of(**base))
             guidance = [*coverage.recommendations, *fb.next_steps][:10] or None
 
         out.tool_calls = dict(calls)
         return _Draft(kg=kg, calls=calls, proposals=proposals, rejections=rejections,
                       extractor=extractor_name or self.config.extractor,
-                      quality=None if score is None else float(score) / 100.0)
+                      quality=None if score is None else float(score) / 100.0, spans=spans)
 
     async def _finish(self, chunk: Chunk, out: ChunkOutcome, draft: _Draft) -> Drafted:
         """Steps 4-5 up to the writer: disambiguation, then the rows to stage."""
         kg, rejections = draft.kg, draft.rejections
         calls = draft.calls
-        final = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else kg
+        final, renames = await self._disambiguate(chunk, kg, calls, out) if kg.entity_count else (kg, {})
         await self._lane.turn()
-        assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve)
+        rename = endpoint_renamer(renames)
+        spans = {(r, rename(s), rename(o)): sp for (r, s, o), sp in (draft.spans or {}).items()}
+        assertions, bad = assertions_of(final, self.schema, chunk.id, self.resolve, spans=spans)
         rejections.extend(bad)
         entities: list[tuple[str, str]] = []
         keys: list[str] = []
@@ -239,9 +256,11 @@ class ChunkDrafter:
         """Drop the disambiguation cache (a forget deleted entities); call with no chunk in flight."""
         self._matches.clear()
 
-    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str], out: ChunkOutcome) -> ExtractedKG:
+    async def _disambiguate(self, chunk: Chunk, kg: ExtractedKG, calls: Counter[str],
+                            out: ChunkOutcome) -> tuple[ExtractedKG, dict[tuple[str, str], str]]:
         """Step 4: ``final_kg`` of ``query_entity_disambiguation`` for ``kg``, asking the tool only about
-        the names this run has not yet resolved to a unique exact match.
+        the names this run has not yet resolved to a unique exact match; and the renames made
+        (``(type, name) -> new name``, :func:`~kgr.tools.disambiguation.rewrite_kg`'s).
 
         A name whose best match is an exact match (confidence 1.0) on the entity keyed by the name
         itself (after the schema's aliases), with no other candidate at 1.0, is remembered for the
@@ -271,11 +290,12 @@ class ChunkDrafter:
             ask: dict[str, list[str]] = {}
             for i in todo:
                 ask.setdefault(items[i][0], []).append(items[i][1])
-            payload = {"extracted_kg": {"entities": ask, "relations": {}},
-                       "similarity_threshold": self.config.similarity_threshold, "context": chunk.text[:20000]}
-            calls["query_entity_disambiguation"] += 1
-            dis: EntityDisambiguationOutput = await asyncio.get_running_loop().run_in_executor(
-                self._db_pool, functools.partial(run_tool, "query_entity_disambiguation", payload, context=self.ctx))
+            params = EntityDisambiguationInput.of(extracted_kg={"entities": ask, "relations": {}},
+                                                  similarity_threshold=self.config.similarity_threshold,
+                                                  context=chunk.text[:20000])
+            calls[query_entity_disambiguation.__name__] += 1
+            dis = await asyncio.get_running_loop().run_in_executor(
+                self._db_pool, functools.partial(query_entity_disambiguation, params, context=self.ctx))
             answers = {(r.original_entity.type, r.original_entity.name): r for r in dis.disambiguation_results}
             for i in todo:
                 r = answers.get(items[i])
@@ -287,7 +307,7 @@ class ChunkDrafter:
                     cache[items[i]] = best.candidate.name
                     if len(cache) > size:
                         cache.popitem(last=False)
-        return rewrite_kg(kg, items, resolved, targets)[0]
+        return rewrite_kg(kg, items, resolved, targets)
 
 
 def failed_outcome(chunk: Chunk, exc: BaseException, out: ChunkOutcome | None = None, *,

@@ -1,12 +1,11 @@
 """One CPU-bound step per event-loop iteration, so that I/O waits behind one step, not many.
 
 asyncio runs its ready callbacks in FIFO order, one batch per loop iteration. When several chunks'
-LLM replies come back together, each chunk's next step (the agent tools, building its rows: 0.3 to
-3 ms of CPU each) lands in the same batch, and every callback behind them waits for all of them: the
-reply of another request, a request about to leave, a Neo4j answer. On a busy machine that wait is
-what made an LLM request through litellm take 245 ms against a 200 ms server at 16 requests in
-flight per worker (``scripts/bench_ingest.py``, process executor, 4 workers at 64): the request path
-crosses the loop a dozen times, and every crossing queued behind whole batches of tool work.
+LLM replies come back together, each chunk's next step (the agent tools, building its rows) lands in the same batch, and every
+callback behind them waits for all of them: the reply of another request, a request about to leave,
+a Neo4j answer. An LLM request's path crosses the loop a dozen times, and every crossing queued
+behind whole batches of tool work (what that cost, in ``scripts/bench_ingest.py``:
+``docs/benchmarks.md``).
 
 Steps that first ``await lane.turn()`` are released **one per iteration** instead, in arrival
 order: each iteration runs at most one of them beside the I/O callbacks that became ready, so a

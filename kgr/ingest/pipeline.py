@@ -18,7 +18,9 @@ Per chunk, following Agentic-KGR's protocol (Appendix A.4):
    ``query_kg_storage`` call (that tool commits on its own, apart from the chunk's mark), and the
    report says so: ``tool_calls`` counts only the tools actually called.
 
-Then promotion rounds run every ``promote_every`` chunks and at the end (through the ``promote``
+At the end of the job (``config.resolve``, when it staged new votes) entities are resolved
+(:mod:`kgr.store.resolve`: merges and splits as one version), so that the job's own documents are
+matched with each other, not only with what the store held when the job began. Then promotion rounds run every ``promote_every`` chunks and at the end (through the ``promote``
 callable the caller passes; the report carries each round's summary).
 
 What is staged
@@ -110,6 +112,7 @@ from kgr.model.schema import KGSchema
 from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
+from kgr.store.resolve import resolve as resolve_entities
 from kgr.slices.anchors import embed_entities
 
 from kgr.ingest.chunk_loop import ChunkPipeline
@@ -185,6 +188,9 @@ def ingest(
     job.run(paths)
     if cfg.prune:
         job.prune(paths)
+    if cfg.resolve and job.pipe.staged.new_votes:
+        job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
+                                                 apply_splits=cfg.resolve_splits)
     job.promote_backlog()
     if embed is not None:
         job.embed_names(embed)

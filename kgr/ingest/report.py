@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kgr.model.decisions import RoundSummary
+from kgr.model.resolution import ResolveReport
 
 __all__ = ["ChunkFailure", "Rejection", "ChunkOutcome", "IngestReport", "MAX_LISTED"]
 
@@ -84,6 +85,7 @@ class IngestReport(BaseModel):
     rejected_items: int = 0
     rejections: list[Rejection] = Field(default_factory=list, description=f"the first {MAX_LISTED}")
     promotion: list[RoundSummary] = Field(default_factory=list)
+    resolution: ResolveReport | None = Field(None, description="the entity resolution at the end of the job, if it ran")
     chunks_forgotten: int = Field(0, description=(
         "chunks of edited documents that their new text no longer has: their votes forgotten (kgr.store.forget)"))
     documents_pruned: int = Field(0, description="documents no longer under the given paths, forgotten (--prune)")
@@ -160,6 +162,12 @@ class IngestReport(BaseModel):
         if self.embedded_entities or self.embedding_error:
             lines.append(f"embeddings: {self.embedded_entities} entity names embedded"
                          + (f"; not finished: {self.embedding_error} (run kgr embed)" if self.embedding_error else ""))
+        if self.resolution is not None:
+            r = self.resolution
+            splits = (f"{len(r.splits)} splits" if r.splits_applied or not r.splits else
+                      f"{len(r.splits)} splits proposed (`kgr resolve --dry-run` lists them, `kgr resolve` applies them)")
+            lines.append(f"resolution: {len(r.merges)} merges, {splits}, {len(r.review)} pairs to review"
+                         + (f" (version {r.version})" if r.version is not None else ""))
         if not self.promotion:
             lines.append("promotion: not run")
         for p in self.promotion:

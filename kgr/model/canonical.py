@@ -63,6 +63,7 @@ IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_LABELS: frozenset[str] = frozenset({
     "Entity", "Document", "Chunk", "Vote", "Decision", "Version", "Snapshot", "KgrState", "SchemaProposal",
     "ReviewLabel", "VerifierAnswer", "PolicyState", "IssuedSlice", "Outcome", "KgrSchema",
+    "MatchCandidate", "MatchLabel", "AuditDraw",
 })
 #: Relationship types between entities that kgr writes itself; refused as relation types (a
 #: relation named ``PENDING_REL`` would be promoted into a staged edge's own type). kgr's other
@@ -78,6 +79,9 @@ OWN_NON_ENTITY_RELATION_TYPES: frozenset[str] = frozenset({"MENTIONS", "PART_OF"
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def no_control_characters(value: str) -> str:
     """``value`` unchanged, unless it holds a control character (NUL, escape, ...; tab and newlines
     are allowed): names and sources are text, and a NUL would reach the store and every export.
@@ -85,9 +89,9 @@ def no_control_characters(value: str) -> str:
     >>> no_control_characters("Ada Lovelace")
     'Ada Lovelace'
     """
-    bad = next((c for c in value if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) < 160), None)
-    if bad is not None:
-        raise ValueError(f"contains the control character U+{ord(bad):04X} (names and sources are text)")
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise ValueError(f"contains the control character U+{ord(found.group()):04X} (names and sources are text)")
     return value
 
 
@@ -191,11 +195,16 @@ def entity_key(entity_type: str, name: str) -> str:
     return f"{entity_type}:{canonical_name(name)}"
 
 
-def normalise_entity_key(key: str) -> str:
-    """The entity key a ``"Type:name"`` string stands for (its name canonicalised as staging does).
+#: The suffix of a split entity's key (``Person:jacob green#3fa2c01b``, :mod:`kgr.resolution.operations`).
+_SPLIT_SUFFIX = re.compile(r"#[0-9a-fA-F]{8}$")
 
-    >>> normalise_entity_key("Person:Ada  LOVELACE")
-    'Person:ada lovelace'
+
+def normalise_entity_key(key: str) -> str:
+    """The entity key a ``"Type:name"`` string stands for (its name canonicalised as staging does;
+    a split entity's ``#<8 hex>`` suffix kept).
+
+    >>> normalise_entity_key("Person:Ada  LOVELACE"), normalise_entity_key("Person:Jacob Green#3fa2c01b")
+    ('Person:ada lovelace', 'Person:jacob green#3fa2c01b')
 
     Raises
     ------
@@ -205,6 +214,9 @@ def normalise_entity_key(key: str) -> str:
     etype, sep, name = key.partition(":")
     if not sep or not etype or not name:
         raise KgrValidationError(f"entity key {key[:80]!r} is not TYPE:NAME", field="key")
+    split = _SPLIT_SUFFIX.search(name)  # an entity split off another (kgr.resolution): keep its suffix
+    if split is not None and split.start() > 0:
+        return entity_key(etype, name[:split.start()]) + split.group(0).lower()
     return entity_key(etype, name)
 
 

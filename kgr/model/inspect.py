@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kgr.model.review import EvidenceLink
+
 __all__ = ["EntityHit", "EntityRef", "NeighbourEdge", "Neighbourhood", "DecisionRecord", "EdgeExplanation"]
 
 
@@ -91,3 +93,5 @@ class EdgeExplanation(_Row):
     features: list[float] | None = Field(None, description="the feature vector of that decision")
     feature_set: str | None = Field(None, description="the version of the feature list the vector follows")
     decisions: list[DecisionRecord] = Field(description="oldest first")
+    evidence: list[EvidenceLink] = Field(default_factory=list, description=(
+        "its first inline votes: source, chunk, document, and the sentence that produced the vote"))

@@ -64,6 +64,11 @@ def _depth_at_most(value: Any, limit: int) -> bool:
     return True
 
 
+def _openers(text: str) -> int:
+    """How many ``[`` and ``{`` ``text`` holds: a bound on its nesting depth (strings' brackets count too)."""
+    return text.count("[") + text.count("{")
+
+
 def loads_strict(text: str | bytes, *, where: str = "", max_depth: int | None = MAX_DEPTH) -> Any:
     """Parse one JSON text under the rules of the module docstring.
 
@@ -101,7 +106,8 @@ def loads_strict(text: str | bytes, *, where: str = "", max_depth: int | None = 
         raise
     except ValueError as exc:  # an integer past Python's digit limit
         raise KgrValidationError(f"not valid JSON here: {str(exc).splitlines()[0][:120]}") from None
-    if max_depth is not None and not _depth_at_most(value, max_depth):
+    # a text with no more openers than the limit cannot nest deeper (a C-speed count skips the walk)
+    if max_depth is not None and _openers(text) > max_depth and not _depth_at_most(value, max_depth):
         raise KgrValidationError(f"JSON nested deeper than {max_depth} levels")
     return value
 

@@ -2,7 +2,7 @@
 
 A round is ``read_round(graph) -> RoundInputs``, ``policy.decide(inputs, state) -> RoundDecisions``,
 ``write_round(graph, decisions) -> RoundSummary`` (:mod:`kgr.store.rounds`). The store fills
-these types and never decides; the policies (:mod:`kgr.gauge.policies`) decide and never touch
+these types and never decides; the policies (:mod:`kgr.promotion.policies`) decide and never touch
 the database. Bulk rows are frozen dataclasses with slots (a round carries thousands of them and
 a promoted graph of 100k edges); the records a user sees (decisions, summaries) are pydantic
 models in :mod:`kgr.model.decisions`.
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: The registered promotion policies (``kgr promote --policy``, ``IngestConfig.policy``,
-#: ``Engine.promote``); implementations in :mod:`kgr.gauge.policies`.
+#: ``Engine.promote``); implementations in :mod:`kgr.promotion.policies`.
 PolicyName = Literal["calibrated", "gedig", "quorum"]
 POLICY_NAMES: tuple[PolicyName, ...] = ("calibrated", "gedig", "quorum")
 DEFAULT_POLICY: PolicyName = "calibrated"
@@ -105,6 +105,13 @@ class RoundRequest:
         Also read at most this many already decided staged edges (held or promoted), a uniform
         sample (those whose key, a hash, starts with one hex digit, another each round): the
         population a scorer is fitted on besides the round's own candidates.
+    settle : bool
+        Read every *managed* staged edge instead of a bounded batch of candidates (a settle,
+        :mod:`kgr.promotion.settle`): pending, held, rejected, and promoted with a score; the
+        promoted edges without a score (another policy's) come as ``RoundInputs.promoted``.
+    settled_version : int or None
+        With ``settle``: the version the policy last settled at; when the store is still at it and
+        no managed edge has new evidence, nothing is read (``RoundInputs.nothing_new``).
     """
 
     limit: int
@@ -114,6 +121,8 @@ class RoundRequest:
     labels: bool = False
     promoted_features: bool = False
     background: int = 0
+    settle: bool = False
+    settled_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +172,14 @@ class CandidateRow:
         When the first and the latest vote arrived.
     chunked : bool
         Some of its sources are ingested chunks, so the corpus can be re-read for it.
+    p_hat : float or None
+        The score recorded at its last decision (settles only).
+    label_kind : str or None
+        ``audit`` (a uniform pick of the review queue) or ``active`` (any other label); None unlabelled.
+    dirty : bool
+        New votes or evidence since its last decision (or never decided).
+    reread : bool
+        A verifier was asked about it since its votes last changed (settles only).
     """
 
     key: str
@@ -186,6 +203,10 @@ class CandidateRow:
     first_seen: float = 0.0
     last_seen: float = 0.0
     chunked: bool = False
+    p_hat: float | None = None
+    label_kind: str | None = None
+    dirty: bool = True
+    reread: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +282,8 @@ class RoundInputs:
         Undecided edges left for later rounds.
     now : float
         The round's clock (Unix seconds).
+    nothing_new : bool
+        A settle found the store where it last settled: nothing was read.
     """
 
     candidates: tuple[CandidateRow, ...]
@@ -275,6 +298,7 @@ class RoundInputs:
     epoch: int = 0
     deferred: int = 0
     now: float = 0.0
+    nothing_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -300,6 +324,12 @@ class RoundDecisions:
         The policy's own time for the round.
     escalated : tuple of str
         Keys of ambiguous candidates that need more evidence (verifier or reviewer).
+    refreshed : tuple of (key, subject key, object key, p_hat, decided)
+        Staged edges whose outcome did not change but whose score moved, or whose new evidence
+        was weighed (``decided``: mark it decided on its current votes and evidence revision); no
+        decision record is written for them.
+    report : dict
+        What the policy reports about its cut (:class:`~kgr.model.decisions.CutReport` fields).
     """
 
     decisions: list[EdgeDecision]
@@ -310,3 +340,5 @@ class RoundDecisions:
     note: str = ""
     decide_ms: float = 0.0
     escalated: tuple[str, ...] = ()
+    refreshed: tuple[tuple[str, str, str, float | None, bool], ...] = ()
+    report: dict = field(default_factory=dict)

@@ -67,7 +67,8 @@ class LabelReport(BaseModel):
 
 
 class EvidenceLink(BaseModel):
-    """One vote's provenance: source, chunk, document and a short quote."""
+    """One vote's provenance: source, chunk, document and a short quote (the sentence that produced
+    the vote, from its span; the chunk's start for a vote staged without one)."""
 
     model_config = ConfigDict(extra="forbid")
 

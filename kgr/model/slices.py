@@ -110,7 +110,8 @@ class SliceQuote(BaseModel):
     chunk_id: str | None = None
     document_id: str | None = None
     path: str | None = None
-    quote: str | None = Field(None, description="the start of the chunk's text")
+    quote: str | None = Field(None, description=(
+        "the sentence of the chunk that produced the vote (the chunk's start when the vote has no span)"))
 
 
 class SliceNode(BaseModel):

@@ -1,8 +1,11 @@
 """The triple JSONL format: one assertion per line.
 
-``{"subject", "subject_type", "relation", "object", "object_type", "source", "confidence"?}``
+``{"subject", "subject_type", "relation", "object", "object_type", "source", "confidence"?, "span"?}``
 
 ``source`` names who asserted it (a chunk id, a document, an agent): one source is one vote.
+``span`` (``[start, end]``, character offsets in the source chunk's text) is where the source says
+it: the sentence or clause that produced the triple, which review items, ``kgr promote --explain``,
+slices and the Browser's provenance query quote (:func:`span_text` renders it for the store).
 Exported lines add ``votes``, ``confidence`` and ``status`` (:class:`ExportedTriple`).
 """
 
@@ -18,7 +21,7 @@ from kgr.model.canonical import MAX_NAME_CHARS, canonical_name, edge_key, entity
 from kgr.model.jsontext import json_lines, loads_strict
 from kgr.model.schema import Identifier
 
-__all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "MAX_LINE_BYTES"]
+__all__ = ["TripleAssertion", "ExportedTriple", "LineError", "parse_triple_lines", "span_text", "MAX_LINE_BYTES"]
 
 #: A JSONL line longer than this is rejected without parsing (bytes).
 MAX_LINE_BYTES = 64 * 1024
@@ -38,6 +41,16 @@ class TripleAssertion(BaseModel):
     object_type: Identifier
     source: Annotated[str, Field(min_length=1, max_length=512)]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
+    span: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] | None = Field(None, description=(
+        "[start, end): character offsets of the sentence (or clause) that states the triple in the source "
+        "chunk's text"))
+
+    @field_validator("span")
+    @classmethod
+    def _span_in_order(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and v[1] < v[0]:
+            raise ValueError(f"span end {v[1]} is before its start {v[0]}")
+        return v
 
     @field_validator("subject", "object", "source")
     @classmethod
@@ -62,6 +75,16 @@ class TripleAssertion(BaseModel):
     def key(self) -> str:
         """The edge key shared by every source asserting this triple."""
         return edge_key(self.subject_key, self.relation, self.object_key)
+
+
+def span_text(span: tuple[int, int] | None) -> str:
+    """How the store keeps a vote's span: ``"start:end"``, or ``""`` when unknown (Neo4j lists
+    hold no nulls and no nested lists; see :mod:`kgr.store.staging`).
+
+    >>> span_text((12, 80)), span_text(None)
+    ('12:80', '')
+    """
+    return "" if span is None else f"{span[0]}:{span[1]}"
 
 
 class ExportedTriple(BaseModel):

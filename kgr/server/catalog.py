@@ -20,6 +20,7 @@ from typing import Any
 
 from kgr.errors import KgrNotFound
 from kgr.server.helpers import HELPERS
+from kgr.server.resolve_tools import RESOLVE_TOOLS
 from kgr.server.slice_tools import SLICE_TOOLS
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec, call_tool, list_tools
@@ -29,7 +30,7 @@ __all__ = ["served_tools", "get_served", "invoke", "is_agent_tool"]
 
 @functools.cache
 def _catalog() -> dict[str, ToolSpec]:
-    specs = [*list_tools(), *HELPERS, *SLICE_TOOLS]
+    specs = [*list_tools(), *HELPERS, *SLICE_TOOLS, *RESOLVE_TOOLS]
     out: dict[str, ToolSpec] = {}
     for s in specs:
         if s.name in out:  # pragma: no cover - a programming error, caught by the tests
@@ -40,7 +41,7 @@ def _catalog() -> dict[str, ToolSpec]:
 
 def served_tools() -> list[ToolSpec]:
     """Every served tool: the six agent tools in the appendix's order, then the helpers, then the
-    slice tools."""
+    slice tools, then the resolution tools."""
     return list(_catalog().values())
 
 

@@ -48,6 +48,9 @@ from kgr.tools.registry import ToolSpec
 __all__ = [
     "HELPERS",
     "helper_specs",
+    "StrictInput",
+    "require_graph",
+    "spec_of",
     "GraphStatusInput",
     "GraphStatusOutput",
     "SearchEntitiesInput",
@@ -76,7 +79,9 @@ EntityKey = Annotated[str, Field(min_length=3, max_length=1200, pattern=r"^[A-Za
 EdgeKey = Annotated[str, Field(pattern=r"^[0-9a-f]{24}$", description="24 hex digits, as entity_neighbourhood returns it")]
 
 
-class _In(BaseModel):
+class StrictInput(BaseModel):
+    """Base of the served helpers' inputs: strict, closed (the six tools' ``ToolInput`` convention)."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
@@ -84,7 +89,8 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _graph(context: ToolContext, name: str) -> Graph:
+def require_graph(context: ToolContext, name: str) -> Graph:
+    """``context.graph``; :class:`~kgr.errors.KgrNeo4jUnavailable` naming the tool ``name`` when there is none."""
     if context.graph is None:
         raise KgrNeo4jUnavailable(f"{name} needs a Neo4j connection")
     return context.graph
@@ -93,7 +99,7 @@ def _graph(context: ToolContext, name: str) -> Graph:
 # -- graph_status -----------------------------------------------------------------------------------
 
 
-class GraphStatusInput(_In):
+class GraphStatusInput(StrictInput):
     """No arguments."""
 
 
@@ -112,7 +118,7 @@ class GraphStatusOutput(_Out):
 
 def graph_status(params: GraphStatusInput, *, context: ToolContext) -> GraphStatusOutput:
     """Counts of the knowledge graph (entities, documents, chunks, votes, pending edges by status, promoted edges, decisions) with the current version and content hash. Read-only."""
-    st = admin.status(_graph(context, "graph_status"))
+    st = admin.status(require_graph(context, "graph_status"))
     return GraphStatusOutput(database=st.database, version=st.version, hash=st.hash, entities=st.entities,
                              documents=st.documents, chunks=st.chunks, votes=st.votes, decisions=st.decisions,
                              promoted=st.promoted, pending_by_status=st.pending_by_status)
@@ -121,7 +127,7 @@ def graph_status(params: GraphStatusInput, *, context: ToolContext) -> GraphStat
 # -- search_entities --------------------------------------------------------------------------------
 
 
-class SearchEntitiesInput(_In):
+class SearchEntitiesInput(StrictInput):
     query: Annotated[str, Field(min_length=1, max_length=200, description="a name or part of one; fuzzy")]
     type: Annotated[str, Field(pattern=IDENTIFIER_RE.pattern, max_length=64)] | None = Field(
         None, description="only entities of this type")
@@ -135,7 +141,7 @@ class SearchEntitiesOutput(_Out):
 
 def search_entities(params: SearchEntitiesInput, *, context: ToolContext) -> SearchEntitiesOutput:
     """Find entities whose name or alias matches a query (case-insensitive, punctuation-insensitive, fuzzy), best match first, optionally of one type. Returns keys to pass to entity_neighbourhood. Read-only."""
-    hits = inspect.search_entities(_graph(context, "search_entities"), params.query, type=params.type,
+    hits = inspect.search_entities(require_graph(context, "search_entities"), params.query, type=params.type,
                                    limit=params.limit)
     return SearchEntitiesOutput(query=params.query, results=hits)
 
@@ -143,7 +149,7 @@ def search_entities(params: SearchEntitiesInput, *, context: ToolContext) -> Sea
 # -- entity_neighbourhood ---------------------------------------------------------------------------
 
 
-class EntityNeighbourhoodInput(_In):
+class EntityNeighbourhoodInput(StrictInput):
     key: EntityKey
     limit: Annotated[int, Field(ge=1, le=200)] = Field(50, description="most edges returned (1-200)")
     statuses: list[PendingStatus] = Field(
@@ -157,7 +163,7 @@ class EntityNeighbourhoodOutput(Neighbourhood):
 
 def entity_neighbourhood(params: EntityNeighbourhoodInput, *, context: ToolContext) -> EntityNeighbourhoodOutput:
     """An entity (by key) and its one-hop neighbourhood: current promoted edges first, then staged edges, at most limit of them, each with direction, status, votes, confidence and the edge key. Read-only."""
-    hood = inspect.entity_neighbourhood(_graph(context, "entity_neighbourhood"), params.key,
+    hood = inspect.entity_neighbourhood(require_graph(context, "entity_neighbourhood"), params.key,
                                         statuses=params.statuses, limit=params.limit)
     return EntityNeighbourhoodOutput.model_validate(hood.model_dump())
 
@@ -165,7 +171,7 @@ def entity_neighbourhood(params: EntityNeighbourhoodInput, *, context: ToolConte
 # -- explain_edge ------------------------------------------------------------------------------------
 
 
-class ExplainEdgeInput(_In):
+class ExplainEdgeInput(StrictInput):
     key: EdgeKey
 
 
@@ -175,14 +181,14 @@ class ExplainEdgeOutput(EdgeExplanation):
 
 def explain_edge(params: ExplainEdgeInput, *, context: ToolContext) -> ExplainEdgeOutput:
     """Why an edge is (or is not) in the graph: its staged state (status, votes, confidence) and every promote/hold/reject/expire/retire/restore decision recorded about it, with the inputs the policy used. Read-only."""
-    why = inspect.explain_edge(_graph(context, "explain_edge"), params.key)
+    why = inspect.explain_edge(require_graph(context, "explain_edge"), params.key)
     return ExplainEdgeOutput.model_validate(why.model_dump())
 
 
 # -- list_snapshots ----------------------------------------------------------------------------------
 
 
-class ListSnapshotsInput(_In):
+class ListSnapshotsInput(StrictInput):
     """No arguments."""
 
 
@@ -201,30 +207,30 @@ class ListSnapshotsOutput(_Out):
 
 def list_snapshots(params: ListSnapshotsInput, *, context: ToolContext) -> ListSnapshotsOutput:
     """The named snapshots of the promoted graph (name, version, content hash, edge count, note), oldest first. Read-only."""
-    snaps = versions.list_snapshots(_graph(context, "list_snapshots"))
+    snaps = versions.list_snapshots(require_graph(context, "list_snapshots"))
     return ListSnapshotsOutput(snapshots=[SnapshotInfo(**s.model_dump()) for s in snaps])
 
 
 # -- review_queue and label_edges ----------------------------------------------------------------------
 
 
-class ReviewQueueInput(_In):
+class ReviewQueueInput(StrictInput):
     limit: Annotated[int, Field(ge=1, le=200, description="items at most")] = 20
 
 
 def review_queue(params: ReviewQueueInput, *, context: ToolContext) -> ReviewQueue:
     """The staged or promoted edges whose label would teach the promotion scorer most (uncertainty about the promotion cut x impact), best first, each with key, subject, relation, object, p_hat and its evidence chain (sources, chunks, documents, quotes, verifier answers). Answer them with label_edges. Read-only."""
-    return review.review_queue(_graph(context, "review_queue"), limit=params.limit)
+    return review.review_queue(require_graph(context, "review_queue"), limit=params.limit)
 
 
-class LabelEdgesInput(_In):
+class LabelEdgesInput(StrictInput):
     labels: Annotated[list[EdgeLabel], Field(min_length=1, max_length=1000,
                                              description="one {key, label, reviewer} per edge")]
 
 
 def label_edges(params: LabelEdgesInput, *, context: ToolContext) -> LabelReport:
     """Record people's answers about edges as one version: true (a fact) or false (not one). The scorer refits on them; a promoted edge labelled false is retired, a staged one rejected. Unknown keys fail the whole call. Writes."""
-    return review.record_labels(_graph(context, "label_edges"), params.labels)
+    return review.record_labels(require_graph(context, "label_edges"), params.labels)
 
 
 # -- forget_document and age_edges ---------------------------------------------------------------------
@@ -232,7 +238,7 @@ def label_edges(params: LabelEdgesInput, *, context: ToolContext) -> LabelReport
 _Id = Annotated[str, Field(min_length=1, max_length=512)]
 
 
-class ForgetDocumentInput(_In):
+class ForgetDocumentInput(StrictInput):
     # "give documents or sources" in the JSON Schema too, so that clients (and fuzzers) see it
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         {"required": ["documents"], "properties": {"documents": {"minItems": 1}}},
@@ -248,11 +254,11 @@ class ForgetDocumentInput(_In):
 
 def forget_document(params: ForgetDocumentInput, *, context: ToolContext) -> forget.ForgetReport:
     """Forget documents (by id) or vote sources as one version: their votes leave every staged edge, edges left without votes are removed, promoted edges left below the quorum are retired with a recorded retract decision, and their chunks and the entities nothing else needs are deleted. dry_run reports the same without changing anything. Unknown document ids fail the whole call. Writes."""
-    return forget.forget(_graph(context, "forget_document"), documents=params.documents, sources=params.sources,
+    return forget.forget(require_graph(context, "forget_document"), documents=params.documents, sources=params.sources,
                          quorum=params.quorum, dry_run=params.dry_run)
 
 
-class AgeEdgesInput(_In):
+class AgeEdgesInput(StrictInput):
     xi: Annotated[float, Field(ge=0, le=100, description="decay rate of pending edges, 1/day")] = 0.1
     xi_promoted: Annotated[float, Field(ge=0, le=100, description="decay rate of promoted edges past the soft "
                                                                    "window, 1/day")] = 0.01
@@ -272,14 +278,16 @@ def age_edges(params: AgeEdgesInput, *, context: ToolContext) -> aging.AgingRepo
     cfg = aging.AgingConfig(xi=params.xi, xi_promoted=params.xi_promoted, ttl_days=params.ttl_days,
                             soft_window_days=params.soft_window_days,
                             hard_window_days=params.soft_window_days + params.retire_after_days, floor=params.floor)
-    return aging.age(_graph(context, "age_edges"), cfg)
+    return aging.age(require_graph(context, "age_edges"), cfg)
 
 
 # -- the specs ----------------------------------------------------------------------------------------
 
 
-def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel], *, read_only: bool = True,
+def spec_of(func: Any, input_model: type[BaseModel], output_model: type[BaseModel], *, read_only: bool = True,
           idempotent: bool = True, destructive: bool = False) -> ToolSpec:
+    """The :class:`~kgr.tools.registry.ToolSpec` of a served helper that needs the graph: its name is the
+    function's, its description the docstring's first paragraph."""
     doc = " ".join((func.__doc__ or "").split("\n\n", 1)[0].split())
     return ToolSpec(name=func.__name__, description=doc, input_model=input_model, output_model=output_model,
                     func=func, read_only=read_only, destructive=destructive, idempotent=idempotent, needs_graph=True)
@@ -287,16 +295,16 @@ def _spec(func: Any, input_model: type[BaseModel], output_model: type[BaseModel]
 
 #: The helper tools, in the order they are listed.
 HELPERS: tuple[ToolSpec, ...] = (
-    _spec(graph_status, GraphStatusInput, GraphStatusOutput),
-    _spec(search_entities, SearchEntitiesInput, SearchEntitiesOutput),
-    _spec(entity_neighbourhood, EntityNeighbourhoodInput, EntityNeighbourhoodOutput),
-    _spec(explain_edge, ExplainEdgeInput, ExplainEdgeOutput),
-    _spec(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
-    _spec(review_queue, ReviewQueueInput, ReviewQueue),
-    _spec(label_edges, LabelEdgesInput, LabelReport, read_only=False, idempotent=False),
-    _spec(forget_document, ForgetDocumentInput, forget.ForgetReport, read_only=False, idempotent=False,
+    spec_of(graph_status, GraphStatusInput, GraphStatusOutput),
+    spec_of(search_entities, SearchEntitiesInput, SearchEntitiesOutput),
+    spec_of(entity_neighbourhood, EntityNeighbourhoodInput, EntityNeighbourhoodOutput),
+    spec_of(explain_edge, ExplainEdgeInput, ExplainEdgeOutput),
+    spec_of(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
+    spec_of(review_queue, ReviewQueueInput, ReviewQueue),
+    spec_of(label_edges, LabelEdgesInput, LabelReport, read_only=False, idempotent=False),
+    spec_of(forget_document, ForgetDocumentInput, forget.ForgetReport, read_only=False, idempotent=False,
           destructive=True),
-    _spec(age_edges, AgeEdgesInput, aging.AgingReport, read_only=False),
+    spec_of(age_edges, AgeEdgesInput, aging.AgingReport, read_only=False),
 )
 
 

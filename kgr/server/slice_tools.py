@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
-from kgr.server.helpers import _graph, _In, _spec
+from kgr.server.helpers import StrictInput, require_graph, spec_of
 from kgr.slices import build_slice, report_outcome as apply_outcome, verify_slice as check_slice
 from kgr.slices.build import schema_version
 from kgr.tools.context import ToolContext
@@ -21,7 +21,7 @@ __all__ = ["SLICE_TOOLS", "GetContextSliceInput", "VerifySliceInput", "ReportOut
 _Key = Annotated[str, Field(min_length=1, max_length=512)]
 
 
-class GetContextSliceInput(_In):
+class GetContextSliceInput(StrictInput):
     anchors: Annotated[list[_Key], Field(max_length=64, description="entity keys (TYPE:name) to start from")] = []
     query: Annotated[str | None, Field(None, min_length=1, max_length=500,
                                        description="text whose best fulltext matches (and nearest names by embedding, when the server has an embedding model) are the anchors")] = None
@@ -32,21 +32,21 @@ class GetContextSliceInput(_In):
 
 def get_context_slice(params: GetContextSliceInput, *, context: ToolContext) -> ContextSlice:
     """The promoted graph around anchor entities (keys, or the best fulltext matches of a query, plus the nearest names by embedding when configured) as a context slice: entities, edges with provenance (vote sources, chunks, documents, quotes) and a prompt-ready text within the token budget, with a deterministic slice_id and an HMAC admissibility token. Never contains pending or retired edges. Records the slice for report_outcome."""
-    return build_slice(_graph(context, "get_context_slice"), anchors=params.anchors, query=params.query,
+    return build_slice(require_graph(context, "get_context_slice"), anchors=params.anchors, query=params.query,
                        policy=params.policy, budget_tokens=params.budget_tokens, model=params.model,
                        schema_version=schema_version(context.schema), embed=context.embed)
 
 
-class VerifySliceInput(_In):
+class VerifySliceInput(StrictInput):
     slice: ContextSlice = Field(description="a slice as get_context_slice returned it")
 
 
 def verify_slice(params: VerifySliceInput, *, context: ToolContext) -> SliceVerification:
     """Check a slice's admissibility token (an HMAC over every field of the slice) in constant time: valid (issued by this server, no field altered) and current (nothing it shows has changed since: the same request now cuts the same slice, outcome tiers and quotes included), with the reason. Read-only."""
-    return check_slice(_graph(context, "verify_slice"), params.slice)
+    return check_slice(require_graph(context, "verify_slice"), params.slice)
 
 
-class ReportOutcomeInput(_In):
+class ReportOutcomeInput(StrictInput):
     slice_id: Annotated[str, Field(min_length=1, max_length=64)]
     outcome: Literal[1, -1] = Field(description="1: the slice helped; -1: it misled")
     edges: Annotated[list[_Key], Field(max_length=1000, description="only these edge keys of the slice")] = []
@@ -54,12 +54,12 @@ class ReportOutcomeInput(_In):
 
 def report_outcome(params: ReportOutcomeInput, *, context: ToolContext) -> OutcomeReport:
     """Report whether a slice helped (1) or misled (-1): its edges' outcome weights move by 0.1 (reflex at 0.6 and above, inhibitory at -0.01 and below, which later slices leave out); an edge punished three times is put up for human review. Writes."""
-    return apply_outcome(_graph(context, "report_outcome"), params.slice_id, params.outcome, edges=params.edges)
+    return apply_outcome(require_graph(context, "report_outcome"), params.slice_id, params.outcome, edges=params.edges)
 
 
 #: The slice tools, in the order they are listed (after the helpers).
 SLICE_TOOLS: tuple[ToolSpec, ...] = (
-    _spec(get_context_slice, GetContextSliceInput, ContextSlice, read_only=False),
-    _spec(verify_slice, VerifySliceInput, SliceVerification),
-    _spec(report_outcome, ReportOutcomeInput, OutcomeReport, read_only=False, idempotent=False),
+    spec_of(get_context_slice, GetContextSliceInput, ContextSlice, read_only=False),
+    spec_of(verify_slice, VerifySliceInput, SliceVerification),
+    spec_of(report_outcome, ReportOutcomeInput, OutcomeReport, read_only=False, idempotent=False),
 )

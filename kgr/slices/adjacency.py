@@ -17,8 +17,8 @@ relationship types. A slice uses the copy only when its own state read shows the
 otherwise it reads Neo4j as before, and the second such slice starts a background thread that
 reads the copy again (one at a time per store): a version change never makes a slice wait for the
 whole graph, and a process that cuts a single slice (``kgr slice``) never reads it. The copy is
-kept for graphs of at most ``KGR_SLICE_CACHE_MAX_EDGES`` promoted edges (default 2,000,000, about
-1.3 KB each with their sources); ``KGR_SLICE_CACHE=0`` turns it off.
+kept for graphs of at most ``KGR_SLICE_CACHE_MAX_EDGES`` promoted edges (default 2,000,000; the memory per
+edge is in ``docs/benchmarks.md``); ``KGR_SLICE_CACHE=0`` turns it off.
 
 **Quotes.** Right after the edges, the same thread reads every edge's first vote sources and the
 start of their chunks' texts (as many and as long as the registered policies ask for:
@@ -164,14 +164,17 @@ class PromotedAdjacency:
         if sources is None or len(sources) < per_edge:
             return None
         chunks, out = pre[0].chunks, []
-        for source in sources[:per_edge]:
+        spans = pre[0].span_quotes.get(key, ())
+        for i, source in enumerate(sources[:per_edge]):
             chunk = chunks.get(source)
             if chunk is None:  # a source that is no chunk (slice_quotes' OPTIONAL MATCH finds nothing)
                 out.append(SliceQuote(source=source))
             else:
                 doc, path, text = chunk
+                said = spans[i] if i < len(spans) else ""  # the vote's sentence, else the chunk's start
+                quote = said or text
                 out.append(SliceQuote(source=source, chunk_id=source, document_id=doc, path=path,
-                                      quote=None if text is None else text[:chars]))
+                                      quote=None if quote is None else quote[:chars]))
         return out
 
     def keep_quotes(self, by_edge: dict[str, list[SliceQuote]], per_edge: int, chars: int) -> None:

@@ -60,7 +60,7 @@ from kgr.store.edge_locks import lock_order
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_entities, learn_redirects, prepare_rows)
 
-__all__ = ["StageUnit", "GroupWriter", "write_units"]
+__all__ = ["StageUnit", "GroupWriter", "write_units", "write_group"]
 
 
 class _MissingEndpoints(RuntimeError):
@@ -120,14 +120,14 @@ def write_units(graph: Graph, units: Sequence[StageUnit]) -> list[StageReport]:
     """
     group = list(units)
     try:
-        return graph.write_unit(lambda tx: _write_group(tx, group))
+        return graph.write_unit(lambda tx: write_group(tx, group))
     except _MissingEndpoints:
         for u in group:
             u.entities_committed = False
-        return graph.write_unit(lambda tx: _write_group(tx, group))
+        return graph.write_unit(lambda tx: write_group(tx, group))
 
 
-def _write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
+def write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
     """Write a group's merged rows in ``tx``; each unit's exact report, in group order."""
     now = next((u.now for u in group if u.now is not None), None)
     now, token = time.time() if now is None else now, uuid.uuid4().hex

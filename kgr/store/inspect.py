@@ -14,6 +14,7 @@ from neo4j import RoutingControl
 
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.canonical import canonical_text, edge_key, normalise_entity_key
+from kgr.model.review import EvidenceLink
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
 from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
 from kgr.store.lookup import lucene_escape, lucene_query
@@ -136,7 +137,8 @@ def _edge_rows(graph: Graph, key: str) -> tuple[list[dict[str, Any]], str]:
 
 
 def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
-    """The staged state of edge ``key`` and every decision recorded about it, oldest first.
+    """The staged state of edge ``key``, the evidence of its first 10 votes (source, chunk, document,
+    the sentence that produced the vote) and every decision recorded about it, oldest first.
 
     ``key`` is an edge key, or ``SUBJECT_KEY|RELATION|OBJECT_KEY`` (entity keys as a user types
     them: ``Software:Flask|DEPENDS_ON|Software:Werkzeug``).
@@ -155,7 +157,9 @@ def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
                            object=str(row["object"]), status=str(row["status"]), votes=int(row["votes"] or 0),
                            confidence=float(row["confidence"] or 0.0), p_hat=_num(row.get("p_hat")),
                            features=[float(x) for x in row["features"]] if row.get("features") else None,
-                           feature_set=row.get("feature_set"), decisions=decisions)
+                           feature_set=row.get("feature_set"), decisions=decisions,
+                           evidence=[EvidenceLink(source=src, chunk_id=cid, document=doc, quote=quote)
+                                     for src, cid, doc, quote in row.get("evidence") or []])
 
 
 def run_saved_query(graph: Graph, text: str, params: dict[str, Any]) -> list[dict[str, Any]]:

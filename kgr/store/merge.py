@@ -73,15 +73,16 @@ from kgr.model.canonical import edge_key, normalise_entity_key
 from kgr.store.connection import Graph, Tx
 from kgr.store.staging import MAX_ALIASES, MAX_INLINE_VOTES
 from kgr.store.versions import add_terms, close_version, open_version
-from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
+from kgr.store.vote_lists import inline_votes, node_fields, overflow_votes, per_vote_lists, to_lists
 
-__all__ = ["MergedEdge", "MergeResult", "merge_entities", "STATUS_RANK"]
+__all__ = ["MergedEdge", "MergeResult", "merge_entities", "merge_in_tx", "STATUS_RANK"]
+
 
 #: Which status a united pending edge keeps: the higher rank of the two edges' statuses.
 STATUS_RANK = {"promoted": 5, "pending": 4, "held": 3, "rejected": 2, "expired": 1, "merged": 0}
 
 #: Properties of a pending edge the merge recomputes (its votes) or that only a tombstone has: never copied.
-_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at",
+_NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "source_at", "source_span",
                "merged_into_key", "merged_at_version", "merged_votes")
 
 
@@ -182,8 +183,7 @@ def _unite(old: dict, target: dict | None, new_key: str, keep: str, drop: str, v
         "delete_votes": [v["vote_id"] for v in duplicates + to_inline if v["vote_id"] is not None],
         "rekey_votes": [{"old_id": v["vote_id"], "new_id": f"{new_key}|{v['source']}"}
                         for v in to_overflow if v["vote_id"] is not None],
-        "new_votes": [{k: x for k, x in v.items() if k != "vote_id" and x is not None}
-                      for v in to_overflow if v["vote_id"] is None],
+        "new_votes": [node_fields(v) for v in to_overflow if v["vote_id"] is None],
         "_before": len(have), "_added": len(added),
     }
 
@@ -224,32 +224,50 @@ class _Moves:
 
     def move_pending(self, tx: Tx) -> None:
         """Pending edges of DROP (locked) onto KEEP; self-loops rejected in place."""
-        olds = [e for e in tx.run("merge_read_edges", {"drop": self.drop}, targets=False)
+        self.classify(tx.run("merge_read_edges", {"drop": self.drop}, targets=False))
+        if self.movers:
+            self.targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": self.wanted()}, targets=True)}
+        self.build_rows()
+        if self.rows:
+            moved = tx.run("merge_move_pending", {"rows": self.write_rows()})[0]["moved"]
+            if moved != len(self.rows):
+                raise RuntimeError(f"merge moved {moved} of {len(self.rows)} pending edges")  # locked: cannot happen
+        if self.loops:
+            tx.run("merge_self_loops", {"rows": self.loop_rows(), "version": self.version})
+
+    def classify(self, edges: list[dict]) -> None:
+        """DROP's live pending edges, read and locked: self-loops apart, the others with their new keys."""
+        olds = [e for e in edges
                 if not (e["props"].get("status") == "merged" and not e["props"].get("votes"))
                 and not (e["props"].get("merge_self_loop") and e["props"].get("status") == "rejected")]
         for e in olds:
             e["new_s"], e["new_o"] = self.ends(e)
             (self.loops if e["new_s"] == e["new_o"] else self.movers).append(e)
             e["new_key"] = None if e["new_s"] == e["new_o"] else edge_key(e["new_s"], e["relation"], e["new_o"])
-        if self.movers:
-            wanted = [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e in self.movers]
-            self.targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": wanted}, targets=True)}
+
+    def wanted(self) -> list[dict]:
+        """The KEEP edges the moved edges will join (to read and lock)."""
+        return [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e in self.movers]
+
+    def build_rows(self) -> None:
         self.rows = [_unite(e, self.targets.get(e["new_key"]), e["new_key"], self.keep, self.drop, self.version,
                             self.reason) for e in self.movers]
-        if self.rows:
-            clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rows]
-            moved = tx.run("merge_move_pending", {"rows": clean})[0]["moved"]
-            if moved != len(self.rows):
-                raise RuntimeError(f"merge moved {moved} of {len(self.rows)} pending edges")  # locked: cannot happen
-        if self.loops:
-            tx.run("merge_self_loops", {"rows": [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"],
-                                                   "reason": f"self-loop after {self.reason}"} for e in self.loops],
-                                        "version": self.version})
+
+    def write_rows(self) -> list[dict]:
+        return [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rows]
+
+    def loop_rows(self) -> list[dict]:
+        return [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"], "reason": f"self-loop after {self.reason}"}
+                for e in self.loops]
 
     def move_promoted(self, tx: Tx) -> None:
         """Current promoted edges of DROP: retired, and re-created on KEEP unless it has them or they loop."""
+        self.plan_promoted(tx.run("merge_drop_promoted", {"drop": self.drop}))
+        self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
+
+    def plan_promoted(self, promoted: list[dict]) -> None:
         united = {r["key"]: r["props"] for r in self.rows}
-        self.prom = tx.run("merge_drop_promoted", {"drop": self.drop})
+        self.prom = promoted
         for p in self.prom:
             p["new_s"], p["new_o"] = self.ends(p)
             loop = p["new_s"] == p["new_o"]
@@ -258,7 +276,6 @@ class _Moves:
             self.prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
                               "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
                               "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
-        self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
 
     def report(self) -> list[MergedEdge]:
         """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""
@@ -301,6 +318,36 @@ def _merged_aliases(k: dict, d: dict) -> list[str]:
     return aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
 
 
+def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float,
+                reason: str) -> tuple[MergeResult, list[str], list[str]]:
+    """The merge of ``drop`` into ``keep`` inside an open write unit whose version is ``version``
+    (several merges and splits share one version in ``kgr resolve``). Returns the result (``hash``
+    empty: the caller closes the version) and the promoted edge keys created and retired."""
+    ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
+    _check_pair(ents, keep, drop)
+    moves = _Moves(keep, drop, version, reason)
+    moves.move_pending(tx)
+    moves.move_promoted(tx)
+    aliases = _merged_aliases(ents[keep], ents[drop])
+    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
+    report = moves.report()
+    decisions = moves.decisions(report)
+    if decisions:
+        tx.run("record_decisions", {"rows": decisions, "version": version, "now": now})
+    created = [r["key"] for r in moves.done if r["created"]]
+    retired = [r["old_key"] for r in moves.done]
+    return MergeResult(
+        version=version, keep=keep, drop=drop,
+        pending_moved=sum(1 for m in report if m.outcome == "moved"),
+        pending_united=sum(1 for m in report if m.outcome == "united"),
+        votes_added=sum(r["_added"] for r in moves.rows),
+        self_loops=sum(1 for m in report if m.outcome == "self_loop"),
+        promoted_created=len(created), promoted_retired=len(retired),
+        mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
+        hash="", edges=report,
+    ), created, retired
+
+
 def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = None) -> MergeResult:
     """Merge entity ``drop`` into entity ``keep`` as one version (semantics in the module docstring).
 
@@ -319,31 +366,10 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
 
     def unit(tx: Tx) -> MergeResult:
         version, old_hash = open_version(tx)
-        ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
-        _check_pair(ents, keep, drop)
-        moves = _Moves(keep, drop, version, reason)
-        moves.move_pending(tx)
-        moves.move_promoted(tx)
-        aliases = _merged_aliases(ents[keep], ents[drop])
-        ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
-        report = moves.report()
-        decisions = moves.decisions(report)
-        if decisions:
-            tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
-        created = [r["key"] for r in moves.done if r["created"]]
-        retired = [r["old_key"] for r in moves.done]
+        res, created, retired = merge_in_tx(tx, keep, drop, version=version, now=ts, reason=reason)
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="merge", now=ts, note=reason,
                       promoted=len(created), retired=len(retired))
-        return MergeResult(
-            version=version, keep=keep, drop=drop,
-            pending_moved=sum(1 for m in report if m.outcome == "moved"),
-            pending_united=sum(1 for m in report if m.outcome == "united"),
-            votes_added=sum(r["_added"] for r in moves.rows),
-            self_loops=sum(1 for m in report if m.outcome == "self_loop"),
-            promoted_created=len(created), promoted_retired=len(retired),
-            mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
-            hash=new_hash, edges=report,
-        )
+        return res.model_copy(update={"hash": new_hash})
 
     return graph.write_unit(unit)

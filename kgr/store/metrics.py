@@ -61,7 +61,8 @@ import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
-from kgr.gauge import SLQ_AUTO_THRESHOLD, PromotionConfig, coverage, laplacian_from_edges, vn_entropy
+from kgr.gauge import SLQ_AUTO_THRESHOLD, coverage, laplacian_from_edges, vn_entropy
+from kgr.promotion.gedig import PromotionConfig
 from kgr.store.admin import status
 from kgr.store.connection import Graph
 from kgr.store.export import promoted_edge_pairs

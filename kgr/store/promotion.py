@@ -1,6 +1,6 @@
 """Promotion shortcuts on top of :mod:`kgr.store.rounds`: the quorum rule, and writing given decisions.
 
-:func:`promote_by_quorum` is one round of the plain vote rule (:class:`kgr.gauge.policies.QuorumPolicy`)
+:func:`promote_by_quorum` is one round of the plain vote rule (:class:`kgr.promotion.policies.QuorumPolicy`)
 through :func:`kgr.store.rounds.run_round`. :func:`apply_decisions` writes decisions made
 elsewhere (scripts, tests, seeding a benchmark) as one version through the same
 :func:`~kgr.store.rounds.write_round`: one transaction, checked against concurrent writers.
@@ -74,7 +74,7 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, note: st
 def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None,
                       limit: int = MAX_CANDIDATES_PER_ROUND) -> RoundSummary:
     """One round of the simple quorum rule over (at most ``limit``) undecided pending edges."""
-    from kgr.gauge.policies import QuorumConfig, QuorumPolicy
+    from kgr.promotion.policies import QuorumConfig, QuorumPolicy
 
     if quorum < 1:
         raise KgrValidationError("quorum must be >= 1", field="quorum")

@@ -6,7 +6,10 @@ calibrated policy's cut :math:`\\tau` is read and ranked by :func:`kgr.gauge.rev
 (uncertainty about the cut × impact); a quarter of the queue (``audit_share``) is instead drawn
 uniformly at random from every scored, unlabelled edge and spread through it (``why = audit``):
 labels taken only near the cut would teach the ranking but bias the calibration that the FMR
-target rests on. The items come back with their evidence chain: sources → chunks → documents
+target rests on. The queue records its audit picks ((:AuditDraw)), so that a label given to one
+of them is recorded as an *audit* label, the others as *active* ones: the cut's certificate
+(:mod:`kgr.promotion.certificate`) counts only the audits, the scorer learns from both with
+their selection weighed (:mod:`kgr.evidence.scorer`). The items come back with their evidence chain: sources → chunks → documents
 with a short quote, and the verifier answers so far.
 
 **Labels** (:func:`record_labels`), one version per call, in one transaction:
@@ -17,7 +20,7 @@ with a short quote, and the verifier answers so far.
   this version (its ``valid_to`` set, the content hash updated, a ``retire`` decision recorded);
 - a promoted edge labelled ``true`` gets :math:`\\hat p = 1`;
 - every labelled edge's evidence revision moves, so the next round decides it again and the
-  scorer refits on the labels (:mod:`kgr.gauge.scorer`).
+  scorer refits on the labels (:mod:`kgr.evidence.scorer`).
 
 Unknown keys fail the whole call with their list: nothing is written.
 """
@@ -100,6 +103,9 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
                 prio = np.append(prio, 0.0)
                 top.append(len(rows) - 1)
         top = _interleave([i for i in top if kinds[keys[i]] != "audit"], [i for i in top if kinds[keys[i]] == "audit"])
+        drawn = [k for k, kind in kinds.items() if kind == "audit"]
+        if drawn:  # a label given to one of them later is an audit label (labels_write)
+            graph.write("review_audit_record", {"keys": drawn, "now": time.time()})
     ev = {r["key"]: r for r in graph.read("review_evidence", {"rows": [
         {"key": rows[i][0], "s_key": rows[i][4], "o_key": rows[i][5]} for i in top]})}
     items = []

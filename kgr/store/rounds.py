@@ -5,10 +5,10 @@ A round is::
     context   = read_context(graph, policy.name)           # version, hash, counts, the policy's state
     request   = policy.plan(context, state)                # what to read (candidates, graph, labels ...)
     inputs    = read_round(graph, request, context)        # typed rows: RoundInputs
-    decisions = policy.decide(inputs, state)               # pure (kgr.gauge.policies)
+    decisions = policy.decide(inputs, state)               # pure (kgr.promotion.policies)
     summary   = write_round(graph, decisions, inputs)      # one version, one transaction
 
-:func:`run_round` does all of it for any policy of :mod:`kgr.gauge.policies` (the seam: the geDIG,
+:func:`run_round` does all of it for any policy of :mod:`kgr.promotion.policies` (the seam: the geDIG,
 quorum and calibrated policies run through the same function).
 
 **One transaction, checked.** :func:`write_round` opens the version under the state lock and first
@@ -28,7 +28,7 @@ those promotions held (``hold = audit``: decided again next round), so a round n
 **What is read.** Candidates (``round_candidates_read``) carry every piece of evidence the store
 holds: votes, independent documents (a chunk's document, or the part of a source before ``#``),
 confidences, the mean extraction quality of the source chunks, verifier answers, a reviewer's
-label. The promoted graph (``round_promoted_read``: parallel lists, ~0.5 s per 100k edges) is kept
+label. The promoted graph (``round_promoted_read``: parallel lists, O(edges)) is kept
 in a per-process cache keyed by the store's (version, hash) and updated with the round's own
 promotions, so ``kgr promote --until-done`` reads it once.
 """
@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
-from kgr.model.decisions import EdgeDecision, RoundSummary
+from kgr.model.decisions import CutReport, EdgeDecision, RoundSummary
 from kgr.model.promotion import (
     CandidateRow,
     EdgeList,
@@ -57,13 +54,17 @@ from kgr.model.promotion import (
 )
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph, Tx
+from kgr.store.promoted_cache import PROMOTED_CACHE, PromotedGraphCache
 from kgr.store.promotion_lock import PromotionLocked, retry_then_lock
+from kgr.store.settle import read_settle
 from kgr.store.versions import add_terms, close_version, open_version
 
 __all__ = ["RoundConflict", "read_context", "read_round", "write_round", "run_round", "policy_state",
            "PromotedGraphCache"]
 
 _STATUS = {"hold": "held", "reject": "rejected", "expire": "expired"}
+#: Rows per statement when a round writes many (one transaction, several statements).
+_BATCH = 10_000
 #: Labelled edges (newest first) whose features a round recomputes for the scorer's refit.
 MAX_LABELLED_READ = 5000
 
@@ -108,74 +109,6 @@ def read_context(graph: Graph, policy: str, *, cache: PromotedGraphCache | None 
 
 
 # --------------------------------------------------------------------------------------------
-# The promoted graph, cached per process
-# --------------------------------------------------------------------------------------------
-
-@dataclass
-class _Cached:
-    version: int
-    hash: str
-    edges: EdgeList
-    types: dict[str, str]
-
-
-class PromotedGraphCache:
-    """The promoted edges of each store seen by this process, keyed by its (version, hash).
-
-    A hit costs nothing; a round that wrote promotions moves the cached copy to its new version
-    (:meth:`advance`); anything else (another process's round, a rollback) misses and re-reads.
-    """
-
-    def __init__(self) -> None:
-        self._by_store: dict[tuple[str, str], _Cached] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _store(graph: Graph) -> tuple[str, str]:
-        return (graph.uri, graph.database)
-
-    def get(self, graph: Graph, ctx: RoundContext) -> tuple[EdgeList, dict[str, str], bool]:
-        """The promoted edges at ``ctx``'s version (read when not cached), their types, and whether it was a hit."""
-        with self._lock:
-            hit = self._by_store.get(self._store(graph))
-        if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
-            return hit.edges, hit.types, True
-        r = graph.read("round_promoted_read")[0]
-        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"],
-                         [None if x < 0 else x for x in r["score"]])
-        types = {k: k.partition(":")[0] for k in set(r["subject"]) | set(r["object"])}
-        with self._lock:
-            self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
-        return edges, types, False
-
-    def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
-                added: Sequence[tuple[str, str, str, str, float, float | None]], types: dict[str, str]) -> None:
-        """Move the cached copy from ``base`` to ``version`` by appending ``added`` (key, s, r, o, votes, p_hat)."""
-        with self._lock:
-            hit = self._by_store.get(self._store(graph))
-            if hit is None or hit.version != base.version or hit.hash != base.hash:
-                self._by_store.pop(self._store(graph), None)
-                return
-            e = hit.edges
-            edges = EdgeList(list(e.subject) + [a[1] for a in added], list(e.relation) + [a[2] for a in added],
-                             list(e.object) + [a[3] for a in added], list(e.weight) + [a[4] for a in added],
-                             list(e.key) + [a[0] for a in added], list(e.score) + [a[5] for a in added])
-            merged = dict(hit.types)
-            for a in added:
-                merged.setdefault(a[1], types.get(a[1], a[1].partition(":")[0]))
-                merged.setdefault(a[3], types.get(a[3], a[3].partition(":")[0]))
-            self._by_store[self._store(graph)] = _Cached(version, new_hash, edges, merged)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._by_store.clear()
-
-
-#: The process-wide cache used by :func:`read_round`.
-PROMOTED_CACHE = PromotedGraphCache()
-
-
-# --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
 
@@ -213,6 +146,8 @@ def _background(graph: Graph, n: int, salt: int, skip: set[str], pool: list[tupl
 def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
     """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
+    if request.settle:
+        return read_settle(graph, request, context, schema=schema, cache=cache, now=now)
     if request.limit < 1:
         raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
     params = {"limit": request.limit, "epoch": request.epoch}
@@ -283,7 +218,7 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
     base = inputs.context
     summary = RoundSummary(candidates=len(inputs.candidates), deferred=inputs.deferred, policy=policy)
     held_unchanged = decisions.unchanged
-    if not ds and not decisions.rescored:  # nothing to version; keep what the policy learnt
+    if not ds and not decisions.rescored and not decisions.refreshed:  # nothing to version; keep what it learnt
         if decisions.state is not None:
             graph.write("policy_state_write", {"policy": policy, "state": decisions.state, "now": inputs.now or time.time()})
         summary.held = held_unchanged
@@ -311,7 +246,7 @@ def write_round(graph: Graph, decisions: RoundDecisions, inputs: RoundInputs, *,
         store = cache or PROMOTED_CACHE
         promoted = [d for d in ds if d.action == "promote" and d.key not in demoted]
         if all(d.key in by_key for d in promoted) and len(promoted) == summary.promoted and not summary.retired \
-                and not decisions.rescored:
+                and not decisions.rescored and not decisions.refreshed:
             added = [(d.key, d.subject_key, by_key[d.key].relation, d.object_key, float(by_key[d.key].votes), d.p_hat)
                      for d in promoted]
             store.advance(graph, base, summary.version, summary.hash, added, inputs.entity_types)
@@ -341,8 +276,8 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                "reason": d.reason, "votes": d.inputs.get("votes"), "hold": d.hold, "p_hat": d.p_hat,
                "features": d.features, "feature_set": d.feature_set}
               for d in ds if d.action in _STATUS]
-    retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason}
-              for d in ds if d.action == "retire"]
+    retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason,
+               "status": d.inputs.get("status"), "hold": d.hold} for d in ds if d.action == "retire"]
     gone = tx.run("retire_edges", {"rows": retire, "version": version, "status": "held"}) if retire else []
     done = tx.run("promote_edges", {"rows": promote, "version": version, "now": ts, "epoch": inputs.epoch}) \
         if promote else []
@@ -372,6 +307,9 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                  for k, p in decisions.rescored.items() if k in ends]
         if rows_:
             tx.run("rescore_promoted", {"rows": rows_})
+    for i in range(0, len(decisions.refreshed), _BATCH):
+        tx.run("settle_refresh", {"rows": [{"key": k, "s_key": s_, "o_key": o_, "p_hat": p, "decided": dec}
+                                           for k, s_, o_, p, dec in decisions.refreshed[i:i + _BATCH]]})
     if decisions.state is not None:
         tx.run("policy_state_write", {"policy": policy, "state": decisions.state, "now": ts})
     new_hash = add_terms(old_hash, added=[r["key"] for r in done], removed=[r["key"] for r in gone])
@@ -387,7 +325,7 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
 
 def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts: int = 3,
               cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundSummary:
-    """Run one round of ``policy`` (any :class:`kgr.gauge.policies.Policy`) and write it as one version.
+    """Run one round of ``policy`` (any :class:`kgr.promotion.policies.Policy`) and write it as one version.
 
     A :class:`RoundConflict` (the store moved while deciding) is retried from the read after a
     jittered backoff; past ``attempts`` conflicts the round takes the store's promotion lock and
@@ -401,11 +339,11 @@ def run_round(graph: Graph, policy, *, schema: KGSchema | None = None, attempts:
 def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGraphCache | None,
                 now: float | None) -> RoundSummary:
     """One read, decide and write of ``policy``'s round; raises :class:`RoundConflict` if the store moved."""
-    from kgr.gauge.constraints import functional_relations
+    from kgr.promotion.constraints import functional_relations
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    context, state = read_context(graph, policy.name, cache=cache)
+    context, state = read_context(graph, policy.name, cache=cache, counts=getattr(policy, "counts", True))
     request = policy.plan(context, state)
     inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
     timings["read"] = time.perf_counter() - t0
@@ -421,7 +359,17 @@ def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGr
     summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
     summary.expected_fmr = decisions_expected_fmr(decisions, inputs)
     summary.escalated = len(decisions.escalated) if decisions.escalated else summary.escalated
+    _report(summary, decisions)
     return summary
+
+
+def _report(summary: RoundSummary, decisions: RoundDecisions) -> None:
+    """What a settle reports about its cut (target, expected FMR, bound) goes on the summary."""
+    if not decisions.report:
+        return
+    summary.settle = True
+    summary.cut = CutReport(**decisions.report)
+    summary.expected_fmr = summary.cut.expected_fmr
 
 
 def decisions_expected_fmr(decisions: RoundDecisions, inputs: RoundInputs) -> float | None:

@@ -2,8 +2,8 @@
 behind the answer.
 
 A record is the slice's id, policy, graph hash and edges ``(key, s_key, o_key)``
-(``cypher/slice_record.cypher.j2``). Writing it is a commit: about 2 ms on an idle local server,
-more under load, and the slowest step left in a slice whose hops and quotes come from memory. So by
+(``cypher/slice_record.cypher.j2``). Writing it is a commit, the slowest step left in a
+slice whose hops and quotes come from memory (``docs/benchmarks.md``, context slices). So by
 default :func:`record_slice` queues the record with the Graph's :class:`SliceRecorder`, whose
 thread writes what is queued in batches (one transaction per batch), and the slice is answered
 without waiting. What that means for a reader of records (:func:`slice_edges`):

@@ -111,7 +111,7 @@ def promoted_edges_around(graph: Graph, keys: Iterable[str], *, fanout: int, typ
 def edge_rows(rows: Iterable[Sequence]) -> list[EdgeRow]:
     """:class:`EdgeRow` of packed rows ``[key, relation, s_key, s_type, s_name, o_key, o_type, o_name,
     confidence, votes, outcome_weight(, twin element id)]``, each entity one object. (Validated
-    construction: with pydantic 2 it is faster than ``model_construct``, 1.4 against 2.2 µs a row.)"""
+    construction: with pydantic 2 it is faster than ``model_construct``; ``docs/benchmarks.md``.)"""
     ents: dict[str, EntityRow] = {}
 
     def ent(key: str, type_: str | None, name: str | None) -> EntityRow:
@@ -166,6 +166,9 @@ class PromotedQuotes(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sources: dict[str, tuple[str, ...]] = Field(description="edge key -> its first per_edge sources, oldest first")
+    span_quotes: dict[str, tuple[str, ...]] = Field(default_factory=dict, description=(
+        "edge key -> the quote of each of those votes from its sentence span ('' for a vote without one: "
+        "its chunk's text is the quote)"))
     chunks: dict[str, tuple[str | None, str | None, str | None]] = Field(
         description="source that is a chunk -> (document id, document path, the first chars of its text)")
     markers: tuple = Field(description="as SliceState.markers")
@@ -178,10 +181,11 @@ def promoted_quotes(graph: Graph, types: Sequence[str], *, limit: int, per_edge:
     rows = graph.read("slice_graph_quotes", {"limit": limit, "per_edge": per_edge, "chars": chars},
                       types=list(types)) if types else []
     if not rows:
-        return PromotedQuotes.model_construct(sources={}, chunks={}, markers=())
+        return PromotedQuotes.model_construct(sources={}, span_quotes={}, chunks={}, markers=())
     r = rows[0]
     return PromotedQuotes.model_construct(
-        sources={key: tuple(sources) for key, sources in r["edges"] or []},
+        sources={key: tuple(sources) for key, sources, _ in r["edges"] or []},
+        span_quotes={key: tuple(quotes) for key, _, quotes in r["edges"] or []},
         chunks={cid: (doc, path, text) for cid, doc, path, text in r["chunks"] or []},
         markers=_markers(r, types))
 

@@ -3,7 +3,8 @@ report of what a write did. Pure: no database here (the writes are :mod:`kgr.sto
 
 An **entity row** is ``{key, name, type, aliases}`` (one per entity key, with the surface forms
 seen). An **edge row** is ``{key, s_key, o_key, relation, votes}`` with one vote
-``{source, confidence}`` per distinct source, in input order. The same source asserting the same
+``{source, confidence, span}`` per distinct source, in input order (``span``: ``"start:end"`` of the
+sentence in the source chunk, ``""`` when unknown; :func:`kgr.model.triples.span_text`). The same source asserting the same
 edge twice in one input is one vote (the second counts as a duplicate).
 """
 
@@ -16,13 +17,19 @@ from pydantic import BaseModel, Field
 from kgr.errors import KgrIdentifierError, KgrValidationError
 from kgr.model.canonical import edge_key, entity_key, reserved_name, validate_identifier
 from kgr.model.schema import KGSchema
-from kgr.model.triples import TripleAssertion
+from kgr.model.triples import TripleAssertion, span_text
 
 __all__ = ["StageReport", "RejectedRow", "TypeCheck", "check_assertion", "check_entities", "prepare_rows",
-           "learn_redirects", "resolve_name", "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS"]
+           "learn_redirects", "resolve_name", "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS",
+           "VOTE_LISTS", "VOTE_PROPS"]
 
 #: Votes kept inline on the edge (``r.sources``); later sources become (:Vote) nodes.
 MAX_INLINE_VOTES = 32
+#: The per-vote inline lists of a staged edge, parallel to ``sources`` (one entry per inline vote);
+#: code that moves or rewrites votes (forget, merge, split) carries every one of them.
+VOTE_LISTS = ("sources", "source_confidence", "source_at", "source_span")
+#: The same per-vote fields on an overflow ``(:Vote)`` node, in the order of :data:`VOTE_LISTS`.
+VOTE_PROPS = ("source", "confidence", "at", "span")
 #: Surface forms kept per entity.
 MAX_ALIASES = 64
 #: Redirect hops followed at most (a merge re-points older redirects, so one hop is the rule).
@@ -163,7 +170,7 @@ def prepare_rows(items: Sequence[TripleAssertion], schema: KGSchema | None,
             dups += 1
             continue
         seen[key].add(a.source)
-        row["votes"].append({"source": a.source, "confidence": float(a.confidence)})
+        row["votes"].append({"source": a.source, "confidence": float(a.confidence), "span": span_text(a.span)})
     ents = sorted(entity_rows.values(), key=lambda r: r["key"])
     edges = sorted(edge_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["key"]))
     return ents, edges, dups

@@ -2,7 +2,16 @@
 
 A vote is one distinct source asserting one edge. The first :data:`MAX_INLINE_VOTES` sources of
 an edge are kept on the edge itself (``r.sources``); later ones become ``(:Vote {id:
-"<edge key>|<source>"})`` nodes under a uniqueness constraint. Re-staging the same assertion from
+"<edge key>|<source>"})`` nodes under a uniqueness constraint.
+
+**Per-vote fields.** An inline vote is one position in the parallel lists
+:data:`~kgr.store.stage_rows.VOTE_LISTS` on the edge: ``sources`` (who), ``source_confidence``,
+``source_at`` (epoch seconds) and ``source_span`` (``"start:end"``, the character span of the
+sentence that produced the vote in its chunk's text, ``""`` when unknown); an overflow vote carries
+the same fields as the :data:`~kgr.store.stage_rows.VOTE_PROPS` properties ``source``, ``confidence``,
+``at``, ``span`` of its ``(:Vote)`` node. Code that moves or rewrites votes (forget, merge, splits)
+carries every one of them; edges staged before ``source_span`` existed lack it, and their first
+new vote pads it with ``""``. Re-staging the same assertion from
 the same source is a no-op, and ``r.votes`` always equals the number of distinct sources, exactly,
 under concurrent writers: the edge MERGE is serialised by write locks on both endpoints, an
 existing edge is write-locked before its sources are read, and overflow votes by the constraint.
@@ -39,7 +48,7 @@ from kgr.model.canonical import entity_key
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.connection import Graph, Tx
-from kgr.store.group_commit import GroupWriter, StageUnit, _write_group, write_units
+from kgr.store.group_commit import GroupWriter, StageUnit, write_group, write_units
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_assertion, check_entities, learn_redirects, resolve_name)
 
@@ -226,4 +235,4 @@ def write_batch(tx: Tx, items: Sequence[TripleAssertion], *, schema: KGSchema | 
                 entities: Sequence[tuple[str, str]] = (), now: float | None = None) -> StageReport:
     """Stage already-validated assertions inside an open write unit (the staging write path's
     transaction body for one unit, :mod:`kgr.store.group_commit`)."""
-    return _write_group(tx, [StageUnit(valid=list(items), entities=entities, schema=schema, now=now)])[0]
+    return write_group(tx, [StageUnit(valid=list(items), entities=entities, schema=schema, now=now)])[0]

@@ -19,14 +19,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["per_vote_lists", "inline_votes", "overflow_votes", "to_lists", "STANDARD_LISTS", "VOTE_NODE_KEYS"]
+from kgr.store.stage_rows import VOTE_LISTS
+
+__all__ = ["per_vote_lists", "inline_votes", "overflow_votes", "to_lists", "node_fields", "STANDARD_LISTS", "VOTE_NODE_KEYS"]
 
 #: Properties of a (:Vote) node that are bookkeeping, not a field of the vote.
 VOTE_NODE_KEYS = frozenset({"id", "created_tx"})
 
 
-#: The per-vote lists every staged edge has (staging writes them); others are found by their shape.
-STANDARD_LISTS = ("sources", "source_confidence", "source_at")
+#: The per-vote lists every staged edge has (staging writes them: :data:`~kgr.store.stage_rows.VOTE_LISTS`);
+#: others are found by their shape.
+STANDARD_LISTS = VOTE_LISTS
+#: The value a standard list holds for a vote that lacks the field (an edge staged before sentence
+#: spans were kept has no ``source_span``: its votes get ``""``, "no span known").
+_STANDARD_BLANKS = {"sources": "", "source_confidence": 0.0, "source_at": 0.0, "source_span": ""}
 
 
 def _field(list_name: str) -> str:
@@ -34,7 +40,7 @@ def _field(list_name: str) -> str:
 
 
 def per_vote_lists(props: Mapping[str, Any]) -> list[str]:
-    """The names of ``props``' per-vote lists: staging's three first, then any other ``source_*``
+    """The names of ``props``' per-vote lists: staging's own first (:data:`STANDARD_LISTS`), then any other ``source_*``
     list as long as ``sources``, by name."""
     n = len(props.get("sources") or [])
     extra = sorted(k for k, v in props.items() if k.startswith("source_") and k not in STANDARD_LISTS
@@ -46,9 +52,12 @@ def inline_votes(props: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The inline votes of an edge with properties ``props``, in order: one record per source with
     every per-vote field (``{"source": ..., "confidence": ..., "at": ..., ...}``; a field whose
     list is missing or short is None)."""
-    columns = {name: list(props.get(name) or []) for name in per_vote_lists(props)}
-    return [{_field(name): col[i] if i < len(col) else None for name, col in columns.items()}
-            for i in range(len(columns["sources"]))]
+    names = per_vote_lists(props)
+    n = len(props.get("sources") or [])
+    fields = [_field(name) for name in names]
+    # each list padded (or cut) to the number of sources, then one record per position
+    columns = [[*col[:n], *[None] * (n - len(col))] for col in (list(props.get(name) or []) for name in names)]
+    return [dict(zip(fields, row)) for row in zip(*columns)] if n else []
 
 
 def overflow_votes(nodes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -78,6 +87,15 @@ def to_lists(votes: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[s
     out: dict[str, list[Any]] = {}
     for name in names:
         raw = [v.get(_field(name)) for v in votes]
-        blank = _blank(raw)
+        blank = _STANDARD_BLANKS[name] if name in _STANDARD_BLANKS else _blank(raw)
         out[name] = [blank if x is None else x for x in raw]
     return out
+
+
+def node_fields(vote: Mapping[str, Any]) -> dict[str, Any]:
+    """A vote record's fields as an overflow (:Vote) node stores them: no ``vote_id``, no nulls.
+
+    >>> node_fields({"source": "a", "confidence": 0.5, "span": None, "vote_id": "k|a"})
+    {'source': 'a', 'confidence': 0.5}
+    """
+    return {k: x for k, x in vote.items() if k != "vote_id" and x is not None}

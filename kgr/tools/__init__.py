@@ -5,8 +5,15 @@ Call them through the registry (strict validation, JSON in and out)::
     from kgr.tools import call_tool, function_definitions
     call_tool("query_coverage_feedback", {"text": ..., "schema": ..., "extracted_kg": ...})
 
-or directly with their pydantic inputs (``kgr.tools.density.query_extraction_density(params,
-context=ToolContext())``). The store tools need ``ToolContext(graph=...)``.
+or, from Python, as typed functions with their pydantic inputs (what the ingestion loop does)::
+
+    from kgr.model.tools import ExtractionDensityInput
+    from kgr.tools.density import query_extraction_density
+    out = query_extraction_density(ExtractionDensityInput.of(text=..., schema=..., extracted_kg=kg),
+                                   context=ToolContext())  # an ExtractionDensityOutput
+
+``ToolInput.of`` validates as the registry does (a bad value raises ``KgrValidationError``). The
+store tools need ``ToolContext(graph=...)``.
 """
 
 from kgr.tools.context import EmbedFn, ToolContext

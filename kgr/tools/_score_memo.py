@@ -2,7 +2,8 @@
 
 The feedback tool scores the extraction the quality tool has usually just scored (the ingestion loop
 and an agent call them one after the other, each with its own validated copy of the input), so
-:func:`score_and_codes` looks here first. The key is the content itself: the text,
+:func:`kgr.tools.feedback.score_and_codes` looks here first; :func:`kgr.tools.quality.evaluate`
+remembers each full evaluation. This module imports neither tool. The key is the content itself: the text,
 the schema's type names and the extraction's entities and relations, in order. 256 entries, the
 oldest out first; safe across threads (the tool server runs tools in a pool).
 """
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from kgr.model.kg import ExtractedKG
 from kgr.model.tools import ToolSchema
 
-__all__ = ["remember", "recall", "score_and_codes", "KEPT"]
+__all__ = ["remember", "recall", "KEPT"]
 
 #: evaluations kept
 KEPT = 256
@@ -45,14 +46,3 @@ def recall(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple
     with _LOCK:
         return _SCORES.get(_key(kg, schema, text))
 
-
-def score_and_codes(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple[str, ...]]:
-    """The overall score and issue codes of a full :func:`kgr.tools.quality.evaluate`, remembered
-    from a recent evaluation of the same content when there is one."""
-    hit = recall(kg, schema, text)
-    if hit is not None:
-        return hit
-    from kgr.tools.quality import evaluate  # (quality imports this module)
-
-    report = evaluate(kg, schema, text)
-    return report.output.overall_score, tuple(report.codes)

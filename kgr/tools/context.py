@@ -33,6 +33,10 @@ class ToolContext:
     source:
         The vote source for ``query_kg_storage`` (a chunk or document id). When set it wins over the
         input's ``source``, so an agent cannot vote under another source's name.
+    source_text:
+        The text of the chunk that ``source`` names, when the session has it: ``query_kg_storage``
+        then gives each vote the span of the first sentence naming both ends
+        (:func:`kgr.text.spans.locate`), which the review queue, explanations and slices quote.
     embed:
         Optional embedding function for ``semantic_similarity`` disambiguation.
     stager:
@@ -54,6 +58,7 @@ class ToolContext:
     graph: "Graph | None" = None
     schema: "KGSchema | None" = None
     source: str | None = None
+    source_text: str | None = None
     embed: EmbedFn | None = None
     stager: "GroupWriter | None" = None
     batch_size: int = 2000

@@ -74,6 +74,7 @@ __all__ = [
     "DOMAIN_BENCHMARKS",
     "text_complexity",
     "expected_density",
+    "min_count",
     "MIN_FACTOR",
     "MAX_FACTOR",
     "BALANCE_THRESHOLD",
@@ -145,7 +146,13 @@ def expected_density(n_entity_types: int, n_relation_types: int, complexity: flo
     )
 
 
-def _min_count(rate_per_1k: float, tokens: int) -> int:
+def min_count(rate_per_1k: float, tokens: int) -> int:
+    """Fewest elements a rate asks of ``tokens`` tokens: ``floor(rate_per_1k * tokens / 1000)``, the
+    product rounded to 9 decimals first so that float noise cannot drop it below an integer.
+
+    >>> min_count(2.0, 500), min_count(3.0, 499)
+    (1, 1)
+    """
     return math.floor(round(rate_per_1k * tokens / 1000.0, 9))
 
 
@@ -222,8 +229,8 @@ def _assess(E: int, R: int, T: int, exp: ExpectedDensity, complexity: float) -> 
         meets_e = meets_r = True
         over = E + R > 0
     else:
-        meets_e = e_vacuous or E >= _min_count(exp.min_entities_per_1k, T)
-        meets_r = r_vacuous or R >= _min_count(exp.min_relations_per_1k, T)
+        meets_e = e_vacuous or E >= min_count(exp.min_entities_per_1k, T)
+        meets_r = r_vacuous or R >= min_count(exp.min_relations_per_1k, T)
         over_e = not e_vacuous and E > _max_count(exp.max_entities_per_1k, T)
         over_r = not r_vacuous and R > _max_count(exp.max_relations_per_1k, T)
         over = over_e or over_r

@@ -34,6 +34,8 @@ repeats dropped: the input ``query_kg_storage`` expects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import math
 from collections.abc import Sequence
 from difflib import SequenceMatcher
@@ -58,7 +60,8 @@ from kgr.tools._text import TextProfile, analyze_text
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
 
-__all__ = ["query_entity_disambiguation", "string_similarity", "rewrite_kg", "LOW_CONFIDENCE", "ACRONYM_SIMILARITY"]
+__all__ = ["query_entity_disambiguation", "string_similarity", "rewrite_kg", "endpoint_renamer", "LOW_CONFIDENCE",
+           "ACRONYM_SIMILARITY"]
 
 #: Matches below this confidence are flagged for verification.
 LOW_CONFIDENCE = 0.9
@@ -256,6 +259,20 @@ def query_entity_disambiguation(params: EntityDisambiguationInput, *,
     )
 
 
+def endpoint_renamer(renames: dict[tuple[str, str], str]) -> Callable[[str], str]:
+    """How :func:`rewrite_kg` renames a relation endpoint (relations name entities without a type):
+    the one new name of that name under any type, or the name itself when it has none or several."""
+    by_name: dict[str, set[str]] = {}
+    for (_etype, n), new in renames.items():
+        by_name.setdefault(n, set()).add(new)
+
+    def rename(n: str) -> str:
+        news = by_name.get(n)
+        return next(iter(news)) if news is not None and len(news) == 1 else n
+
+    return rename
+
+
 def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequence[str],
                targets: Sequence[str | None]) -> tuple[ExtractedKG, dict[tuple[str, str], str]]:
     """``final_kg``: ``kg`` with names rewritten to the store's, and the renames made.
@@ -283,14 +300,7 @@ def rewrite_kg(kg: ExtractedKG, items: Sequence[tuple[str, str]], resolved: Sequ
                 seen.add(name_key(new))
                 out.append(new)
         entities[etype] = out
-    by_name: dict[str, set[str]] = {}
-    for (etype, n), new in renames.items():
-        by_name.setdefault(n, set()).add(new)
-
-    def rename(n: str) -> str:
-        news = by_name.get(n)
-        return next(iter(news)) if news is not None and len(news) == 1 else n
-
+    rename = endpoint_renamer(renames)
     relations: dict[str, list[RelationPair]] = {}
     for rtype, pairs in kg.relations.items():
         out_p: list[RelationPair] = []

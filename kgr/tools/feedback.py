@@ -54,7 +54,8 @@ from kgr.model.tools import (
 )
 from kgr.tools._kg import distinct_entities, distinct_relations
 from kgr.tools.context import ToolContext
-from kgr.tools._score_memo import score_and_codes
+from kgr.tools._score_memo import recall
+from kgr.tools.quality import evaluate
 from kgr.tools.registry import tool
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "effectiveness_of",
     "focus_of",
     "should_continue",
+    "score_and_codes",
     "DEFAULT_MAX_ITERATIONS",
 ]
 
@@ -177,6 +179,16 @@ def should_continue(iteration: int, max_iterations: int, trend: Trend, recent_im
     if round(recent_improvement, 4) <= FLAT:
         return False, f"the last iteration improved quality by {recent_improvement:.2f} points (at most {FLAT:g})"
     return True, f"quality improved by {recent_improvement:.2f} points in the last iteration"
+
+
+def score_and_codes(kg: ExtractedKG, schema: ToolSchema, text: str) -> tuple[float, tuple[str, ...]]:
+    """The overall score and issue codes of a full :func:`kgr.tools.quality.evaluate`, remembered
+    from a recent evaluation of the same content when there is one (:mod:`kgr.tools._score_memo`)."""
+    hit = recall(kg, schema, text)
+    if hit is not None:
+        return hit
+    report = evaluate(kg, schema, text)
+    return report.output.overall_score, tuple(report.codes)
 
 
 def _norm_issue(s: str) -> str:

@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 
 from kgr.model.canonical import name_key, variant_key
 from kgr.model.kg import ExtractedKG
-from kgr.tools import _score_memo as score_memo
 from kgr.model.tools import (
     AccuracyDetails,
     AccuracyResult,
@@ -74,9 +73,10 @@ from kgr.tools._kg import (
     distinct_entities,
     distinct_relations,
 )
+from kgr.tools._score_memo import remember
 from kgr.tools._text import MATCH_BUDGET, RunIndex, TextProfile, WorkBudget, analyze_text
 from kgr.tools.context import ToolContext
-from kgr.tools.density import _min_count, expected_density, text_complexity
+from kgr.tools.density import expected_density, min_count, text_complexity
 from kgr.tools.registry import tool
 
 __all__ = ["query_quality_metrics", "WEIGHTS", "ASPECTS", "quality_level", "evaluate", "QualityReport"]
@@ -259,7 +259,7 @@ def _completeness(kg: ExtractedKG, schema: ToolSchema, profile: TextProfile) -> 
     T = profile.token_count
     density = 1000.0 * (E + R) / T if T else 0.0
     exp = expected_density(n_e, n_r, text_complexity(profile))
-    required = (_min_count(exp.min_entities_per_1k, T) + _min_count(exp.min_relations_per_1k, T)) if T else 0
+    required = (min_count(exp.min_entities_per_1k, T) + min_count(exp.min_relations_per_1k, T)) if T else 0
     factor = min(1.0, (E + R) / required) if required else 1.0
     score = 0.7 * (0.6 * e_cov + 0.4 * r_cov) + 0.3 * factor
     issues: list[str] = []
@@ -474,7 +474,7 @@ def evaluate(kg: ExtractedKG, schema: ToolSchema, text: str,
     )
     report = QualityReport(output=out, codes=[c for a in wanted for c in results[a].codes])
     if aspects is None or len(wanted) == len(ASPECTS):
-        score_memo.remember(kg, schema, text, out.overall_score, report.codes)
+        remember(kg, schema, text, out.overall_score, report.codes)
     return report
 
 

@@ -9,11 +9,13 @@ annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``):
 >>> function_definition("query_coverage_feedback")["function"]["name"]
 'query_coverage_feedback'
 
-:func:`call_tool` is the one entry point for JSON callers (``kgr tool``, the MCP and HTTP servers,
-the agent and the ingestion loop), for the six tools and the server's helpers alike: it validates
-the payload with :func:`validate_input`, the one payload validator, runs the tool and returns the
-output as JSON-able data. Function definitions for OpenAI-style function calling are generated from
-the same input models, never written by hand.
+The decorated function stays the tool's typed Python entry point (:class:`ToolFunction`): the
+ingestion loop calls ``query_extraction_density(ExtractionDensityInput.of(...), context=ctx)``, no
+name look-up and no JSON. :func:`call_tool` is the one entry point for JSON callers (``kgr tool``,
+the MCP and HTTP servers, the agent, whose LLM names the tool), for the six tools and the server's
+helpers alike: it validates the payload with :func:`validate_input`, the one payload validator, runs
+the tool and returns the output as JSON-able data. Function definitions for OpenAI-style function
+calling are generated from the same input models, never written by hand.
 
 **Validation** is strict (``"1"`` is no number, ``true`` no integer) and names the failing field
 (:class:`~kgr.errors.KgrValidationError`). **JSON numbers**: JSON has one number type, and JSON
@@ -31,15 +33,17 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from kgr.errors import KgrNotFound, KgrValidationError
+from kgr.model.tools import validate_strict
 from kgr.tools.context import ToolContext
 
 __all__ = [
     "ToolSpec",
+    "ToolFunction",
     "tool",
     "get_tool",
     "list_tools",
@@ -66,6 +70,18 @@ TOOL_MODULES = (
 )
 
 F = TypeVar("F", bound=Callable[..., BaseModel])
+In = TypeVar("In", bound=BaseModel, contravariant=True)
+Out = TypeVar("Out", bound=BaseModel, covariant=True)
+
+
+class ToolFunction(Protocol[In, Out]):
+    """A tool's typed Python entry point, the decorated function itself: ``fn(params, *, context)``
+    from its input model to its output model, no JSON and no name look-up (the ingestion loop calls
+    the tools so; the registry's names are for JSON callers)."""
+
+    __name__: str
+
+    def __call__(self, params: In, /, *, context: ToolContext) -> Out: ...
 
 
 @dataclass(frozen=True)
@@ -258,19 +274,13 @@ def validate_input(which: str | ToolSpec, payload: object) -> BaseModel:
     payload = json_numbers(payload)
     if not isinstance(payload, dict):
         raise KgrValidationError(f"{spec.name} input must be a JSON object, got {type(payload).__name__}", field="$")
-    try:
-        return spec.input_model.model_validate(payload, strict=True)
-    except ValidationError as exc:
-        raise KgrValidationError.from_pydantic(exc) from None
-    except KgrValidationError:
-        raise
-    except ValueError as exc:  # e.g. a validator raising outside pydantic's wrapping
-        raise KgrValidationError(str(exc)) from None
+    return validate_strict(spec.input_model, payload)
 
 
 def run_tool(which: str | ToolSpec, payload: object, *, context: ToolContext | None = None) -> BaseModel:
-    """Validate ``payload`` (:func:`validate_input`), run the tool and return its typed output model
-    (what Python callers such as the ingestion loop use; JSON callers use :func:`call_tool`).
+    """Validate ``payload`` (:func:`validate_input`), run the tool (by name or spec) and return its typed
+    output model (Python callers that know the tool call its function instead; JSON callers use
+    :func:`call_tool`).
 
     Raises the same errors as :func:`call_tool`.
     """

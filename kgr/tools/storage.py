@@ -62,6 +62,8 @@ from kgr.model.tools import (
 )
 from kgr.model.triples import TripleAssertion
 from kgr.tools._kg import EntityIndex
+from kgr.text.sentences import sentence_spans
+from kgr.text.spans import locate
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import tool
 
@@ -137,8 +139,11 @@ class _Phase:
     seconds: float = 0.0
 
 
-def _plan(kg: ExtractedKG, schema: KGSchema | None, source: str) -> _Plan:
+def _plan(kg: ExtractedKG, schema: KGSchema | None, source: str, text: str | None = None) -> _Plan:
+    """What to stage, and what cannot be; each assertion with the span of its sentence in ``text``
+    (the source chunk's, when the session knows it)."""
     plan = _Plan(total_entities=kg.entity_count, total_relations=kg.relation_count)
+    sents = sentence_spans(text) if text is not None else []
     closed = schema is not None and not schema.is_open
     invalid: set[tuple[str, str]] = set()
     for etype, names in kg.entities.items():
@@ -183,7 +188,8 @@ def _plan(kg: ExtractedKG, schema: KGSchema | None, source: str) -> _Plan:
             (s_type, s_name), (o_type, o_name) = ends
             try:
                 a = TripleAssertion(subject=s_name, subject_type=s_type, relation=rtype, object=o_name,
-                                    object_type=o_type, source=source)
+                                    object_type=o_type, source=source,
+                                    span=None if text is None else locate(text, p.subject, p.object, sentences=sents))
             except ValidationError as exc:
                 plan.relation_failed.append(f"{label}: {KgrValidationError.from_pydantic(exc)}")
                 continue
@@ -394,7 +400,7 @@ def query_kg_storage(params: KGStorageInput, *, context: ToolContext) -> KGStora
     source = _source(params, context, warnings)
 
     started = time.perf_counter()
-    plan = _plan(kg, schema, source)
+    plan = _plan(kg, schema, source, context.source_text if context.source and source == context.source else None)
     rows = list(plan.entity_rows.values())
     ents, rels = _stage(graph, context, rows, plan.assertions)
     total_time = time.perf_counter() - started

@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "kgr.extract",
     "kgr.extract.rules",
+    "kgr.extract.phrases",
     "kgr.extract.llm_client",
     "kgr.extract.llm_prompt",
     "kgr.ingest.chunking",

@@ -10,11 +10,13 @@ import pytest
 import scipy.sparse as sp
 
 from kgr.errors import KgrValidationError
-from kgr.gauge._graph import GraphView
-from kgr.gauge import batch
+from kgr.gauge.graphview import GraphView
+from kgr.gauge import batch, batch_balls, batch_kernels
 from kgr.gauge.batch import GaugeBatch, gauge_batch
-from kgr.gauge.gedig import _gauge_on_view, _local_structure, gedig_gauge
-from kgr.gauge.policy import Candidate, PromotionConfig, _rewards
+from kgr.gauge.gedig import gauge_on_view, gedig_gauge
+from kgr.gauge.graphview import local_structure
+from kgr.promotion.gedig import Candidate, PromotionConfig
+from kgr.promotion.gedig_select import candidate_rewards
 
 TOL = 1e-9
 
@@ -62,7 +64,7 @@ def random_pairs(
 def assert_matches(
     H: nx.Graph, keys: list[str], A: sp.csr_array, s, o, *, seeds=None, coverage=True, **kw
 ) -> GaugeBatch:
-    """Every term of every candidate equals the core's (``_gauge_on_view`` and ``_rewards``)."""
+    """Every term of every candidate equals the core's (``gauge_on_view`` and ``candidate_rewards``)."""
     gb = gauge_batch(A, s, o, seeds=seeds, **kw)
     params = dict(hops=2, k_max=64, c_node=1.0, c_edge=1.0, lam=1.0, gamma=1.0, eps=1e-9, max_sp_pairs=4096,
                   use_epc=True, use_ig=True, use_sp=True)
@@ -74,8 +76,8 @@ def assert_matches(
     for i, (a, b) in enumerate(zip(s, o)):
         u, v = keys[a], keys[b]
         seed = 0 if seeds is None else int(seeds[i])
-        local = _local_structure(view, u, v, params["hops"], params["k_max"])
-        want = _gauge_on_view(view, u, v, seed=seed, local=local, **params)
+        local = local_structure(view, u, v, params["hops"], params["k_max"])
+        want = gauge_on_view(view, u, v, seed=seed, local=local, **params)
         got = gb.gauge_result(i, keys=keys)
         assert (got.u, got.v, got.new_nodes, got.edge_exists, got.capped) == (
             want.u, want.v, want.new_nodes, want.edge_exists, want.capped), i
@@ -89,7 +91,7 @@ def assert_matches(
         assert gb.context_edges[i] == want.hops[-1].edges_before
         if coverage:
             cand = Candidate(key=f"c{i}", subject=u, object=v, relation="R", votes=2)
-            r = _rewards(view, cand, cfg, 0.0, local)
+            r = candidate_rewards(view, cand, cfg, 0.0, local)
             assert gb.delta_cov[i] == pytest.approx(r.delta_cov, abs=TOL), i
             assert gb.delta_vn[i] == pytest.approx(r.delta_vn, abs=TOL), i
             assert gb.temporal[i] == pytest.approx(r.temporal, abs=TOL), i
@@ -125,8 +127,8 @@ def test_sparse_dense_and_disconnected_graphs(seed):
 @pytest.mark.parametrize("k_max", [2, 5, 12, 64])
 def test_hubs_caps_and_hops(monkeypatch, hops, k_max, dense):
     if not dense:  # the routes for large graphs, on a small one
-        monkeypatch.setattr(batch, "_DENSE_N", 0)
-        monkeypatch.setattr(batch, "_DENSE_BFS_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_BFS_N", 0)
     G, n = hub_graph(hops * 7 + k_max)
     H, keys, A = keyed(G, n)
     rng = np.random.default_rng(k_max)
@@ -196,8 +198,8 @@ def test_twin_quotient_on_leafy_graphs(monkeypatch, mu):
     s = np.array([1, 1, 0, 18, 18, 19, 14, 1])
     o = np.array([2, 13, 5, 21, 19, 30, 16, 32])
     sizes = []
-    real = batch._path_group
-    monkeypatch.setattr(batch, "_path_group", lambda A_, W, d: sizes.append((A_.shape[1], W.sum(1))) or real(A_, W, d))
+    real = batch.path_group
+    monkeypatch.setattr(batch, "path_group", lambda A_, W, d: sizes.append((A_.shape[1], W.sum(1))) or real(A_, W, d))
     assert_matches(H, keys, A, s, o, mu=mu)
     assert any(q < total.max() for q, total in sizes)  # some ball was reduced
     star = gauge_batch(A, [1], [2], hops=1)  # two leaves of K_{1,12}: S_1 = {1, 2, hub}
@@ -303,16 +305,16 @@ def test_internal_paths_and_chunking_agree_with_the_core(monkeypatch, dense):
     # The sparse-graph routes (CSR frontiers, oriented edge reads) and the small-graph ones
     # (dense frontiers, dense gathers); tiny chunks and stacks; both eigenvalue routes.
     if not dense:
-        monkeypatch.setattr(batch, "_DENSE_N", 0)
-        monkeypatch.setattr(batch, "_DENSE_BFS_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_N", 0)
+        monkeypatch.setattr(batch_balls, "_DENSE_BFS_N", 0)
     G, n = hub_graph(4)
     H, keys, A, s, o = *keyed(G, n), *random_pairs(np.random.default_rng(4), n, 20, G)
-    for small, budget, chunk, mult in ((2, 64, 3, 0), (100, 1 << 20, 7, batch._HASH_MULT)):
-        monkeypatch.setattr(batch, "_HASH_MULT", mult)  # 0: every twin hash collides; the exact sort runs
-        monkeypatch.setattr(batch, "_SMALL_EIG", small)
-        monkeypatch.setattr(batch, "_STACK_BUDGET", budget)
-        monkeypatch.setattr(batch, "_BALL_CHUNK", chunk)
-        monkeypatch.setattr(batch, "_EDGE_CHUNK", chunk)
+    for small, budget, chunk, mult in ((2, 64, 3, 0), (100, 1 << 20, 7, batch_kernels._HASH_MULT)):
+        monkeypatch.setattr(batch_kernels, "_HASH_MULT", mult)  # 0: every twin hash collides; the exact sort runs
+        monkeypatch.setattr(batch_kernels, "_SMALL_EIG", small)
+        monkeypatch.setattr(batch_balls, "_STACK_BUDGET", budget)
+        monkeypatch.setattr(batch_balls, "_BALL_CHUNK", chunk)
+        monkeypatch.setattr(batch_balls, "_EDGE_CHUNK", chunk)
         assert_matches(H, keys, A, s, o, k_max=24, mu=0.1)
     for k_max, hops in ((5, 3), (70, 2)):  # heavy capping; two-word neighbour sets (k_max > 64)
         assert_matches(H, keys, A, s, o, k_max=k_max, hops=hops)

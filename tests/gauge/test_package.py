@@ -8,7 +8,7 @@ import pathlib
 
 import kgr.gauge
 
-MODULES = ["laplacian", "entropy", "coverage", "reward", "gedig", "gates", "calibration", "policy"]
+MODULES = ["laplacian", "entropy", "coverage", "reward", "gedig", "gates", "calibration"]
 ALLOWED_THIRD_PARTY = {"numpy", "scipy", "networkx", "pydantic", "sklearn"}
 STDLIB = {"__future__", "math", "numbers", "hashlib", "heapq", "zlib", "collections", "typing", "dataclasses", "re",
           "json", "time", "functools", "itertools", "warnings"}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
 import time
 from pathlib import Path
 
@@ -57,15 +59,19 @@ def test_chunks_cpu_steps_take_turns_one_per_loop_iteration(graph, monkeypatch):
     """A probe that yields once per iteration (as an LLM reply's callback would) never waits behind
     more than one tool step, although eight chunks have their tool steps ready at the same moment."""
     steps = 0
-    real = drafting.run_tool
 
-    def counting(name, payload, *, context):
-        nonlocal steps
-        if name != "query_entity_disambiguation":  # that one runs in the lookup pool, off the loop
+    def counting(fn):
+        @functools.wraps(fn)
+        def count(params, *, context):
+            nonlocal steps
             steps += 1
-        return real(name, payload, context=context)
+            return fn(params, context=context)
+        return count
 
-    monkeypatch.setattr(drafting, "run_tool", counting)
+    # every tool but disambiguation, which runs in the lookup pool, off the loop
+    for name in ("query_extraction_density", "query_quality_metrics", "query_iterative_feedback",
+                 "query_coverage_feedback"):
+        monkeypatch.setattr(drafting, name, counting(getattr(drafting, name)))
     drafter = ChunkDrafter(graph, SCHEMA, AsyncRules(), IngestConfig(max_rounds=2, concurrency=8), time.time())
 
     async def main() -> tuple[list[int], list]:
@@ -116,3 +122,19 @@ def test_a_name_nfkc_expands_is_rejected_with_its_reason_and_the_chunk_goes_on(g
     assert {n for _, n in out.entities} == {"Charles Babbage", "London", "Difference Engine"}
     reasons = [r.reason for r in out.outcome.rejections if r.item.startswith("\ufdfa")]
     assert len(reasons) == 2 and all("canonicalises (NFKC) to 33792 bytes" in r for r in reasons), reasons
+
+
+def test_the_loop_calls_the_tools_as_typed_functions():
+    """No module of the ingestion package looks a tool up by name (``run_tool("query_…", dict)``):
+    it calls the tool functions with their input models, so go-to-definition follows them."""
+    by_name = []
+    for path in sorted(Path(drafting.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                named = any(isinstance(a, ast.Constant) and str(a.value).startswith("query_") for a in node.args)
+                if callee in {"run_tool", "call_tool", "get_tool"} or named:
+                    by_name.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and any(a.name in {"run_tool", "call_tool"} for a in node.names):
+                by_name.append(f"{path.name}:{node.lineno}")
+    assert not by_name, by_name

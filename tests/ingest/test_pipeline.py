@@ -183,6 +183,11 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
     assert rep.chunks == rep.chunks_processed == st.chunks == 20 and rep.chunks_failed == []
     assert rep.documents == 13 and rep.load_issues == []
     assert rep.new_votes == st.votes > 100 and rep.new_entities == st.entities
+    # the end-of-job resolution finds the corpus's conflicting birthplaces (Turing: Manchester vs London)
+    # but only proposes those splits (IngestConfig.resolve_splits): no entity was created by it
+    assert rep.resolution is not None and not rep.resolution.splits_applied
+    assert "Person:alan turing" in {sp.entity for sp in rep.resolution.splits}
+    assert "splits proposed" in rep.render()
     assert rep.triples_staged == rep.new_votes + rep.repeated_votes
     assert rep.transactions >= 5  # at most 4 chunks per commit
     # progress events carry documents, chunks, triples staged (and LLM calls when there are some)
@@ -218,7 +223,7 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
 
 @pytest.mark.neo4j
 def test_the_end_of_an_ingest_promotes_until_the_backlog_is_settled(graph):
-    from kgr.gauge import PromotionConfig
+    from kgr.promotion.gedig import PromotionConfig
     from tests.support.rounds import gedig_round as run_round
 
     small = PromotionConfig(max_promotions_per_round=3)
@@ -343,25 +348,30 @@ def test_a_feedback_round_is_guided_by_coverage_and_feedback_and_carries_quality
     """The loop reads the tools' typed outputs: a round the feedback tool asks for gets the coverage
     recommendations and the feedback's next steps as guidance, and the next feedback call receives
     the quality tool's improvement suggestions (these keys were once read from dicts that lacked them)."""
+    import functools
+
     from kgr.ingest import drafting
-    from kgr.tools import registry
 
     _write(tmp_path, "doc.txt", "Charles Babbage was born in London. Charles Babbage designed the Difference Engine.")
     seen: dict[str, list] = {"coverage": [], "quality": [], "feedback_in": []}
 
-    def spy(name, payload, **kwargs):
-        out = registry.run_tool(name, payload, **kwargs)
-        if name == "query_coverage_feedback":
-            seen["coverage"].append(out.recommendations)
-        if name == "query_quality_metrics":
-            seen["quality"].append(out.improvement_suggestions)
-        if name == "query_iterative_feedback":
-            seen["feedback_in"].append(payload["feedback_history"])
-            if len(seen["feedback_in"]) == 1:  # ask for one more round, with a step of its own
-                out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
-        return out
+    def spying(fn):
+        @functools.wraps(fn)
+        def spy(params, *, context):
+            out = fn(params, context=context)
+            if fn.__name__ == "query_coverage_feedback":
+                seen["coverage"].append(out.recommendations)
+            if fn.__name__ == "query_quality_metrics":
+                seen["quality"].append(out.improvement_suggestions)
+            if fn.__name__ == "query_iterative_feedback":
+                seen["feedback_in"].append(params.feedback_history)
+                if len(seen["feedback_in"]) == 1:  # ask for one more round, with a step of its own
+                    out = out.model_copy(update={"should_continue_iteration": True, "next_steps": ["NEXT STEP X"]})
+            return out
+        return spy
 
-    monkeypatch.setattr(drafting, "run_tool", spy)
+    for name in ("query_coverage_feedback", "query_quality_metrics", "query_iterative_feedback"):
+        monkeypatch.setattr(drafting, name, spying(getattr(drafting, name)))
     rec = Recording(RulesExtractor())
     ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=3, concurrency=1), extractor=rec)
     assert len(rec.calls) >= 2

@@ -151,16 +151,23 @@ def test_concurrent_run_with_the_cache_equals_one_without(graph, tmp_path):
 
 
 def test_storage_step_is_reported_as_staging_not_as_a_tool_call(graph, tmp_path, monkeypatch):
-    from kgr.tools import registry
+    import functools
+
+    from kgr.ingest import drafting
 
     called: list[str] = []
-    real = registry.run_tool
 
-    def spy(name, *args, **kwargs):
-        called.append(name)
-        return real(name, *args, **kwargs)
+    def spying(fn):
+        @functools.wraps(fn)
+        def spy(params, *, context):
+            called.append(fn.__name__)
+            return fn(params, context=context)
+        return spy
 
-    monkeypatch.setattr("kgr.ingest.drafting.run_tool", spy)
+    tools = {name: fn for name, fn in vars(drafting).items() if hasattr(fn, "tool_spec")}  # every tool it calls
+    assert len(tools) == 5
+    for name, fn in tools.items():
+        monkeypatch.setattr(drafting, name, spying(fn))
     corpus = _corpus(tmp_path / "c.jsonl", 6)
     rep = ingest(graph, [corpus], SCHEMA, config=IngestConfig(concurrency=2, max_rounds=1))
     assert rep.chunks_processed == 6 and rep.new_votes > 0

@@ -21,10 +21,11 @@ from .conftest import KG, SCHEMA, TEXT
 
 def test_catalog_is_the_six_then_the_helpers():
     names = [s.name for s in served_tools()]
-    assert names[:6] == [s.name for s in list_tools()] and len(names) == 18
+    assert names[:6] == [s.name for s in list_tools()] and len(names) == 22
     assert names[6:] == ["graph_status", "search_entities", "entity_neighbourhood", "explain_edge", "list_snapshots",
                          "review_queue", "label_edges", "forget_document", "age_edges",
-                         "get_context_slice", "verify_slice", "report_outcome"]
+                         "get_context_slice", "verify_slice", "report_outcome",
+                         "resolve_entities", "split_entity", "review_pairs", "label_pairs"]
     writers = {"label_edges", "forget_document", "age_edges"}
     assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS if h.name not in writers)
     flags = {h.name: (h.read_only, h.idempotent, h.destructive) for h in HELPERS if h.name in writers}

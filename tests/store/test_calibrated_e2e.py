@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 from kgr.cli.main import app
 from kgr.engine import Engine
 from kgr.extract.verify import RulesVerifier
-from kgr.gauge.calibrated import CalibratedConfig
-from kgr.gauge.policies import make_policy
+from kgr.evidence.features import FEATURES
+from kgr.promotion.config import CalibratedConfig
+from kgr.promotion.policies import make_policy
 from kgr.model.review import EdgeLabel
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
@@ -89,7 +90,7 @@ def test_one_run_round_serves_every_policy(graph):
     # only the calibrated policy scores: p_hat and the feature vector are on its promoted edges
     r = graph.driver.execute_query("MATCH ()-[r:WORKS_AT]->() WHERE r.valid_to IS NULL "
                                    "RETURN min(r.p_hat) AS lo, max(size(r.features)) AS width").records[0]
-    assert 0.5 <= r["lo"] <= 1.0 and r["width"] == 29
+    assert 0.5 <= r["lo"] <= 1.0 and r["width"] == len(FEATURES)
 
 
 def test_votes_from_chunks_of_one_document_count_as_one_independent_source(graph):
@@ -164,15 +165,20 @@ def test_labels_refit_the_scorer_and_change_decisions(graph):
     # a reviewer answers the 30 single-document KNOWS candidates nearest the cut with the truth
     single = [k for k, r in before.items() if r["relation"] == "KNOWS" and r["votes"] == 1 and k in p_before]
     single.sort(key=lambda k: abs(p_before[k] - 0.5))
-    answered = single[:30]
-    labels = [EdgeLabel(key=k, label=(before[k]["subject"], "KNOWS", before[k]["object"]) in truth, reviewer="t")
-              for k in answered]
+    is_true = {k: (before[k]["subject"], "KNOWS", before[k]["object"]) in truth for k in single}
+    # 15 of each answer: the supervised stage waits for min_per_class (10) labels of each class
+    answered = [k for k in single if is_true[k]][:15] + [k for k in single if not is_true[k]][:15]
+    labels = [EdgeLabel(key=k, label=is_true[k], reviewer="t") for k in answered]
+    assert min(sum(lab.label for lab in labels), sum(not lab.label for lab in labels)) >= 10
     assert any(lab.label for lab in labels) and not all(lab.label for lab in labels)
     kg.label(labels)
     summary = kg.promote(config=cfg)
-    assert summary.version is not None
-    state = json.loads(graph.read("policy_state_read", {"policy": "calibrated"})[0]["state"])
-    assert state["labels_seen"] == 30 and state["model"]["logistic"]["labels"] >= 20  # refit on the labels
+    assert summary.version is not None and summary.cut is not None and summary.cut.labels == len(labels)
+    # the supervised stage weighs the features: its explanations name the latent class and features
+    moved_by = [json.loads(d["inputs"])["evidence"] for d in graph.driver.execute_query(
+        "MATCH (d:Decision {version: $v}) WHERE d.action IN ['promote', 'hold'] RETURN d.inputs AS inputs",
+        v=summary.version).records]
+    assert moved_by and any(name == "latent_class" for ev in moved_by for name, _ in ev)
     p_after = _p_hats(graph)
     moved = [k for k in p_before if k not in answered and k in p_after and abs(p_after[k] - p_before[k]) > 1e-6]
     assert len(moved) > 10  # unlabelled candidates were rescored by the refit model
@@ -231,7 +237,7 @@ def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
                           for cid, ents in (("k1", [("Person", "P02"), ("Person", "P17")]),
                                             ("k2", [("Person", "P03"), ("Person", "P13")]))])
     kg = Engine(graph, schema=SCHEMA)
-    rounds = kg.promote_until_done(config=CalibratedConfig(embedding=False, target_fmr=0.1),
+    rounds = kg.promote_until_done(config=CalibratedConfig(embedding=False, target_fmr=0.2),
                                    verifier=RulesVerifier())
     reread = [r.reread for r in rounds if r.reread is not None]
     assert reread and sum(r.claims for r in reread) >= 2
@@ -240,6 +246,11 @@ def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
     assert ev == {"k1": "supports", "k2": "contradicts"}
     status = {(r["subject"], r["object"]): r["status"] for r in graph.read("pending_edges", {"statuses": None})}
     assert status[("P02", "P17")] == "promoted" and status[("P03", "P13")] != "promoted"
+    # both were escalated by the first round and decided again on their answers by a later one
+    for pair, moved in ((("P02", "P17"), 1), (("P03", "P13"), -1)):
+        key = next(r["key"] for r in graph.read("pending_edges", {"statuses": None}) if (r["subject"], r["object"]) == pair)
+        ps = [json.loads(d["inputs"]).get("p_hat") for d in graph.read("decisions_for_edge", {"key": key})[0]["decisions"]]
+        assert len(ps) >= 2 and (ps[-1] - ps[0]) * moved > 0.1, (pair, ps)
 
 
 def test_cli_review_queue_label_and_explain(graph, neo4j_settings, monkeypatch, tmp_path):

@@ -117,7 +117,7 @@ def test_one_failing_request_fails_alone_and_every_other_one_is_stored_exactly(g
     (a stand-in for any statement error); 100 concurrent requests, every tenth poisoned."""
     import kgr.store.group_commit as gc
 
-    real = gc._write_group
+    real = gc.write_group
 
     def poisoned(tx, group):  # noqa: ANN001
         if any(a.subject == "POISON" for r in group for a in r.valid):
@@ -125,7 +125,7 @@ def test_one_failing_request_fails_alone_and_every_other_one_is_stored_exactly(g
             raise ValueError("a statement failed")
         return real(tx, group)
 
-    monkeypatch.setattr(gc, "_write_group", poisoned)
+    monkeypatch.setattr(gc, "write_group", poisoned)
     reqs = requests(100, seed=5)
     for i in range(0, 100, 10):
         reqs[i] = reqs[i] + [T("POISON", "Org1", f"src-p{i}")]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from kgr.cli import metrics as metrics_cli
 from kgr.errors import KgrValidationError
-from kgr.gauge import PromotionConfig
+from kgr.promotion.gedig import PromotionConfig
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.metrics import _gates, collect_metrics

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from kgr.cli.main import app
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
-from kgr.gauge.policy import PromotionConfig
+from kgr.promotion.gedig import PromotionConfig
 from tests.support.rounds import gedig_round as run_round
 from kgr.store.staging import stage
 from kgr.store.versions import current_state, full_hash, list_versions, promoted_edges
@@ -72,7 +72,7 @@ def test_functional_conflict_in_one_round_keeps_the_best_supported(graph):
     rows = [A("Ada", "Person", "BORN_IN", "London", "City", s) for s in ("a", "b", "c")]
     rows += [A("Ada", "Person", "BORN_IN", "Paris", "City", s) for s in ("a", "b")]
     stage(graph, rows, schema=SCHEMA)
-    from kgr.gauge.policy import PromotionConfig
+    from kgr.promotion.gedig import PromotionConfig
 
     summary = run_round(graph, schema=SCHEMA, config=PromotionConfig(calibrate_thresholds=False, theta_dg=10.0,
                                                                      audit=False))
@@ -183,7 +183,7 @@ def test_cli_promote_until_done(graph, neo4j_settings, monkeypatch):
 
 
 def test_grace_period_audit_refuses_to_commit_a_functional_conflict(graph, monkeypatch):
-    import kgr.gauge.policies as policies
+    import kgr.promotion.policies as policies
 
     stage(graph, [A("Ada", "Person", "WORKS_AT", "IBM", "Organization", s) for s in ("a", "b")], schema=SCHEMA)
     first = run_round(graph, schema=SCHEMA)

@@ -7,6 +7,8 @@ import pytest
 from kgr.model.canonical import edge_key
 from kgr.model.triples import TripleAssertion
 from kgr.store.forget import forget
+import kgr.store.merge as merge
+from kgr.store import split
 from kgr.store.merge import merge_entities
 from kgr.store.staging import MAX_INLINE_VOTES, stage
 from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
@@ -67,3 +69,31 @@ def test_forget_and_merge_carry_an_added_per_vote_field_with_each_vote(graph):
     inline, over = _spans(graph, key)
     assert all(span == f"span-{s}" for s, span in inline) and len(inline) == MAX_INLINE_VOTES
     assert over == [(f"s{n - 1}", f"span-s{n - 1}"), ("x", "span-x")]
+
+
+def _edge(key, s, o, votes, overflow=()):
+    props = {"sources": [v[0] for v in votes], "source_confidence": [v[1] for v in votes],
+             "source_at": [v[2] for v in votes], "source_span": [v[3] for v in votes], "status": "pending"}
+    return {"key": key, "relation": "KNOWS", "s_key": s, "o_key": o, "props": props,
+            "overflow": [{"id": f"{key}|{v[0]}", "source": v[0], "confidence": v[1], "at": v[2], "span": v[3]}
+                         for v in overflow]}
+
+
+def test_merge_and_split_rows_move_each_vote_with_its_span():
+    old = _edge("A|KNOWS|C", "A", "C", [("s1", 0.9, 1.0, "0:5"), ("s2", 0.8, 2.0, "6:9")],
+                overflow=[("s3", 0.7, 3.0, "10:12")])
+    old.update(new_s="B", new_o="C")
+    target = _edge("B|KNOWS|C", "B", "C", [("s9", 0.5, 0.5, "1:2")])
+    row = merge._unite(old, target, "B|KNOWS|C", "B", "A", 7, "test")
+    assert row["props"]["sources"] == ["s9", "s1", "s2", "s3"]  # the overflow vote came inline (room left)
+    assert row["props"]["source_span"] == ["1:2", "0:5", "6:9", "10:12"]
+    assert row["tombstone"]["source_span"] == []
+    # split: s1 moves, s2 and s3 stay; the moving vote keeps its span, the staying ones keep theirs
+    old = _edge("A|KNOWS|C", "A", "C", [("s1", 0.9, 1.0, "0:5"), ("s2", 0.8, 2.0, "6:9")],
+                overflow=[("s3", 0.7, 3.0, "10:12")])
+    old.update(new_s="B", new_o="C", new_key="B|KNOWS|C")
+    votes = merge._votes_of(old)
+    r = split._row(old, None, [v for v in votes if v["source"] == "s1"], [v for v in votes if v["source"] != "s1"],
+                   "A", "B", 7, "test")
+    assert r["props"]["sources"] == ["s1"] and r["props"]["source_span"] == ["0:5"]
+    assert r["stay"]["sources"] == ["s2", "s3"] and r["stay"]["source_span"] == ["6:9", "10:12"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from kgr.gauge.policies import make_policy
+from kgr.promotion.policies import make_policy
 from kgr.model.decisions import RoundSummary
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph

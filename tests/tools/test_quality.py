@@ -181,6 +181,7 @@ def test_remembered_scores_follow_the_content(monkeypatch) -> None:
     """The feedback tool reuses a recent full evaluation only for the same text, schema and
     extraction; a partial evaluation is not remembered; the two result blocks share nothing."""
     import kgr.tools._score_memo as memo
+    import kgr.tools.feedback as feedback
     import kgr.tools.quality as quality
     from kgr.model.kg import ExtractedKG
     from kgr.model.tools import ToolSchema
@@ -193,15 +194,15 @@ def test_remembered_scores_follow_the_content(monkeypatch) -> None:
     partial = quality.evaluate(good, schema, text, ["accuracy"])
     assert len(memo._SCORES) == 0 and partial.output.evaluation_aspects == ["accuracy"]
     full = quality.evaluate(good, schema, text)
-    assert memo.score_and_codes(good, schema, text) == (full.output.overall_score, tuple(full.codes))
+    assert feedback.score_and_codes(good, schema, text) == (full.output.overall_score, tuple(full.codes))
     calls = []
-    monkeypatch.setattr(quality, "evaluate", lambda *a, **k: calls.append(a) or full)  # what the memo imports
-    memo.score_and_codes(good.model_copy(deep=True), ToolSchema(**schema.model_dump()), str(text))
+    monkeypatch.setattr(feedback, "evaluate", lambda *a, **k: calls.append(a) or full)  # what feedback imports
+    feedback.score_and_codes(good.model_copy(deep=True), ToolSchema(**schema.model_dump()), str(text))
     assert calls == []  # equal content, other objects: remembered
     for other in ((good, schema, "Ada Lovelace lived in London."),
                   (ExtractedKG.model_validate({"entities": {"Person": ["Ada Lovelace"]}}), schema, text),
                   (good, ToolSchema(entity_schema=["Person", "Place"], relation_schema=[]), text)):
-        memo.score_and_codes(*other)
+        feedback.score_and_codes(*other)
     assert len(calls) == 3  # any other text, extraction or schema is evaluated afresh
     out = full.output
     assert out.detailed_metrics == out.evaluation_results

@@ -224,3 +224,32 @@ def test_valid_random_inputs_give_valid_outputs(kg: dict, history: list[dict], t
         out = call_tool(name, payload)
         get_tool(name).output_model.model_validate(out)
         json.dumps(out)
+
+
+@pytest.mark.parametrize(("name", "change", "field"), MALFORMED[::3], ids=[f"{n}-{f}" for n, _, f in MALFORMED[::3]])
+def test_typed_inputs_are_refused_as_json_ones_are(name: str, change: dict[str, Any], field: str) -> None:
+    """``ToolInput.of`` (what the ingestion loop builds) refuses what ``call_tool`` refuses, naming the
+    same field, with kgr's error rather than pydantic's."""
+    payload = {**VALID[name], **change}
+    with pytest.raises(KgrValidationError) as typed:
+        get_tool(name).input_model.of(**payload)
+    with pytest.raises(KgrValidationError) as json_:
+        call_tool(name, payload)
+    assert (typed.value.field, str(typed.value)) == (json_.value.field, str(json_.value))
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_a_typed_call_answers_as_the_json_call(name: str) -> None:
+    """The tool function called with an input built from models (the extraction as an ExtractedKG
+    instance, taken as it is) gives the output ``call_tool`` gives for the same payload."""
+    from kgr.model.kg import ExtractedKG
+    from kgr.tools.context import ToolContext
+
+    kg = ExtractedKG.model_validate({"entities": {"Person": ["Ada", "Charles Babbage"]},
+                                     "relations": {"KNOWS": [{"subject": "Ada", "object": "Charles Babbage"}]}})
+    payload = {**VALID[name], "text": "Ada knew Charles Babbage in London.", "extracted_kg": kg.model_dump()}
+    params = get_tool(name).input_model.of(**{**payload, "extracted_kg": kg})
+    assert params.extracted_kg is kg
+    typed = get_tool(name).func(params, context=ToolContext())
+    assert type(typed) is get_tool(name).output_model
+    assert typed.model_dump(mode="json", by_alias=True) == call_tool(name, payload)

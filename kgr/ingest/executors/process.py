@@ -38,8 +38,8 @@ __all__ = ["ProcessDrafts", "WorkerSlot", "available_mb", "serve", "serve_async"
 #: seconds a worker may take to start (import kgr and the extractor, open its Graph)
 START_TIMEOUT = 120.0
 
-#: MiB a worker process is counted for when sizing the pool: its peak RSS measured 279-297 MB with the
-#: LLM extractor (``scripts/bench_ingest.py``), rounded up
+#: MiB a worker process is counted for when sizing the pool: its peak RSS with the LLM extractor
+#: (``scripts/bench_ingest.py``; ``docs/benchmarks.md``), rounded up
 WORKER_MB = 350
 
 

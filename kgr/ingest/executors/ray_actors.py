@@ -5,9 +5,8 @@ scheduling). Chunks do not travel as Ray actor calls: each actor connects back t
 socket of its own (``multiprocessing.connection``, authenticated with a key made for the job) and
 serves the process executor's protocol on it (:func:`kgr.ingest.executors.process.serve_async`: drafts
 up to its share of the concurrency at once on its own event loop, answers each chunk as it is
-done). A Ray actor call per chunk cost about 1 ms more CPU in the actor and 0.4 ms more in the job
-than this channel, and its requests held their LLM slot 270 ms against 240-250 (README, "Past one
-process"). So Ray places and hosts the workers; the job's :class:`~kgr.ingest.executors.process.
+done). A Ray actor call per chunk cost more CPU in the actor and in the job than this channel, and
+its requests held their LLM slot longer (``docs/benchmarks.md``, ingestion past one process). So Ray places and hosts the workers; the job's :class:`~kgr.ingest.executors.process.
 ProcessDrafts` sends them chunks, and replaces a worker that dies (a new actor, which gets every
 chunk the dead one held): drafting only reads the database, so a chunk drafted twice is written
 once, by the job. After ``max_restarts`` deaths of one worker its chunks are reported failed

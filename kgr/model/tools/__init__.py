@@ -32,6 +32,7 @@ from kgr.model.tools.base import (
     ToolInput,
     ToolOutput,
     ToolSchema,
+    validate_strict,
 )
 from kgr.model.tools.density import (
     AssessmentLevel,
@@ -110,6 +111,7 @@ from kgr.model.tools.storage import (
 )
 
 __all__ = [
+    "validate_strict",
     "MAX_TEXT_CHARS",
     "MAX_KG_ITEMS",
     "MAX_HISTORY",

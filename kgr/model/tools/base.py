@@ -5,15 +5,16 @@ Conventions in :mod:`kgr.model.tools`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kgr.errors import KgrValidationError
 from kgr.model.kg import ExtractedKG
 from kgr.model.schema import Identifier, KGSchema
 
-__all__ = ["ToolInput", "ToolOutput", "ToolSchema", "MAX_TEXT_CHARS", "MAX_KG_ITEMS", "MAX_SCHEMA_TYPES",
-           "MAX_HISTORY", "Text", "Score", "Count", "bounded_kg"]
+__all__ = ["ToolInput", "ToolOutput", "ToolSchema", "validate_strict", "MAX_TEXT_CHARS", "MAX_KG_ITEMS",
+           "MAX_SCHEMA_TYPES", "MAX_HISTORY", "Text", "Score", "Count", "bounded_kg"]
 
 #: Longest ``text``/``context`` accepted, in characters.
 MAX_TEXT_CHARS = 1_000_000
@@ -29,10 +30,47 @@ Score = Annotated[float, Field(ge=0.0, le=1.0)]
 Count = Annotated[int, Field(ge=0)]
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_strict(model: type[M], data: object) -> M:
+    """``data`` (plain data, or model instances where the fields are models) validated strictly as a
+    ``model``: the one validation of tool inputs, from JSON (:func:`kgr.tools.registry.validate_input`)
+    and from Python (:meth:`ToolInput.of`) alike.
+
+    Raises
+    ------
+    KgrValidationError
+        Naming the first failing field (``extracted_kg.entities.Person.0``), with pydantic's error list
+        in ``details``.
+    """
+    try:
+        return model.model_validate(data, strict=True)
+    except ValidationError as exc:
+        raise KgrValidationError.from_pydantic(exc) from None
+    except KgrValidationError:
+        raise
+    except ValueError as exc:  # e.g. a validator raising outside pydantic's wrapping
+        raise KgrValidationError(str(exc)) from None
+
+
 class ToolInput(BaseModel):
     """Base of the tool inputs: strict, closed."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @classmethod
+    def of(cls, **fields: Any) -> Self:
+        """The input from Python values, validated as the registry validates a JSON payload (a model
+        instance, such as an :class:`~kgr.model.kg.ExtractedKG`, is taken as it is, not copied):
+        ``ExtractionDensityInput.of(text=..., schema=..., extracted_kg=kg)``.
+
+        Raises
+        ------
+        KgrValidationError
+            As :func:`validate_strict`.
+        """
+        return validate_strict(cls, fields)
 
 
 class ToolOutput(BaseModel):

@@ -1,0 +1,212 @@
+"""Names no gazetteer knows, and the one type each gets (rules extractor, guided second pass).
+
+A **guess** is a run of name-like tokens in a sentence (after :func:`kgr.extract.cues.mask_markup`):
+
+- *shaped* tokens are names wherever they stand: an inner capital ("PyYAML", "SciPy"), letters
+  mixed with digits ("libde265", "H.264", "urllib3"), an inner hyphen, dot, slash or plus between
+  letters ("scikit-learn", "libdrm-dev", "HTTP/2"), or text that was in backticks;
+- *capitalised* tokens ("Werkzeug", "Cory") are names except at the start of a sentence, a list
+  item or a labelled changelog line, where they must not be common English words
+  (:func:`kgr.extract.lexicon.is_common_word`: "Drop", "Removed", "Currently" are not names),
+  unless they open a person-shaped name ("Grace Hopper") and are not function words or changelog verbs;
+- *plain lowercase* words ("hyperframe", "valgrind") are names only with the ``nlp`` extra's word
+  list, only where a name is expected (the first word of a clause, or right after a trigger), and
+  only when they are not common words;
+- never: acronyms of three letters or fewer ("API", "CLI", "CA" are generic terms far more often
+  than names), numbers, and runs of common words alone.
+
+Consecutive capitalised or shaped tokens (and initials such as "A.") form one name ("Amazon Web
+Services", "Sybren A. Stüvel").
+
+**Types** (:func:`guess_type`): one name gets one type across a corpus because the type is a
+function of the name's shape and the schema, never of the slot alone. A *person-shaped* name (two
+to four capitalised words or initials, the last no common word: "Grace Hopper" but not "Amazon
+Web Services") takes the schema's person type (an
+entity type named or described as a person, people, author or human); an *organization-shaped* one
+(a word such as Foundation, Inc, Team, Project, Institute, Labs, Services among its words, or
+followed by "organization", "team", "project" or "community") the organization type; any other
+name the first type of the slot, in schema order, that is neither and is *open*: a type whose
+schema lists no names. A type with a gazetteer (languages, licences, standards …) is a closed
+class: a name it does not list is no evidence for it, and guessing it is how "Linux" became a
+Language. The guess fills the slot only when its type is allowed there; otherwise it is dropped
+(precision first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kgr.extract.lexicon import BUILTIN_COMMON, has_lexicon, is_common_word
+from kgr.model.schema import KGSchema
+
+__all__ = ["Guess", "find_guesses", "guess_type", "Roles", "schema_roles"]
+
+_TOKEN = re.compile(r"[A-Za-z0-9\u00c0-\u024f][\w\u00c0-\u024f.+/#-]*[\w\u00c0-\u024f+#]|[A-Za-z\u00c0-\u024f]\.?")
+_SHAPED = re.compile(r"[a-z0-9][A-Z]|[A-Za-z].*\d|\d.*[A-Za-z]|[A-Za-z][-_./+][A-Za-z0-9]")
+_ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?\.?", re.IGNORECASE)  # "i.e", "e.g.", "a.k.a"
+_COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")  # "work-in-progress", "look-and-feel"
+_PREFIXED = re.compile(r"(?:auto|multi|non|pre|re|co|self|cross|sub|inter|semi|anti|de|un|post|over|under)-[a-z]")
+_MODIFIER_SUFFIX = re.compile(r"-(?:based|compatible|like|style|aware|only|specific|friendly|agnostic|level|wide|free|"
+                              r"safe|enabled|related|oriented|powered|driven|ready|side)$", re.IGNORECASE)
+_INITIAL = re.compile(r"[A-Z]\.")
+_ACRONYMS = re.compile(r"[A-Z]{1,3}(?:/[A-Z]{1,3})+")  # "API/ABI", "TLS/SSL": generic terms, as single acronyms
+#: A file's name ("opengl.pc", "glu.h", "setup.py"): a file, not the software.
+_FILE_NAME = re.compile(r"[a-z0-9_+-]+\.(?:pc|h|hh|hpp|c|cc|cpp|py|so|a|o|txt|md|rst|json|ya?ml|xml|gir|conf|cfg|ini|"
+                        r"sh|pl|pm|in|am|ac|mk|lock|toml|diff|patch|log|gz|tar|deb|service)")
+#: A sentence-initial adverb: "Manually enable", "Specifically, it" (not "Plotly is", "Plotly supports").
+_ADVERB_NEXT = re.compile(r"\s*,|\s+(?!(?:is|are|was|has|can|will)\b)[a-z]+(?<!s)\b")
+_PERSON_WORD = re.compile(r"[A-Z][a-z\u00c0-\u024f'’-]+")
+ORG_WORDS = frozenset("""foundation inc inc. ltd ltd. llc gmbh corporation corp corp. company team project consortium
+labs laboratory laboratories organization organisation community group university institute services systems
+technologies association society agency""".split())
+_ORG_AFTER = re.compile(r"\s+(?:organization|organisation|team|project|community|foundation|developers)\b")
+# "classpath scanning": a lowercase word modifying the next one, unless that is a kind of software
+_NOUN_NEXT = re.compile(r" +(?!(?:module|package|library|crate|plugin|extension|tool|command|binary|daemon|program|"
+                        r"utility|framework)s?\b)[a-z]")
+_PERSON_TYPE = re.compile(r"\b(?:person|people|human|author|individual)s?\b", re.IGNORECASE)
+_ORG_TYPE = re.compile(r"\b(?:organi[sz]ation|company|companies|institution)s?\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The schema's person and organization types (None when it has none), and its *closed* types:
+    those whose schema lists names (a gazetteer), which no guess of other shape may fill."""
+
+    person: str | None
+    organization: str | None
+    closed: frozenset[str] = frozenset()
+
+
+def schema_roles(schema: KGSchema) -> Roles:
+    """Which entity types play the person and organization roles (by name, else by description)."""
+
+    def find(rx: re.Pattern[str]) -> str | None:
+        by_name = [t for t in schema.entity_types if rx.search(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", t))]
+        if by_name:
+            return by_name[0]
+        return next((t for t, s in schema.entity_types.items() if rx.search(s.description)), None)
+
+    closed = frozenset(t for t, spec in schema.entity_types.items() if spec.names)
+    return Roles(person=find(_PERSON_TYPE), organization=find(_ORG_TYPE), closed=closed)
+
+
+@dataclass(frozen=True)
+class Guess:
+    start: int
+    end: int
+    name: str
+    shape: str  # "person", "organization" or "other"
+
+
+def _kind(tok: str, code: bool) -> str:
+    if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok) or _FILE_NAME.fullmatch(tok):
+        return "modifier"
+    if _ACRONYMS.fullmatch(tok):
+        return "acronym"
+    if _COMPOUND_WORD.fullmatch(tok) and (_PREFIXED.match(tok) or not has_lexicon()
+                                          or all(map(is_common_word, tok.split("-")))):
+        return "lower"  # an English compound, unless the word list knows a part is no common word
+    if code or _SHAPED.search(tok):
+        return "shaped"
+    if _INITIAL.fullmatch(tok):
+        return "initial"
+    if tok[:1].isupper():
+        if tok.isupper() and len(tok) <= 3:
+            return "acronym"
+        return "cap"
+    if tok[:1].isdigit():
+        return "number"
+    return "lower"
+
+
+def _shape(words: list[str], org_after: bool) -> str:
+    folded = [w.casefold() for w in words]
+    if org_after or any(w in ORG_WORDS for w in folded):
+        return "organization"
+    if 2 <= len(words) <= 4 and all(_PERSON_WORD.fullmatch(w) or _INITIAL.fullmatch(w) for w in words) \
+            and _PERSON_WORD.fullmatch(words[0]) and not is_common_word(words[-1]):
+        return "person"
+    return "other"
+
+
+def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], starts: set[int],
+                 expect: set[int]) -> list[Guess]:
+    """Guessed names in ``masked`` (the sentence with markup blanked; offsets as in ``text``).
+
+    ``code_spans``: spans that were in backticks; ``starts``: offsets where a clause starts (a
+    common word there is no name); ``expect``: offsets where a name is expected (clause starts, the
+    first word after a trigger), which admits plain lowercase words there.
+    """
+    toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(masked)]
+    first = toks[0][0] if toks else 0
+    out: list[Guess] = []
+    run: list[tuple[int, int, str]] = []
+
+    def flush() -> None:
+        while run and _drop_head(run[0], first, starts) and not _person_run(run):
+            run.pop(0)
+        if run:
+            s, e = run[0][0], run[-1][1]
+            words = [w for _, _, w in run]
+            if not all(is_common_word(w) for w in words):
+                out.append(Guess(s, e, " ".join(masked[s:e].split()), _shape(words, bool(_ORG_AFTER.match(masked, e)))))
+        run.clear()
+
+    for s, e, tok in toks:
+        kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
+        if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
+            kind = "modifier"  # a command-line option ("-ansiC", "--macho")
+        elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
+            kind = "modifier"
+        gap = masked[run[-1][1]:s] if run else ""
+        if run and (gap.strip() or len(gap) > 2):
+            flush()
+        if kind in ("shaped", "cap") or (kind == "initial" and run):
+            run.append((s, e, tok))
+            if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
+                flush()  # a lowercase shaped name stands alone ("libdrm-dev")
+        elif kind == "lower" and tok.isalpha() and not run and s in expect and has_lexicon() and not is_common_word(tok) \
+                and not _NOUN_NEXT.match(masked, e):
+            run.append((s, e, tok))
+            flush()
+        else:
+            flush()
+    flush()
+    return out
+
+
+def _adverb(word: str) -> bool:
+    """Whether ``word`` is an English adverb in -ly of a common word ("Manually", "Specifically", "Easily")."""
+    w = word.casefold()
+    if not (w.endswith("ly") and w.isalpha() and len(w) > 4):
+        return False
+    stems = {w[:-2], w[:-4] if w.endswith("ally") else "", w[:-3] + "y" if w.endswith("ily") else "",
+             w[:-2] + "e" if w.endswith("bly") else ""}
+    return any(st and is_common_word(st) for st in stems)
+
+
+def _person_run(run: list[tuple[int, int, str]]) -> bool:
+    """A run opening with a common word that is a first name ("Grace Hopper"): person-shaped, and
+    its first word not one of the built-in list's function words and changelog verbs."""
+    return run[0][2].casefold() not in BUILTIN_COMMON and _shape([w for _, _, w in run], False) == "person"
+
+
+def _drop_head(tok: tuple[int, int, str], first: int, starts: set[int]) -> bool:
+    """Whether a run's first token is a common word opening a sentence or clause ("Drop", "Currently")."""
+    s, _, word = tok
+    if _SHAPED.search(word):
+        return False
+    at_start = s == first or s in starts
+    return is_common_word(word) and (at_start or word[:1].islower())
+
+
+def guess_type(shape: str, allowed: list[str], widened: list[str], roles: Roles) -> str | None:
+    """The one type of a guess of name shape ``shape`` in a slot that allows ``allowed`` (empty: any)
+    of the ``widened`` types (rules in the module docstring), or None when the slot cannot take it."""
+    pool = [t for t in (allowed or widened) if t in widened]
+    if shape == "person" and roles.person:
+        return roles.person if roles.person in pool else None
+    if shape == "organization" and roles.organization:
+        return roles.organization if roles.organization in pool else None
+    return next((t for t in pool if t not in (roles.person, roles.organization) and t not in roles.closed), None)

@@ -1,0 +1,90 @@
+"""A document's title: the name its own sentences mean by "It", "This package" and "License: X".
+
+The offline extractor (:meth:`kgr.extract.rules.RulesExtractor.extract`) resolves a sentence-initial
+"It" / "This library", the missing subject of "Added support for X" and the subject of a
+"License: X" line to the document's title; without one it extracts nothing there. The title is
+found, first match wins, in:
+
+1. ``metadata["title"]`` (a PDF's title, a JSONL line's ``"title"`` field);
+2. a package metadata header (``Name: flask`` in a ``PKG-INFO`` / ``METADATA`` file);
+3. the first Markdown or HTML heading of level 1 in the first :data:`HEAD_CHARS` characters
+   (``# Flask``, ``Flask`` underlined with ``===``, ``<h1>Flask</h1>``; not inside a fenced code
+   block), markup stripped;
+4. the file's name without its suffix, unless that name says nothing about the content
+   (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG`` ...).
+
+A title longer than :data:`MAX_TITLE` characters, or with no letter or digit, is none.
+
+>>> from kgr.ingest.loaders import Document
+>>> document_title(Document(id="d", path="/x/README.md", text="# Flask\\n\\nIt depends on Werkzeug."))
+'Flask'
+>>> document_title(Document(id="d", path="/x/httpx.md", text="A next-generation HTTP client."))
+'httpx'
+>>> document_title(Document(id="d", path="/x/README.rst", text="no heading here")) is None
+True
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import PurePath
+from typing import Any
+
+__all__ = ["document_title", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
+
+#: How far into a document its heading is looked for (characters).
+HEAD_CHARS = 4000
+#: Longest title kept (characters); a longer "heading" is a sentence.
+MAX_TITLE = 80
+#: File names (lower case, suffix removed) that name a kind of file, not its subject.
+GENERIC_STEMS = frozenset({
+    "readme", "index", "changelog", "changes", "history", "news", "license", "licence", "copying", "notice",
+    "metadata", "pkg-info", "description", "document", "doc", "docs", "main", "intro", "introduction", "about",
+    "contributing", "authors", "todo", "notes", "untitled", "text", "input", "data", "page", "content",
+})
+
+_PKG_NAME = re.compile(r"^Metadata-Version:[^\n]*\n(?:[^\n]+\n)*?Name:[ \t]*([^\n]+)$", re.M)
+_ATX = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
+_SETEXT = re.compile(r"^([^\n]*\w[^\n]*)\n[ \t]{0,3}=+[ \t]*$", re.M)
+_H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
+_TAGS = re.compile(r"<[^>]{0,500}>")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MARKS = re.compile(r"[*_`]+")
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)  # a shell comment is no heading
+
+
+def _clean(raw: str) -> str | None:
+    text = _MARKS.sub("", _MD_LINK.sub(r"\1", _TAGS.sub(" ", html.unescape(raw))))
+    text = " ".join(text.split()).strip(" :-|")
+    if not text or len(text) > MAX_TITLE or not any(c.isalnum() for c in text):
+        return None
+    return text
+
+
+def _heading(head: str) -> str | None:
+    """The first level-1 heading of ``head`` (whichever form comes first), cleaned."""
+    found = [(m.start(), m.group(1)) for rx in (_ATX, _SETEXT, _H1) if (m := rx.search(head))]
+    for _, raw in sorted(found):
+        title = _clean(raw)
+        if title:
+            return title
+    return None
+
+
+def document_title(document: Any) -> str | None:
+    """The title of ``document`` (a :class:`kgr.ingest.loaders.Document`), by the rules of the module
+    docstring; None when none is found."""
+    meta = document.metadata.get("title") if isinstance(document.metadata, dict) else None
+    if isinstance(meta, str) and (title := _clean(meta)):
+        return title
+    head = document.text[:HEAD_CHARS]
+    if (m := _PKG_NAME.search(head)) and (title := _clean(m.group(1))):
+        return title
+    if title := _heading(_FENCE.sub("", head)):
+        return title
+    if document.path:
+        stem = PurePath(document.path).name.split(".")[0]
+        if stem.lower() not in GENERIC_STEMS:
+            return _clean(stem)
+    return None

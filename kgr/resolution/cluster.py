@@ -1,0 +1,195 @@
+"""Clustering with constraints: greedy union of scored pairs that never joins a cannot-link.
+
+Transitive closure (connected components) over accepted pairs lets one chain of plausible links
+join entities that plainly differ ("lachlan wheatley" absorbing "alisa wheatley" through "lachlan
+walley"). Here clusters grow by union-find, one pair at a time, and a union is refused when the two
+clusters hold a **cannot-link**:
+
+- a functional relation on which they hold clearly different values
+  (:func:`kgr.resolution.compare.values_differ`: two birth dates sharing no component);
+- two names the KG schema declares as distinct entities of the type;
+- a reviewer's no-merge label between two of their entities.
+
+Pairs are taken in a fixed order, independent of how the units were read: *forced* links first
+(units of one entity whose functional values differ but whose other context does not tell them
+apart: extraction noise, not two entities; they join despite the values), then **must-links**
+(units of one entity, and pairs a reviewer labelled *merge*), then the pairs the model accepted
+(:math:`p \\ge \\tau`), last the **own** links (two units of one entity that the model alone would not
+keep together); within each, by decreasing probability, ties by the unit ids. An own link rejoins a
+unit that found no other home (one side holds units of a single entity: staging's grouping stands
+unless a cannot-link separates them, so an entity with few sources is not cut into pieces); between
+two clusters that both absorbed other entities it needs the support like any accepted pair, so a
+common name's units that the model placed in two different people's clusters stay apart. So an
+entity stays whole unless its units cannot-link (a split), a neutral unit joins the group it
+matches best, and across entities only accepted pairs join clusters. Each cluster keeps the union of
+its members' functional values, declared names and entities, so a constraint check costs the product
+of two small value sets, not a scan of the members.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kgr.resolution.compare import values_differ
+from kgr.resolution.units import Unit
+
+__all__ = ["Link", "Blocked", "constrained_clusters"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A pair to consider: unit indexes, match probability, and whether it must link."""
+
+    i: int
+    j: int
+    p: float
+    must: bool = False
+    force: bool = False  #: join despite clearly different functional values (noise within one entity)
+    own: bool = False  #: two units of one entity the model does not hold together (tried last, see below)
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A link the constraints refused, and why."""
+
+    i: int
+    j: int
+    p: float
+    reason: str
+
+
+@dataclass
+class _Info:
+    functional: dict[str, Counter[str]] = field(default_factory=dict)  #: relation -> value -> sources
+    declared: set[str] = field(default_factory=set)
+    entities: set[str] = field(default_factory=set)
+
+    def absorb(self, other: "_Info") -> None:
+        for rel, vals in other.functional.items():
+            self.functional.setdefault(rel, Counter()).update(vals)
+        self.declared |= other.declared
+        self.entities |= other.entities
+
+
+def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True) -> str | None:
+    for rel in sorted(a.functional.keys() & b.functional.keys()) if functional else ():
+        xs, ys = a.functional[rel], b.functional[rel]
+        total = sum(xs.values()) * sum(ys.values())
+        apart = sum(nx * ny for x, nx in xs.items() for y, ny in ys.items() if values_differ(x, y))
+        if apart * 2 >= total:
+            x, y = max(xs, key=lambda v: (xs[v], v)), max(ys, key=lambda v: (ys[v], v))
+            return f"{rel}: {x!r} vs {y!r}"
+    if a.declared and b.declared and a.declared != b.declared:
+        return f"declared distinct: {sorted(a.declared)[0]!r} vs {sorted(b.declared)[0]!r}"
+    for ea in sorted(a.entities):
+        for eb in sorted(b.entities):
+            if ea != eb and no_merge(ea, eb):
+                return f"labelled no-merge: {ea} / {eb}"
+    return None
+
+
+class _Between:
+    """Sum and count of the scored pairs between clusters. Each cluster holds a table keyed by the
+    clusters its members were scored against *when the entry was made*; tables are folded smaller into
+    larger on a union and stale keys are resolved through union-find when read, so a union costs the
+    smaller table and the mean link of two clusters the smaller of their tables."""
+
+    def __init__(self, n: int, scores: Mapping[tuple[int, int], float]):
+        self.t: list[dict[int, list[float]]] = [{} for _ in range(n)]
+        if not scores:
+            return
+        ij = np.array(list(scores.keys()), dtype=np.int64).reshape(-1, 2)
+        p = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        off = ij[:, 0] != ij[:, 1]
+        a = np.concatenate([ij[off, 0], ij[off, 1]])
+        b = np.concatenate([ij[off, 1], ij[off, 0]])
+        # sum and count per ordered cell (a, b), cells grouped by a: one dict per unit, built in bulk
+        cell, inverse = np.unique(a * n + b, return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate([p[off], p[off]]), minlength=len(cell))
+        counts = np.bincount(inverse, minlength=len(cell))
+        rows, cols = (cell // n).tolist(), (cell % n).tolist()
+        bounds = np.flatnonzero(np.diff(cell // n)) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(cell)]):
+            self.t[rows[lo]] = dict(zip(cols[lo:hi], map(list, zip(sums[lo:hi].tolist(), counts[lo:hi].tolist()))))
+
+    def mean(self, a: int, b: int, find: Callable[[int], int]) -> float:
+        """Mean probability of the scored pairs between clusters ``a`` and ``b`` (1.0 when none is scored)."""
+        if len(self.t[a]) > len(self.t[b]):
+            a, b = b, a
+        s, c = 0.0, 0
+        for other, cell in self.t[a].items():
+            if find(other) == b:
+                s += cell[0]
+                c += cell[1]
+        return s / c if c else 1.0
+
+    def unite(self, keep: int, gone: int) -> None:
+        big, small = (self.t[keep], self.t[gone]) if len(self.t[keep]) >= len(self.t[gone]) else (self.t[gone], self.t[keep])
+        for other, (s, c) in small.items():
+            cell = big.setdefault(other, [0.0, 0])
+            cell[0] += s
+            cell[1] += c
+        self.t[keep], self.t[gone] = big, {}
+
+
+def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,
+                         scores: Mapping[tuple[int, int], float] | None = None, declared: Collection[str] = (),
+                         no_merge: Callable[[str, str], bool] = lambda a, b: False) -> tuple[list[int], list[Blocked]]:
+    """Cluster ``units`` (module docstring).
+
+    Parameters
+    ----------
+    units:
+        The units, sorted by unit id.
+    links:
+        The pairs to join, with probabilities: the caller has chosen them (the merge cut, labels, an
+        entity's own units); each is tried once, in the module docstring's order.
+    support:
+        Smallest mean probability of the scored pairs between two clusters for a link (not a
+        must-link) to join them.
+    scores:
+        Every scored pair's probability (for ``support``).
+    declared:
+        Canonical names the schema declares for the type (distinct from each other).
+    no_merge:
+        Whether two entity keys carry a no-merge label.
+
+    Returns
+    -------
+    labels, blocked
+        Per unit, the index of its cluster's first unit (by unit id); the refused links.
+    """
+    parent = list(range(len(units)))
+    info = [_Info(functional={r: Counter({x: max(1, len(u.sources)) for x in v}) for r, v in u.functional.items()},
+                  declared={u.name} & set(declared), entities={u.entity}) for u in units]
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    between = _Between(len(units), scores or {})
+    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, lk.own, -round(lk.p, 12), units[lk.i].uid,
+                                          units[lk.j].uid))
+    blocked: list[Blocked] = []
+    for lk in order:
+        a, b = find(lk.i), find(lk.j)
+        if a == b:
+            continue
+        why = _conflict(info[a], info[b], no_merge, functional=not lk.force)
+        if why is not None:
+            blocked.append(Blocked(lk.i, lk.j, lk.p, why))
+            continue
+        alone = lk.own and (len(info[a].entities) == 1 or len(info[b].entities) == 1)
+        if not lk.must and not alone and between.mean(a, b, find) < support:
+            continue
+        keep, gone = (a, b) if a < b else (b, a)
+        parent[gone] = keep
+        info[keep].absorb(info[gone])
+        between.unite(keep, gone)
+    return [find(i) for i in range(len(units))], blocked

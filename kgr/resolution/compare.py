@@ -1,0 +1,390 @@
+r"""Comparison vectors: how alike two units are, comparison by comparison, in discrete levels.
+
+Each comparison gives a pair of units a **level** (higher = more alike) or ``-1`` when either side has
+nothing to compare (a missing value contributes no evidence in the Fellegi–Sunter model,
+:mod:`kgr.resolution.model`). Some levels are **term-frequency adjusted**: the pair also carries the
+frequency :math:`f` of the value it agrees on, and the model uses :math:`u = f` there (splink's
+term-frequency adjustment), so agreeing on "john smith" or "politician" is weaker evidence than
+agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type:
+
+``name``
+    on the canonical names, word by word (:func:`name_level`): 5 exact (TF: the name's frequency);
+    4 as many words, each a typo apart at most from its best match in the other name (Jaro–Winkler
+    ≥ 0.92 both ways: "lowe alyssa" / "alyssa lowe", "pickwick" / "pickwidk"); 3 the same, at 0.8
+    ("jean haines" / "joan haines", "francis" / "frank"); 2 a shared word (TF: the rarest shared
+    word's frequency: "marion rutland" / "violet rutland", "matthew" / "matthew ystwyth"); 1 the whole
+    names at Jaro–Winkler ≥ 0.8; 0 otherwise. Words are compared one by one because Jaro–Winkler on
+    whole names rewards a shared first word ("charles calvert" / "charles heathcote" score 0.88).
+    Names whose digit runs differ (both have some) are 0, as disambiguation treats numbered items
+    ("paper 12" / "paper 13"); a digit in one name only is a typo like any other ("hea6hcote").
+``f:<REL>``
+    per functional relation, on the values the units assert (:func:`value_level`, the best pair of
+    values): dates ``Y M D`` — 4 equal (TF); 3 the same year and month or day (or the two swapped);
+    2 a year one digit apart with month and day equal; 1 the same year, or a year one digit apart with
+    month or day equal; 0 different years. Other values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's
+    words a subset of the other's; 1 Jaro–Winkler ≥ 0.8; 0 otherwise. Level 0 is a **cannot-link**
+    (:func:`values_differ`).
+``n:<REL><dir>``
+    per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
+    2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
+    are a typo apart (Jaro–Winkler ≥ 0.88); 0 none alike.
+``documents``
+    1 when a source of each unit comes from one document; 0 otherwise.
+
+Frequencies are shares of *groups*: of units by default, or — once a first clustering is known —
+of clusters (:meth:`ComparisonSet.with_groups`), so that one person's many records do not make
+their own name look common. String similarity is rapidfuzz's Jaro–Winkler; pairs are scored in
+batches (``process.cpdist``) over the distinct value pairs, not pair by pair.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from rapidfuzz import process
+from rapidfuzz.distance import JaroWinkler
+
+from kgr.resolution.units import Unit, key_name
+
+__all__ = ["Comparison", "ComparisonSet", "comparison_set", "value_level", "values_differ", "name_level",
+           "MAX_NEIGHBOUR_RELATIONS", "NAME_LEVELS", "VALUE_LEVELS"]
+
+#: Non-functional relations (with direction) compared per entity type, the most common first.
+MAX_NEIGHBOUR_RELATIONS = 8
+#: Levels of the name comparison and of a functional comparison.
+NAME_LEVELS, VALUE_LEVELS = 6, 5
+#: Neighbours per side compared by name for the "near" level (the rest by key only).
+_NEAR_LIMIT = 6
+_DIGITS = re.compile(r"^\d+$")
+_RUNS = re.compile(r"\d+")
+
+
+def _jw(a: str, b: str) -> float:
+    return JaroWinkler.similarity(a, b)
+
+
+def _date(v: str) -> tuple[str, str, str] | None:
+    """A canonical value made of three digit runs, year first (``"1630 08 01"``, from ``1630-08-01``)."""
+    toks = v.split(" ")
+    if len(toks) == 3 and all(_DIGITS.match(t) for t in toks) and len(toks[0]) >= 3:
+        return toks[0].lstrip("0") or "0", toks[1].lstrip("0") or "0", toks[2].lstrip("0") or "0"
+    return None
+
+
+def _one_digit_apart(a: str, b: str) -> bool:
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def value_level(a: str, b: str) -> int:
+    """How alike two functional values (canonical names) are: 4 equal … 0 different (module docstring).
+
+    >>> value_level("1630 08 01", "1630 05 01"), value_level("1630 08 01", "1631 08 01")
+    (3, 2)
+    >>> value_level("1630 08 01", "1630 05 07"), value_level("1847 01 01", "1733 01 01")
+    (1, 0)
+    >>> value_level("devon", "west devon"), value_level("devon", "kent")
+    (3, 0)
+    """
+    if a == b:
+        return 4
+    da, db = _date(a), _date(b)
+    if da is not None and db is not None:
+        (ya, ma, dda), (yb, mb, ddb) = da, db
+        month_or_day = ma == mb or dda == ddb or (ma, dda) == (ddb, mb)
+        if ya == yb:
+            return 3 if month_or_day else 1
+        if _one_digit_apart(ya, yb):
+            return 2 if (ma, dda) == (mb, ddb) else 1 if month_or_day else 0
+        return 0
+    if _DIGITS.match(a) and _DIGITS.match(b):
+        return 0
+    sim = _jw(a, b)
+    ta, tb = set(a.split(" ")), set(b.split(" "))
+    if sim >= 0.92 or ta <= tb or tb <= ta:
+        return 3
+    return 1 if sim >= 0.8 else 0
+
+
+def values_differ(a: str, b: str) -> bool:
+    """Whether two values of a functional relation clearly differ (a cannot-link): their level is 0 —
+    dates in different years (not a one-digit typo apart), different numbers, other values with
+    Jaro–Winkler below 0.8 and neither's words a subset of the other's.
+
+    >>> values_differ("1950 03 01", "1962 07 11"), values_differ("1950 03 01", "1950 07 11")
+    (True, False)
+    >>> values_differ("1847 01 01", "1733 01 01"), values_differ("1850 01 01", "1860 01 01")
+    (True, False)
+    """
+    return a != b and value_level(a, b) == 0
+
+
+def _digit_clash(a: str, b: str) -> bool:
+    ra, rb = _RUNS.findall(a), _RUNS.findall(b)
+    return bool(ra) and bool(rb) and ra != rb
+
+
+def name_level(a: str, b: str) -> int:
+    """The ``name`` comparison's level for two canonical names (module docstring).
+
+    >>> name_level("lowe alyssa", "alyssa lowe"), name_level("jean haines", "joan haines")
+    (4, 3)
+    >>> name_level("marion rutland", "violet rutland"), name_level("paper 12", "paper 13")
+    (2, 0)
+    >>> name_level("charles calvert", "charles heathcote"), name_level("john john", "john smith")
+    (2, 2)
+    """
+    return int(_name_levels([a], [b], {})[0][0])
+
+
+def _word_similarity(a: list[list[str]], b: list[list[str]]) -> np.ndarray:
+    """Per pair of word lists of equal length, the smallest best-match Jaro–Winkler of a word, both
+    ways: :math:`\\min(\\min_x \\max_y s(x, y), \\min_y \\max_x s(x, y))` (0 for lists of different lengths)."""
+    xs: list[str] = []
+    ys: list[str] = []
+    slot_a: list[int] = []  # (pair, word of a) slot of each comparison
+    slot_b: list[int] = []
+    base_a = base_b = 0
+    rows = []
+    for k, (wa, wb) in enumerate(zip(a, b)):
+        if len(wa) != len(wb):
+            continue
+        rows.append((k, base_a, base_b, len(wa)))
+        for p, x in enumerate(wa):
+            for q, y in enumerate(wb):
+                xs.append(x)
+                ys.append(y)
+                slot_a.append(base_a + p)
+                slot_b.append(base_b + q)
+        base_a += len(wa)
+        base_b += len(wb)
+    out = np.zeros(len(a))
+    if not xs:
+        return out
+    sim = process.cpdist(xs, ys, scorer=JaroWinkler.normalized_similarity, workers=1)
+    best_a, best_b = np.zeros(base_a), np.zeros(base_b)
+    np.maximum.at(best_a, np.asarray(slot_a), sim)
+    np.maximum.at(best_b, np.asarray(slot_b), sim)
+    for k, sa, sb, n in rows:
+        out[k] = min(best_a[sa:sa + n].min(), best_b[sb:sb + n].min())
+    return out
+
+
+def _name_levels(a: list[str], b: list[str], word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Levels and agreed values (the name at level 5, the rarest shared word at level 2) of name pairs."""
+    wa, wb = [x.split(" ") for x in a], [y.split(" ") for y in b]
+    words = _word_similarity(wa, wb)
+    whole = process.cpdist(a, b, scorer=JaroWinkler.normalized_similarity, workers=1) if a else np.zeros(0)
+    level = np.zeros(len(a), dtype=np.int8)
+    agreed = np.full(len(a), None, dtype=object)
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x == y:
+            level[k], agreed[k] = 5, x
+            continue
+        if _digit_clash(x, y):
+            continue
+        shared = set(wa[k]) & set(wb[k])
+        if words[k] >= 0.92:
+            level[k] = 4
+        elif words[k] >= 0.8:
+            level[k] = 3
+        elif shared:  # the rarest shared word (ties: the first in order)
+            level[k], agreed[k] = 2, min(sorted(shared), key=lambda w: word_freq.get(w, 0.0))
+        elif whole[k] >= 0.8:
+            level[k] = 1
+    return level, agreed
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison: its name, how many levels (0 … levels-1), and the term-frequency adjusted levels."""
+
+    name: str
+    levels: int
+    tf_levels: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ComparisonSet:
+    """The comparisons of one entity type, and the frequencies of names, words and values among the
+    groups (units, or clusters of units)."""
+
+    comparisons: tuple[Comparison, ...]
+    freq: dict[str, dict[str, float]] = field(default_factory=dict)  #: comparison -> value -> frequency
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.comparisons]
+
+    def with_groups(self, units: Sequence[Unit], groups: Sequence[int], *, alpha: float = 1.0) -> "ComparisonSet":
+        """The same comparisons with frequencies counted over the groups ``groups`` (a label per unit):
+        a value held by :math:`k` of :math:`K` groups has frequency :math:`(k - 1 + \\alpha) / K`, the
+        chance that *another* group holds it (``alpha`` for the unseen ones)."""
+        return ComparisonSet(self.comparisons, _frequencies(units, self.comparisons, groups, alpha=alpha))
+
+    def vectors(self, units: Sequence[Unit], i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Levels (pairs × comparisons, int8, -1 missing) of the pairs ``(i[k], j[k])``, and what each
+        agreed on at a term-frequency adjusted level (pairs × comparisons, object: the name, the
+        rarest shared word, the equal value, the rarest shared neighbour; None elsewhere)."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        g = np.full((len(i), len(self.comparisons)), -1, dtype=np.int8)
+        agreed = np.full(g.shape, None, dtype=object)
+        for c, comp in enumerate(self.comparisons):
+            kind, _, rel = comp.name.partition(":")
+            if kind == "name":
+                g[:, c], agreed[:, c] = _names(units, i, j, self.freq.get("name:words", {}))
+            elif kind == "f":
+                g[:, c], agreed[:, c] = _by_values(units, i, j, lambda u: u.functional.get(rel), _value_set_level)
+            elif kind == "n":
+                g[:, c], agreed[:, c] = _neighbours(units, i, j, rel, self.freq.get(comp.name, {}))
+            else:
+                g[:, c] = _documents(units, i, j)
+        return g, agreed
+
+    def term_frequencies(self, levels: np.ndarray, agreed: np.ndarray) -> np.ndarray:
+        """The frequency of what each pair agreed on (pairs × comparisons, NaN where none): a name's,
+        a word's (the name comparison's shared-word level), a value's or a neighbour's share of groups."""
+        tf = np.full(levels.shape, np.nan)
+        for c, comp in enumerate(self.comparisons):
+            for lv in comp.tf_levels:
+                rows = np.nonzero((levels[:, c] == lv) & (agreed[:, c] != None))[0]  # noqa: E711 - elementwise
+                table = self.freq.get("name:words" if comp.name == "name" and lv != NAME_LEVELS - 1 else comp.name, {})
+                tf[rows, c] = [table.get(v, np.nan) for v in agreed[rows, c].tolist()]
+        return tf
+
+
+def _codes(keys: list) -> tuple[np.ndarray, list]:
+    """Integer ids of ``keys`` (hashable, None allowed) and the distinct keys."""
+    index: dict = {}
+    ids = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+    return ids, list(index)
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct ``(a, b)`` id pairs and, per pair, the index of its distinct pair."""
+    if len(a) == 0:
+        return a, b, np.zeros(0, dtype=np.int64)
+    width = int(max(a.max(), b.max())) + 1
+    codes, inverse = np.unique(a * width + b, return_inverse=True)
+    return codes // width, codes % width, inverse.reshape(-1)
+
+
+def _names(units: Sequence[Unit], i: np.ndarray, j: np.ndarray,
+           word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    ids, names = _codes([u.name for u in units])
+    ua, ub, inv = _distinct_pairs(ids[i], ids[j])
+    level, agreed = _name_levels([names[k] for k in ua.tolist()], [names[k] for k in ub.tolist()], word_freq)
+    return level[inv], agreed[inv]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _value_set_level(xs: frozenset[str], ys: frozenset[str]) -> tuple[int, str | None]:
+    best, agreed = -1, None
+    for x in sorted(xs):
+        for y in sorted(ys):
+            lv = value_level(x, y)
+            if lv > best:
+                best, agreed = lv, x if x == y else None
+    return best, agreed
+
+
+def _by_values(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, get, level_of) -> tuple[np.ndarray, np.ndarray]:
+    ids, sets = _codes([get(u) or None for u in units])
+    ua, ub, inv = _distinct_pairs(ids[i], ids[j])
+    level = np.full(len(ua), -1, dtype=np.int8)
+    agreed = np.full(len(ua), None, dtype=object)
+    for k, (x, y) in enumerate(zip(ua.tolist(), ub.tolist())):
+        xs, ys = sets[x], sets[y]
+        if xs is not None and ys is not None:
+            level[k], agreed[k] = level_of(xs, ys)
+    return level[inv], agreed[inv]
+
+
+def _neighbours(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str,
+                freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    ids, sets = _codes([u.neighbours.get(rel) or None for u in units])
+    ua, ub, inv = _distinct_pairs(ids[i], ids[j])
+    level = np.full(len(ua), -1, dtype=np.int8)
+    agreed = np.full(len(ua), None, dtype=object)
+    near_a: list[str] = []
+    near_b: list[str] = []
+    near_k: list[int] = []
+    for k, (x, y) in enumerate(zip(ua.tolist(), ub.tolist())):
+        xs, ys = sets[x], sets[y]
+        if xs is None or ys is None:
+            continue
+        shared = xs & ys
+        if shared:
+            level[k] = 2
+            agreed[k] = min(sorted(shared), key=lambda v: freq.get(v, 0.0))
+            continue
+        level[k] = 0
+        for p in _names_of(xs):
+            for q in _names_of(ys):
+                near_a.append(p)
+                near_b.append(q)
+                near_k.append(k)
+    if near_k:
+        sim = process.cpdist(near_a, near_b, scorer=JaroWinkler.normalized_similarity, workers=1)
+        hit = np.asarray(near_k)[sim >= 0.88]
+        level[hit] = 1
+    return level[inv], agreed[inv]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _names_of(keys: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(key_name(k) for k in keys))[:_NEAR_LIMIT]
+
+
+def _documents(units: Sequence[Unit], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    out = np.full(len(i), -1, dtype=np.int8)
+    for k, (x, y) in enumerate(zip(i.tolist(), j.tolist())):
+        a, b = units[x].documents, units[y].documents
+        if a and b:
+            out[k] = 0 if a.isdisjoint(b) else 1
+    return out
+
+
+def _frequencies(units: Sequence[Unit], comps: Sequence[Comparison], groups: Sequence[int],
+                 alpha: float | None = None) -> dict[str, dict[str, float]]:
+    """Per comparison, each value's share of the groups holding it (a group counts a value once); with
+    ``alpha``, :math:`(k - 1 + \\alpha) / K` (another group's chance)."""
+    total = max(1, len(set(groups)))
+    out: dict[str, dict[str, float]] = {}
+    for comp in comps:
+        kind, _, rel = comp.name.partition(":")
+        held: set[tuple[int, str]] = set()
+        for u, grp in zip(units, groups):
+            if kind == "name":
+                held.add((grp, u.name))
+            elif kind == "f":
+                held.update((grp, v) for v in u.functional.get(rel, ()))
+            elif kind == "n":
+                held.update((grp, v) for v in u.neighbours.get(rel, ()))
+        shift = 0.0 if alpha is None else alpha - 1.0
+        counts = Counter(v for _, v in held)
+        out[comp.name] = {v: (c + shift) / total for v, c in counts.items()}
+        if kind == "name":
+            words = Counter(w for _, n in held for w in set(n.split(" ")))
+            out["name:words"] = {w: (c + shift) / total for w, c in words.items()}
+    return out
+
+
+def comparison_set(units: Sequence[Unit], functional: Sequence[str]) -> ComparisonSet:
+    """The comparisons for ``units`` (one entity type): name, each functional relation some unit has,
+    the :data:`MAX_NEIGHBOUR_RELATIONS` commonest other relations, and documents when any unit has one;
+    frequencies counted over the units."""
+    func = set(functional)
+    frels = sorted({r for u in units for r in u.functional if r in func})
+    counts = Counter(r for u in units for r in u.neighbours if r.rstrip("<>") not in func or r.endswith("<"))
+    other = sorted(counts, key=lambda r: (-counts[r], r))[:MAX_NEIGHBOUR_RELATIONS]
+    comps = [Comparison("name", NAME_LEVELS, (5, 2)), *(Comparison(f"f:{r}", VALUE_LEVELS, (4,)) for r in frels),
+             *(Comparison(f"n:{r}", 3, (2,)) for r in sorted(other))]
+    if any(u.documents for u in units):
+        comps.append(Comparison("documents", 2))
+    return ComparisonSet(tuple(comps), _frequencies(units, comps, list(range(len(units)))))

@@ -1,0 +1,233 @@
+"""Entity resolution benchmark: real person records with known duplicates, staged as KG triples with
+``kgr stage`` and resolved with ``kgr resolve``, against a standard record-linkage pipeline on the
+same records in the same run.
+
+Data: ``scripts/data/historical_people_16k.csv.gz``, whole clusters of splink's ``historical_50k``
+(Wikidata people with corrupted duplicates, a cluster id per person; licence and selection in
+``scripts/data/README.md``): a ``dev`` set (1,015 records, used while choosing the model's
+settings) and a ``test`` set (10,002 records, never used for that). Each record is one source; its
+person (``first_and_surname``) gets ``BORN_ON`` (Date, functional), ``BORN_IN`` (Place),
+``LIVES_IN`` (Postcode) and ``WORKS_AS`` (Occupation) where the record has them.
+
+Methods, all on the same records:
+
+- ``kgr keys``: canonical keys only (what staging alone gives: one entity per spelling);
+- ``kgr resolve``: ``kgr stage`` then ``kgr resolve`` (real CLI processes on the Neo4j at
+  ``NEO4J_URI``, wiped first), clusters read back from the graph;
+- ``recordlinkage``: blocking (surname, date of birth, sorted neighbourhood on the name), Jaro-Winkler
+  and exact comparisons, the unsupervised ECM classifier, connected components;
+- ``splink`` (``--splink``): splink's DuckDB linker with its comparison library, u by random
+  sampling, m by EM, clusters at p >= 0.95 (for the library choice in docs/resolve.md).
+
+Reported: pairwise precision, recall and F1 (pairs of records put in one entity vs pairs of one
+person), wrong merges of distinct people with the same name (pairs of such records put together /
+all such pairs), and records per second (``kgr stage`` + ``kgr resolve`` wall time, CLI start-up
+included, and the time the two commands report themselves).
+
+Usage::
+
+    NEO4J_URI=bolt://127.0.0.1:17705 python scripts/bench_resolve.py --set test --records 5000 [--splink]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data" / "historical_people_16k.csv.gz"
+RELATIONS = (("BORN_ON", "Date", "dob"), ("BORN_IN", "Place", "birth_place"), ("LIVES_IN", "Postcode", "postcode_fake"),
+             ("WORKS_AS", "Occupation", "occupation"))
+SCHEMA = {
+    "name": "historical-people",
+    "entity_types": {t: {} for t in ("Person", "Date", "Place", "Postcode", "Occupation", "Dataset")},
+    "relation_types": {
+        "BORN_ON": {"domain": ["Person"], "range": ["Date"], "functional": True},
+        # a birth place is given at county or town level ("devon" / "drewsteignton"): not exclusive
+        "BORN_IN": {"domain": ["Person"], "range": ["Place"]},
+        "LIVES_IN": {"domain": ["Person"], "range": ["Postcode"]},
+        "WORKS_AS": {"domain": ["Person"], "range": ["Occupation"]},
+        "LISTED_IN": {"domain": ["Person"], "range": ["Dataset"]},
+    },
+}
+
+
+def load(which: str, records: int) -> list[dict]:
+    """Whole clusters of set ``which``, in file order, until ``records`` records (0: all)."""
+    with gzip.open(DATA, "rt", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["set"] == which and r["first_and_surname"]]
+    out: list[dict] = []
+    for _, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
+        if records and len(out) >= records:
+            break
+        out.extend(group)
+    return out
+
+
+def triples(rows: list[dict]) -> list[dict]:
+    """Each record's triples (source = the record id)."""
+    out = []
+    for r in rows:
+        facts = [(rel, otype, r[col]) for rel, otype, col in RELATIONS if r[col]]
+        for rel, otype, value in facts or [("LISTED_IN", "Dataset", "historical people")]:
+            out.append({"subject": r["first_and_surname"], "subject_type": "Person", "relation": rel,
+                        "object": value, "object_type": otype, "source": r["unique_id"], "confidence": 0.9})
+    return out
+
+
+def pair_metrics(truth: dict[str, str], pred: dict[str, object], names: dict[str, str]) -> dict:
+    """Pairwise precision/recall/F1 and wrong merges of same-name different people."""
+    def pairs(assign: dict) -> set[tuple[str, str]]:
+        groups: dict[object, list[str]] = defaultdict(list)
+        for k, v in assign.items():
+            groups[v].append(k)
+        return {p for m in groups.values() for p in itertools.combinations(sorted(m), 2)}
+
+    t, p = pairs(truth), pairs(pred)
+    tp = len(t & p)
+    prec, rec = tp / max(1, len(p)), tp / max(1, len(t))
+    same_name = {(a, b) for a, b in pairs(names) if truth[a] != truth[b]}
+    return {"precision": round(prec, 4), "recall": round(rec, 4),
+            "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0,
+            "same_name_pairs": len(same_name), "same_name_merged": len(same_name & p)}
+
+
+def _kgr(args: list[str], env: dict) -> dict:
+    res = subprocess.run([sys.executable, "-m", "kgr.cli", *args, "--json"], capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise SystemExit(f"kgr {' '.join(args)} failed: {res.stderr[-2000:]}")
+    return json.loads(res.stdout)
+
+
+def run_kgr(rows: list[dict], tmp: Path, target_fmr: float | None) -> tuple[dict, dict]:
+    """Stage and resolve through the CLI; the source -> entity assignment and the timings."""
+    from kgr.connect import connect
+    from kgr.store.admin import init_store, reset
+    from kgr.store.resolve import read_entities
+
+    (tmp / "triples.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triples(rows)), encoding="utf-8")
+    (tmp / "schema.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
+    g = connect()
+    reset(g)
+    init_store(g)
+    env = {**os.environ}
+    t0 = time.perf_counter()
+    staged = _kgr(["stage", str(tmp / "triples.jsonl"), "--schema", str(tmp / "schema.json")], env)
+    t1 = time.perf_counter()
+    extra = ["--target-fmr", str(target_fmr)] if target_fmr else []
+    resolved = _kgr(["resolve", "--type", "Person", "--schema", str(tmp / "schema.json"), *extra], env)
+    t2 = time.perf_counter()
+    where = {s: v.key for v in read_entities(g, "Person") for e in v.edges for s in e.sources}
+    g.close()
+    times = {"stage_s": round(t1 - t0, 3), "resolve_s": round(t2 - t1, 3), "stage_inside_s": round(staged["seconds"], 3),
+             "resolve_inside_s": resolved["seconds"], "merges": len(resolved["merges"]),
+             "splits": len(resolved["splits"]), "records_per_s": round(len(rows) / (t2 - t0), 1),
+             "records_per_s_inside": round(len(rows) / (staged["seconds"] + resolved["seconds"]), 1)}
+    return where, times
+
+
+def run_recordlinkage(rows: list[dict]) -> tuple[dict, float]:
+    """The standard pipeline: blocking, Jaro-Winkler, unsupervised ECM, connected components."""
+    import numpy as np
+    import pandas as pd
+    import recordlinkage as rl
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    df = pd.DataFrame(rows).replace({"": None})
+    parts = df["first_and_surname"].str.split(" ")
+    df["first_name"], df["surname"] = parts.str[0], parts.str[-1]
+    t = time.perf_counter()
+    ix = rl.Index()
+    ix.block("surname")
+    ix.block("dob")
+    ix.sortedneighbourhood("first_and_surname", window=7)
+    cand = ix.index(df)
+    c = rl.Compare()
+    c.string("first_name", "first_name", method="jarowinkler", threshold=0.85, label="first_name")
+    c.string("surname", "surname", method="jarowinkler", threshold=0.85, label="surname")
+    c.exact("dob", "dob", label="dob")
+    c.string("birth_place", "birth_place", method="jarowinkler", threshold=0.85, label="birth_place")
+    c.exact("postcode_fake", "postcode_fake", label="postcode")
+    c.exact("occupation", "occupation", label="occupation")
+    links = rl.ECMClassifier(binarize=None).fit_predict(c.compute(cand, df))
+    i, j = links.get_level_values(0).to_numpy(), links.get_level_values(1).to_numpy()
+    _, labels = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(len(df), len(df))), directed=False)
+    return dict(zip(df["unique_id"], labels.tolist())), time.perf_counter() - t
+
+
+def run_splink(rows: list[dict]) -> tuple[dict, float]:
+    """splink 5 on DuckDB, set up as its tutorial sets up historical_50k."""
+    import pandas as pd
+    import splink.comparison_library as cl
+    from splink import Linker, SettingsCreator, block_on
+    from splink.internals.duckdb.database_api import DuckDBAPI
+
+    df = pd.DataFrame(rows).replace({"": None})
+    parts = df["first_and_surname"].str.split(" ")
+    df["first_name"], df["surname"] = parts.str[0], parts.str[-1]
+    df = df[["unique_id", "first_name", "surname", "dob", "birth_place", "postcode_fake", "occupation"]]
+    t = time.perf_counter()
+    db = DuckDBAPI()
+    settings = SettingsCreator(
+        link_type="dedupe_only",
+        blocking_rules_to_generate_predictions=[block_on("first_name", "surname"), block_on("surname", "dob"),
+                                                block_on("first_name", "dob"), block_on("postcode_fake", "first_name")],
+        comparisons=[cl.NameComparison("first_name"), cl.NameComparison("surname"),
+                     cl.DateOfBirthComparison("dob", input_is_string=True), cl.ExactMatch("birth_place"),
+                     cl.PostcodeComparison("postcode_fake"), cl.ExactMatch("occupation")],
+        retain_intermediate_calculation_columns=False)
+    linker = Linker(db.register(df), settings, log_level=40)
+    linker.training.estimate_probability_two_random_records_match([block_on("first_name", "surname", "dob")],
+                                                                 recall=0.6)
+    linker.training.estimate_u_using_random_sampling(max_pairs=1e6, seed=1)
+    linker.training.estimate_parameters_using_expectation_maximisation(block_on("first_name", "surname"))
+    linker.training.estimate_parameters_using_expectation_maximisation(block_on("dob"))
+    pred = linker.inference.predict(threshold_match_probability=0.5)
+    clusters = linker.clustering.cluster_pairwise_predictions_at_threshold(pred, 0.95).as_pandas_dataframe()
+    return dict(zip(clusters["unique_id"], clusters["cluster_id"])), time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", default="test", choices=["dev", "dev2", "test"])
+    ap.add_argument("--records", type=int, default=5000, help="records (whole clusters); 0: the whole set")
+    ap.add_argument("--target-fmr", type=float, default=None, help="kgr resolve --target-fmr (default: its own)")
+    ap.add_argument("--splink", action="store_true", help="also run splink (DuckDB)")
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = ap.parse_args()
+    rows = load(args.set, args.records)
+    from kgr.model.canonical import canonical_name
+
+    truth = {r["unique_id"]: r["cluster"] for r in rows}
+    names = {r["unique_id"]: canonical_name(r["first_and_surname"]) for r in rows}
+    results: dict[str, dict] = {"kgr keys": pair_metrics(truth, names, names)}
+    with tempfile.TemporaryDirectory() as tmp:
+        where, times = run_kgr(rows, Path(tmp), args.target_fmr)
+    results["kgr resolve"] = {**pair_metrics(truth, where, names), **times}
+    if not args.no_baseline:
+        labels, secs = run_recordlinkage(rows)
+        results["recordlinkage"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
+    if args.splink:
+        labels, secs = run_splink(rows)
+        results["splink"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
+    print(f"{args.set} set, {len(rows)} records, {len(set(truth.values()))} people")
+    for name, r in results.items():
+        extra = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("precision", "recall", "f1"))
+        print(f"{name:14s} F1 {r['f1']:.4f}  P {r['precision']:.4f}  R {r['recall']:.4f}  {extra}")
+    if args.json:
+        args.json.write_text(json.dumps({"set": args.set, "records": len(rows), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Documents' titles (kgr.ingest.titles) reach the offline extractor through kgr ingest (issue 32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgr.ingest.chunking import ChunkingConfig, chunk_document
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.loaders import Document
+from kgr.ingest.pipeline import ingest
+from kgr.ingest.titles import MAX_TITLE, document_title
+from kgr.model.schema import load_schema
+
+SCHEMA = load_schema(Path(__file__).resolve().parents[1] / "data" / "extract" / "schema.json")
+
+
+def doc(text: str, path: str | None = "/x/README.md", **meta) -> Document:
+    return Document(id="d", path=path, text=text, metadata=meta)
+
+
+@pytest.mark.parametrize(("text", "path", "meta", "want"), [
+    ("# Flask\n\nIt depends on Werkzeug.", "/x/README.md", {}, "Flask"),
+    ("<h1 align=\"center\"><img src=\"logo.png\"> HTTPX</h1>\n\nA client.", "/x/README.md", {}, "HTTPX"),
+    ("Requests\n========\n\n**Requests** is simple.", "/x/README.rst", {}, "Requests"),
+    ("# [**rich**](https://github.com/x/rich)\n", "/x/README.md", {}, "rich"),
+    ("Metadata-Version: 2.1\nName: attrs\nVersion: 23.1\n\n# Not this", "/x/METADATA", {}, "attrs"),
+    ("# From the heading", "/x/README.md", {"title": "From metadata"}, "From metadata"),
+    ("Intro.\n\n```sh\n# install it\npip install x\n```\n", "/x/README.md", {}, None),  # a shell comment
+    ("Intro.\n\n```sh\n# install it\n```\n", "/x/httpx.md", {}, "httpx"),  # then the file's name
+    ("## Only a second-level heading", "/x/README.md", {}, None),
+    ("# " + "long " * (MAX_TITLE // 4), "/x/index.md", {}, None),  # a sentence, not a title
+    ("no heading", None, {}, None),  # a JSONL line without a title
+    ("no heading", "/x/CHANGELOG.md", {}, None),  # a file name that says what kind of file, not whose
+])
+def test_document_title(text, path, meta, want):
+    assert document_title(doc(text, path, **meta)) == want
+
+
+def test_every_chunk_carries_its_documents_title_outside_its_id():
+    text = "# Flask\n\n" + "It depends on Werkzeug. " * 40
+    titled = list(chunk_document(doc(text), config=ChunkingConfig(size=200, unit="chars", overlap=0)))
+    plain = list(chunk_document(doc(text, path="/x/README.md").model_copy(update={"text": text.replace("# Flask", "Flask  ")}),
+                                config=ChunkingConfig(size=200, unit="chars", overlap=0)))
+    assert len(titled) > 2 and {c.title for c in titled} == {"Flask"}
+    assert {c.title for c in plain} == {None}
+    untitled = [c.model_copy(update={"title": None}) for c in titled]
+    assert [c.id for c in untitled] == [c.id for c in titled]  # the title is not part of a chunk's identity
+
+
+@pytest.mark.neo4j
+def test_ingest_gives_the_offline_extractor_each_documents_title(graph, tmp_path):
+    (tmp_path / "flask").mkdir()
+    (tmp_path / "flask" / "README.md").write_text(
+        "# Flask\n\nFlask is a lightweight web application framework.\n\n"
+        "It is written in Python.\n\nLicense: BSD-3-Clause\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("It is written in Python.\n", encoding="utf-8")  # no title: no subject
+    rep = ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=1, concurrency=1))
+    assert rep.chunks_processed == 2
+    rows = graph.driver.execute_query(
+        "MATCH (s:Entity)-[p:PENDING_REL]->(o:Entity) RETURN s.key AS s, p.type AS r, o.key AS o, p.sources AS src")
+    staged = {(r["s"], r["r"], r["o"]) for r in rows.records}
+    assert staged == {("Software:flask", "WRITTEN_IN", "Language:python"),
+                      ("Software:flask", "LICENSED_UNDER", "License:bsd 3 clause")}
+    # nothing came from the untitled note: every vote's source is a chunk of the README
+    readme_chunks = {r["id"] for r in graph.driver.execute_query(
+        "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.path ENDS WITH 'README.md' RETURN c.id AS id").records}
+    assert readme_chunks and all(set(r["src"]) <= readme_chunks for r in rows.records)

@@ -1,0 +1,143 @@
+"""The calibrated policy's settle without a database: what it decides, what it records, when it does nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+
+from kgr.evidence.features import FEATURES
+from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs
+from kgr.model.schema import KGSchema
+from kgr.promotion.config import CalibratedConfig
+from kgr.promotion.settle import CalibratedPolicy
+
+SCHEMA = KGSchema.model_validate({
+    "entity_types": {"P": {}, "O": {}, "C": {}},
+    "relation_types": {"WORKS_AT": {"domain": ["P"], "range": ["O"]}, "KNOWS": {"domain": ["P"], "range": ["P"]}},
+})
+FAST = CalibratedConfig(embedding=False)
+
+
+def row(s, r, o, *, votes=2, docs=2, st="P", ot="P", **kw) -> CandidateRow:
+    sk, ok = f"{st}:{s}", f"{ot}:{o}"
+    return CandidateRow(key=f"{sk}|{r}|{ok}", relation=r, subject_key=sk, subject_type=st, object_key=ok,
+                        object_type=ot, votes=votes, documents=docs, confidence=0.9, mean_confidence=0.7, **kw)
+
+
+def office() -> list[CandidateRow]:
+    """Forty colleagues at one organisation who know each other in a ring, plus doubtful and bad rows."""
+    out = []
+    for i in range(40):
+        out.append(row(f"p{i}", "WORKS_AT", "acme", ot="O", votes=4, docs=4))
+        out.append(row(f"p{i}", "KNOWS", f"p{(i + 1) % 40}", votes=3, docs=3))
+    out += [row(f"q{i}", "KNOWS", f"p{i}", votes=1, docs=1) for i in range(10)]   # single-source strangers
+    out += [row("p1", "WORKS_AT", "paris", ot="C", votes=5, docs=5),              # range violation
+            row("p2", "KNOWS", "p2", votes=2, docs=2),                             # self loop
+            row("p3", "KNOWS", "p30", votes=2, docs=2, label=False, label_kind="active")]
+    return sorted(out, key=lambda c: c.key)
+
+
+def inputs(rows, version=1) -> RoundInputs:
+    return RoundInputs(candidates=tuple(rows), schema=SCHEMA, context=RoundContext(version=version, hash="h"))
+
+
+def test_a_settle_rejects_hard_violations_and_false_labels_and_promotes_a_top_slice():
+    out = CalibratedPolicy(FAST).decide(inputs(office()), None)
+    by = {d.key: d for d in out.decisions}
+    assert by["P:p2|KNOWS|P:p2"].action == "reject" and "self-loop" in by["P:p2|KNOWS|P:p2"].reason
+    assert by["P:p1|WORKS_AT|C:paris"].action == "reject" and "range" in by["P:p1|WORKS_AT|C:paris"].reason
+    assert by["P:p3|KNOWS|P:p30"].reason == "labelled false by a reviewer"
+    promoted = [by[k].p_hat for k in out.promoted_order]
+    held = [d.p_hat for d in out.decisions if d.action == "hold"]
+    assert promoted and held and min(promoted) >= max(held)            # a top slice by p_hat
+    assert all(d.features is not None and len(d.features) == len(FEATURES) for d in out.decisions)
+    assert all(by[k].inputs["gate"] == "DG" for k in out.promoted_order)
+    rep = out.report
+    assert rep["promoted"] == len(out.promoted_order) and rep["bound"] <= FAST.target_fmr
+    assert rep["expected_fmr"] < rep["bound"] and rep["certified"] is False and rep["advice"] is None
+    assert json.loads(out.state)["settled_version"] == 2 and json.loads(out.state)["last_tau"] is not None
+
+
+def settled(rows, out) -> list[CandidateRow]:
+    """The rows as the store holds them after ``out`` was written (statuses, holds, scores, nothing new)."""
+    by = {d.key: d for d in out.decisions}
+    fresh = {k: p for k, _, _, p, _ in out.refreshed}
+    res = []
+    for c in rows:
+        d = by.get(c.key)
+        status = c.status if d is None else {"promote": "promoted", "hold": "held", "reject": "rejected",
+                                             "retire": d.inputs.get("status")}[d.action]
+        res.append(dataclasses.replace(c, status=status, hold=c.hold if d is None else d.hold, dirty=False,
+                                       p_hat=fresh.get(c.key, c.p_hat if d is None else d.p_hat)))
+    return res
+
+
+def test_an_edge_whose_outcome_and_evidence_did_not_change_is_not_decided_again():
+    policy = CalibratedPolicy(FAST)
+    rows = office()
+    first = policy.decide(inputs(rows), None)
+    after = settled(rows, first)
+    again = policy.decide(inputs(after, version=2), first.state)
+    assert again.decisions == [] and again.refreshed == ()
+    # one edge gets a new vote: it alone is weighed again (a record only if its outcome changed)
+    k = next(c.key for c in after if c.subject_key == "P:q4")
+    moved = [dataclasses.replace(c, votes=c.votes + 3, documents=c.documents + 3, dirty=True) if c.key == k else c
+             for c in after]
+    third = policy.decide(inputs(moved, version=2), first.state)
+    touched = {d.key for d in third.decisions} | {r[0] for r in third.refreshed if r[4]}
+    assert touched == {k}
+
+
+def test_a_promoted_edge_that_falls_out_of_the_cut_is_retired_in_the_same_settle():
+    policy = CalibratedPolicy(FAST)
+    rows = office()
+    after = settled(rows, policy.decide(inputs(rows), None))
+    victim = next(c for c in after if c.status == "promoted")
+    labelled = [dataclasses.replace(c, label=False, label_kind="audit", dirty=True) if c.key == victim.key else c
+                for c in after]
+    out = policy.decide(inputs(labelled, version=2), None)
+    d = next(d for d in out.decisions if d.key == victim.key)
+    assert d.action == "retire" and d.inputs["status"] == "rejected" and "fell out of the cut" in d.reason
+    assert victim.key in {r[0] for r in out.refreshed if r[4]}    # and marked decided on its new evidence
+
+
+def test_nothing_new_is_a_no_op_that_reports_the_last_cut():
+    policy = CalibratedPolicy(FAST)
+    first = policy.decide(inputs(office()), None)
+    out = policy.decide(RoundInputs(candidates=(), context=RoundContext(version=2, hash="h"), nothing_new=True),
+                        first.state)
+    assert out.decisions == [] and out.state is None and out.refreshed == ()
+    assert out.report == first.report
+    # another target is another cut: the plan no longer says where it settled
+    assert policy.plan(RoundContext(version=2, hash="h"), first.state).settled_version == 2
+    other = CalibratedPolicy(FAST.model_copy(update={"target_fmr": 0.05}))
+    assert other.plan(RoundContext(version=2, hash="h"), first.state).settled_version is None
+
+
+def test_when_nothing_can_be_promoted_the_report_says_why_and_what_to_do():
+    rows = [row(f"q{i}", "KNOWS", f"p{i}", votes=1, docs=1) for i in range(30)]
+    out = CalibratedPolicy(FAST.model_copy(update={"target_fmr": 0.01})).decide(inputs(rows), None)
+    assert out.promoted_order == () and out.report["promoted"] == 0
+    assert "no candidate has evidence that separates it" in out.report["advice"]
+    assert "label 20 edges with `kgr review queue`" in out.report["advice"] and "--verify llm" in out.report["advice"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                            # issue 29: numpy RuntimeWarnings on an empty store
+        empty = CalibratedPolicy(FAST).decide(inputs([]), None)
+    assert empty.report["advice"].startswith("nothing is staged") and empty.decisions == []
+
+
+def test_the_report_counts_what_the_cut_promotes_holds_and_rejects():
+    out = CalibratedPolicy(FAST).decide(inputs(office()), None)
+    r = out.report
+    assert r["promoted"] == len(out.promoted_order) > 0
+    assert r["promoted"] + r["held"] + r["rejected"] == len(office())
+    assert r["rejected"] >= 3                                     # range violation, self loop, labelled false
+
+
+def test_pinned_edges_are_evidence_and_never_retired():
+    rows = office()
+    pinned = EdgeList(["P:z1"], ["KNOWS"], ["P:z2"], [1.0], ["pin"])
+    out = CalibratedPolicy(FAST).decide(RoundInputs(candidates=tuple(rows), promoted=pinned, schema=SCHEMA,
+                                                    context=RoundContext(version=1, hash="h")), None)
+    assert "pin" not in {d.key for d in out.decisions}
