@@ -374,6 +374,15 @@ class Engine:
         return record_pair_labels(self.graph, list(labels))
 
     # -- ingestion, export, metrics (kgr.ingest, kgr.store.export, kgr.store.metrics) --------------
+    def require_schema(self) -> KGSchema:
+        """The engine's schema; :class:`~kgr.errors.KgrSchemaError` naming the fix when there is none."""
+        if self.schema is None:
+            from kgr.errors import KgrSchemaError
+
+            raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
+                                 "store one with `kgr init --schema FILE`")
+        return self.schema
+
     def check_extractor(self, config: "IngestConfig") -> None:
         """Fail fast when ``config``'s extractor cannot run (an LLM with an unknown model or no key):
         :class:`~kgr.errors.KgrExtractionError` with one line naming the fix, before any document is read."""
@@ -389,13 +398,10 @@ class Engine:
         """Ingest files and directories with the engine's schema (:func:`kgr.ingest.pipeline.ingest`):
         load, chunk, extract, stage, resolve, then promote with ``config.policy`` (re-reading what it
         escalates with ``verifier``) until settled; ``on_round`` is called before each promotion round."""
-        from kgr.errors import KgrSchemaError
         from kgr.ingest.config import IngestConfig
         from kgr.ingest.pipeline import ingest
 
-        if self.schema is None:
-            raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
-                                 "store one with `kgr init --schema FILE`")
+        schema = self.require_schema()
         cfg = config or IngestConfig()
 
         def promote() -> RoundSummary:
@@ -403,7 +409,7 @@ class Engine:
                 on_round()
             return self.promote(policy=cfg.policy, verifier=verifier)
 
-        return ingest(self.graph, paths, self.schema, config=cfg, extractor=extractor, on_progress=on_progress,
+        return ingest(self.graph, paths, schema, config=cfg, extractor=extractor, on_progress=on_progress,
                       promote=promote, embed=self.embed)
 
     def export_jsonl(self, *, pending: bool = False, statuses: Sequence[str] | None = None) -> "Iterable[ExportedTriple]":

@@ -85,12 +85,10 @@ def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an Ingest
 
 def _run_job(kg, paths: list[Path], cfg, verifier):  # noqa: ANN001, ANN202 - Engine, IngestConfig, Verifier -> IngestReport
     """The job on ``kg``'s graph and schema, with its progress display (one-line errors first)."""
-    from kgr.errors import KgrNeo4jUnavailable, KgrSchemaError
+    from kgr.errors import KgrNeo4jUnavailable
     from kgr.litellm_offline import openai_http_route_during
 
-    if kg.schema is None:
-        raise KgrSchemaError("no KG schema: give --schema FILE (the graph keeps it for later commands) or "
-                             "store one with `kgr init --schema FILE`")
+    kg.require_schema()
     kg.init()
     kg.check_extractor(cfg)  # an unknown model or a missing key: one line, before any progress
     files, size = corpus_size(paths)
