@@ -51,7 +51,7 @@ def test_served_document_is_the_fuzzed_one(fuzz_server):
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=30_000, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=15, deadline=30_000, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_api_conforms_to_its_openapi(case, fuzz_server):
     response = case.call_and_validate(base_url=fuzz_server.url, timeout=30)
     assert response.status_code < 500

@@ -79,7 +79,9 @@ def test_the_cli_path_through_neo4j_scheme(graph, neo4j_settings, monkeypatch, t
 
 @pytest.mark.slow
 def test_the_cli_tests_pass_through_the_neo4j_scheme(graph):
-    """The CLI test modules, run again in a child pytest whose session URI is ``neo4j://``."""
+    """The CLI's store and ingest command tests, run again in a child pytest whose session URI is
+    ``neo4j://`` (the store commands, ingest and the tools' CLI: the paths that read and write; the
+    manners and hostile-input modules test the CLI's own text and need no second scheme)."""
     import os
     import subprocess
     import sys
@@ -87,7 +89,8 @@ def test_the_cli_tests_pass_through_the_neo4j_scheme(graph):
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "KGR_TEST_ROUTING": "1"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rfEs",
-                           "tests/cli", "tests/tools/test_cli.py"],
+                           "tests/cli/test_store_commands.py",
+                           "tests/cli/test_ingest_cli.py", "tests/cli/test_schema_in_graph.py", "tests/tools/test_cli.py"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=600)
     tail = proc.stdout[-3000:]
     assert "through the neo4j:// routing scheme" in proc.stdout
