@@ -56,8 +56,9 @@ APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), fr
                                    frozenset({"kgr.resolution", "kgr.promotion"}))
 
 #: Packages of one layer stacked in one direction: each may import only those before it
-#: (promotion → evidence → gauge: policies over learned evidence over graph math).
-WITHIN: tuple[tuple[str, ...], ...] = (("kgr.gauge", "kgr.evidence", "kgr.promotion"),)
+#: (promotion → evidence → gauge: policies over learned evidence over graph math; the served tools'
+#: catalogue over the engine).
+WITHIN: tuple[tuple[str, ...], ...] = (("kgr.gauge", "kgr.evidence", "kgr.promotion"), ("kgr.engine", "kgr.catalog"))
 
 #: Where Neo4j may be imported (the store queries it; the runtime only runs the server process).
 NEO4J_ALLOWED = ("kgr.store", "kgr.runtime")
