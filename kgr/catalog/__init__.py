@@ -23,10 +23,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kgr.errors import KgrNotFound
 from kgr.catalog.graph_tools import GRAPH_TOOLS
 from kgr.catalog.resolve_tools import RESOLVE_TOOLS
 from kgr.catalog.slice_tools import SLICE_TOOLS
+from kgr.errors import KgrNotFound
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec, call_tool, list_tools
 

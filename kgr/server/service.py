@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from kgr.catalog import get_served, invoke
 from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound
 from kgr.model.schema import KGSchema, load_schema
-from kgr.catalog import get_served, invoke
 from kgr.server.cpu import CallFailed, CpuPool
 from kgr.server.failures import ToolFailure, failure_from_exception
 from kgr.server.locks import WriteScheduler, entity_keys_of
