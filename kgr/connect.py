@@ -11,7 +11,8 @@ from kgr.errors import KgrNeo4jUnavailable
 from kgr.runtime import ManagedNeo4j, ensure_running
 from kgr.store.connection import Graph, Neo4jSettings, open_graph
 
-__all__ = ["connect"]
+#: ``Graph`` and ``Neo4jSettings`` are re-exported: the types a caller above the engine (the server) passes around.
+__all__ = ["connect", "Graph", "Neo4jSettings"]
 
 
 def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True) -> Graph:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
-from kgr.model.inspect import EdgeExplanation
+from kgr.model.inspect import EdgeExplanation, EntityHit, Neighbourhood
 from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
@@ -39,8 +39,10 @@ from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
 
-from kgr.store.aging import AgingConfig
+from kgr.store.aging import AgingConfig, AgingReport
 from kgr.store.export import JsonlExport
+from kgr.store.forget import ForgetReport
+from kgr.store.group_commit import GroupWriter
 
 if TYPE_CHECKING:
     from kgr.ingest.config import IngestConfig
@@ -48,8 +50,9 @@ if TYPE_CHECKING:
     from kgr.store.export import ExportedTriple, LaplacianExport
     from kgr.store.metrics import StoreMetrics
 
-#: The settings models the front door takes (so callers need not reach into the layers behind it).
-__all__ = ["Engine", "FileStageReport", "AgingConfig", "JsonlExport"]
+#: The settings and report models the front door takes and returns, and the group-commit writer it hands
+#: out (so callers, the server and the tool catalogue among them, need not reach into the layers behind it).
+__all__ = ["Engine", "FileStageReport", "AgingConfig", "AgingReport", "ForgetReport", "GroupWriter", "JsonlExport"]
 
 
 def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
@@ -144,6 +147,18 @@ class Engine:
 
     def status(self) -> admin.StoreStatus:
         return admin.status(self.graph)
+
+    def create_indexes(self) -> int:
+        """Create kgr's constraints and indexes (idempotent), leaving the stored schema as it is (what
+        ``kgr serve`` does on each new connection; :meth:`init` also stores the schema). Returns the
+        number of schema statements run."""
+        return admin.init_store(self.graph, self.schema)
+
+    def group_writer(self) -> GroupWriter:
+        """A new group-commit writer on the engine's graph (:class:`kgr.store.group_commit.GroupWriter`):
+        one writer thread that writes the units handed to it, concurrent callers' together, in shared
+        transactions (the server's storage calls stage through one). Close it when done."""
+        return GroupWriter(self.graph)
 
     def close(self) -> None:
         self.graph.close()
@@ -274,6 +289,16 @@ class Engine:
     def explain(self, key: str) -> EdgeExplanation:
         """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`)."""
         return inspect.explain_edge(self.graph, key)
+
+    def search_entities(self, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:  # noqa: A002
+        """Entities whose name or alias matches ``query`` (fulltext, fuzzy), best first, at most ``limit``
+        (:func:`kgr.store.inspect.search_entities`)."""
+        return inspect.search_entities(self.graph, query, type=type, limit=limit)
+
+    def neighbourhood(self, key: str, *, statuses: Sequence[str] = ("pending", "held"), limit: int = 50) -> Neighbourhood:
+        """Entity ``key`` and at most ``limit`` one-hop edges, current promoted ones first, then staged
+        ones with one of ``statuses`` (:func:`kgr.store.inspect.entity_neighbourhood`)."""
+        return inspect.entity_neighbourhood(self.graph, key, statuses=statuses, limit=limit)
 
     def age(self, config: aging.AgingConfig | None = None) -> aging.AgingReport:
         return aging.age(self.graph, config)

@@ -43,7 +43,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"kgr.extract"}),
     frozenset({"kgr.ingest"}),
     frozenset({"kgr.agent"}),
-    frozenset({"kgr.connect", "kgr.engine", "kgr.browser"}),
+    frozenset({"kgr.connect", "kgr.engine", "kgr.browser", "kgr.catalog"}),  # the front door; the catalogue over it
     frozenset({"kgr.demo"}),
     frozenset({"kgr.server"}),
     frozenset({"kgr.cli"}),
@@ -56,8 +56,9 @@ APART: tuple[frozenset[str], ...] = (frozenset({"kgr.store", "kgr.runtime"}), fr
                                    frozenset({"kgr.resolution", "kgr.promotion"}))
 
 #: Packages of one layer stacked in one direction: each may import only those before it
-#: (promotion → evidence → gauge: policies over learned evidence over graph math).
-WITHIN: tuple[tuple[str, ...], ...] = (("kgr.gauge", "kgr.evidence", "kgr.promotion"),)
+#: (promotion → evidence → gauge: policies over learned evidence over graph math; the served tools'
+#: catalogue over the engine).
+WITHIN: tuple[tuple[str, ...], ...] = (("kgr.gauge", "kgr.evidence", "kgr.promotion"), ("kgr.engine", "kgr.catalog"))
 
 #: Where Neo4j may be imported (the store queries it; the runtime only runs the server process).
 NEO4J_ALLOWED = ("kgr.store", "kgr.runtime")
@@ -329,8 +330,8 @@ def test_no_private_imports_across_modules():
     ("from kgr.store.group_commit import _write_group", "kgr.store.staging",
      ["kgr.store.staging:1 imports kgr.store.group_commit._write_group"]),
     ("from kgr.tools import _score_memo", "kgr.tools.quality", []),  # a private module of its own package
-    ("from kgr.tools._kg import EntityIndex", "kgr.server.helpers",
-     ["kgr.server.helpers:1 imports the private module kgr.tools._kg from outside kgr.tools"]),
+    ("from kgr.tools._kg import EntityIndex", "kgr.catalog.graph_tools",
+     ["kgr.catalog.graph_tools:1 imports the private module kgr.tools._kg from outside kgr.tools"]),
     ("from .gedig import _gauge_on_view", "kgr.gauge.batch", ["kgr.gauge.batch:1 imports kgr.gauge.gedig._gauge_on_view"]),
     ("from kgr.gauge.gedig import gauge_on_view", "kgr.promotion.gedig", []),
 ])
@@ -403,3 +404,62 @@ def test_the_command_line_goes_through_the_engine():
              for line, name in _imports(tree, module)
              if name.startswith("kgr.store") or (name.startswith("kgr.ingest") and name not in CLI_INGEST_SURFACE)]
     assert not wrong, "\n".join(wrong)
+
+
+#: What the server and the tool catalogue may use of the store or the ingestion package besides
+#: :class:`kgr.engine.Engine` and :mod:`kgr.connect`: nothing (the types they pass around, ``Graph``,
+#: ``Neo4jSettings`` and ``GroupWriter``, come re-exported by the front door).
+SERVER_STORE_SURFACE: dict[str, str] = {}
+
+#: Where served tools are defined: the catalogue (``kgr.catalog``: every served tool is listed there, and
+#: those beyond the six agent tools are defined there, over :class:`kgr.engine.Engine`) and the six agent
+#: tools' own modules (``kgr.tools``, registered with ``@tool``; the ingestion loop calls them below the engine).
+TOOL_CATALOGUE = ("kgr.catalog", "kgr.tools")
+
+
+def _in(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_the_server_goes_through_the_engine():
+    """Issue 33: the server (and the catalogue of the tools it serves) calls :class:`kgr.engine.Engine`,
+    never the store or the ingestion pipeline."""
+    wrong = [f"{path.relative_to(ROOT.parent)}:{line}: {name}"
+             for module, path, tree in MODULES if _in(module, ("kgr.server", "kgr.catalog"))
+             for line, name in _imports(tree, module)
+             if _in(name, ("kgr.store", "kgr.ingest")) and name not in SERVER_STORE_SURFACE]
+    assert not wrong, "\n".join(wrong)
+
+
+def _tool_definitions(tree: ast.Module) -> list[tuple[int, str]]:
+    """Where a module defines a tool: builds a ``ToolSpec`` or registers a function with ``@tool(...)``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if name == "ToolSpec" or (name == "tool" and any(k.arg == "read_only" for k in node.keywords)):
+                found.append((node.lineno, name))
+    return found
+
+
+def test_every_served_tool_is_defined_in_the_one_catalogue():
+    """Issue 33: no module outside the catalogue defines a tool, and every served tool comes from it."""
+    wrong = [f"{path.relative_to(ROOT.parent)}:{line}: {what}(...)"
+             for module, path, tree in MODULES if not _in(module, TOOL_CATALOGUE)
+             for line, what in _tool_definitions(tree)]
+    assert not wrong, "tools defined outside the catalogue:\n" + "\n".join(wrong)
+    from kgr.catalog import served_tools
+
+    specs = served_tools()
+    assert len(specs) == 22
+    assert [s.name for s in specs if not _in(s.func.__module__, TOOL_CATALOGUE)] == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("spec = ToolSpec(name='x', description='', input_model=I, output_model=O, func=f, read_only=True, "
+     "destructive=False, idempotent=True, needs_graph=True)", [(1, "ToolSpec")]),
+    ("@registry.tool(read_only=True, idempotent=True)\ndef f(p: I) -> O: ...", [(1, "tool")]),
+    ("tool = pick_tool(); tool(); ToolSpec.input_schema(s)", []),
+])
+def test_the_tool_definition_check_finds_what_it_should(source, expected):
+    assert _tool_definitions(ast.parse(source)) == expected

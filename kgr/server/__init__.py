@@ -1,10 +1,13 @@
-"""The tool server: kgr's agent tools over MCP (stdio, streamable HTTP) and a plain JSON API.
+"""The tool server: kgr's served tools over MCP (stdio, streamable HTTP) and a plain JSON API.
+
+The server transports; it defines no tool and never calls the store. The tools it serves, their
+models and their one invocation path are the catalogue's (:mod:`kgr.catalog`: the six agent tools,
+then the graph, slice and resolution tools over :class:`kgr.engine.Engine`); its connection comes
+from :mod:`kgr.connect` and its group-commit writer from the engine
+(``tests/test_architecture.py::test_the_server_goes_through_the_engine``).
 
 Modules, from the inside out:
 
-* :mod:`kgr.server.helpers` — read-only helper tools (graph status, entity search, neighbourhood,
-  edge explanations, snapshots), with pydantic models like the six agent tools;
-* :mod:`kgr.server.catalog` — the served tools (registry's six + helpers) and one invocation path;
 * :mod:`kgr.server.failures` — the error → status mapping;
 * :mod:`kgr.server.cpu` — the pure tools in worker processes, stopped at their time limit;
 * :mod:`kgr.server.service` — one tool call in a worker process or thread, with a time limit and

@@ -44,7 +44,7 @@ from kgr.server.http_api import api_routes, error_response, http_exception_handl
 from kgr.server.mcp_server import build_mcp_server
 from kgr.server.security import BearerAuthMiddleware, BodyLimitMiddleware, ServerConfig, install_redaction, is_loopback
 from kgr.server.service import ToolService
-from kgr.store.connection import Graph, Neo4jSettings
+from kgr.connect import Graph, Neo4jSettings
 
 __all__ = ["build_app", "run_http", "run_stdio", "BackgroundServer", "HostCheckMiddleware", "bind_socket"]
 

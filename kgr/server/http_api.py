@@ -31,7 +31,7 @@ from starlette.routing import Route
 import kgr
 from kgr.errors import KgrNeo4jUnavailable, KgrValidationError
 from kgr.model.jsontext import loads_strict
-from kgr.server.catalog import is_agent_tool, served_tools
+from kgr.catalog import is_agent_tool, served_tools
 from kgr.server.openapi import openapi_document
 from kgr.server.service import ToolFailure, ToolService
 from kgr.tools.registry import function_definition

@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp.server import Server
 
 import kgr
-from kgr.server.catalog import served_tools
+from kgr.catalog import served_tools
 from kgr.tools.registry import mcp_annotations as annotations
 from kgr.server.service import ToolService
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 import kgr
-from kgr.server.catalog import served_tools
+from kgr.catalog import served_tools
 from kgr.server.metrics import ServerMetrics
 
 __all__ = ["ErrorBody", "ErrorResponse", "FunctionSpec", "FunctionDefinition", "Health", "openapi_document",

@@ -23,18 +23,17 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from kgr.catalog import get_served, invoke
 from kgr.errors import KgrError, KgrNeo4jUnavailable, KgrNotFound
 from kgr.model.schema import KGSchema, load_schema
-from kgr.server.catalog import get_served, invoke
 from kgr.server.cpu import CallFailed, CpuPool
 from kgr.server.failures import ToolFailure, failure_from_exception
 from kgr.server.locks import WriteScheduler, entity_keys_of
 from kgr.server.metrics import MetricsRecorder
 from kgr.server.security import ServerConfig
-from kgr.connect import connect
-from kgr.store.connection import Graph, Neo4jSettings
+from kgr.connect import Graph, Neo4jSettings, connect
+from kgr.engine import Engine, GroupWriter
 from kgr.extract.embedding import make_embedder
-from kgr.store.group_commit import GroupWriter
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import json_numbers, validate_input
 
@@ -120,10 +119,8 @@ class GraphProvider:
                 raise KgrNeo4jUnavailable(str(exc)) from None
             self._attempts += 1
             if self._init:
-                from kgr.store.admin import init_store
-
                 try:
-                    init_store(graph, self._schema)
+                    Engine(graph, self._schema).create_indexes()
                 except Exception:
                     graph.close()
                     raise
@@ -186,7 +183,7 @@ class ToolService:
             return None
         with self._stager_lock:
             if self._stager is None or self._stager.graph is not graph:
-                self._stager = GroupWriter(graph)
+                self._stager = Engine(graph, self.schema).group_writer()
             return self._stager
 
     def call_sync(self, name: str, payload: object) -> dict[str, Any]:

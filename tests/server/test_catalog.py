@@ -9,8 +9,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from kgr.errors import KgrNotFound, KgrValidationError
-from kgr.server.catalog import get_served, invoke, served_tools
-from kgr.server.helpers import HELPERS
+from kgr.catalog import GRAPH_TOOLS, get_served, invoke, served_tools
 from kgr.server.http_api import definitions
 from kgr.server.openapi import openapi_document
 from kgr.tools.context import ToolContext
@@ -27,8 +26,8 @@ def test_catalog_is_the_six_then_the_helpers():
                          "get_context_slice", "verify_slice", "report_outcome",
                          "resolve_entities", "split_entity", "review_pairs", "label_pairs"]
     writers = {"label_edges", "forget_document", "age_edges"}
-    assert all(h.read_only and h.idempotent and not h.destructive for h in HELPERS if h.name not in writers)
-    flags = {h.name: (h.read_only, h.idempotent, h.destructive) for h in HELPERS if h.name in writers}
+    assert all(h.read_only and h.idempotent and not h.destructive for h in GRAPH_TOOLS if h.name not in writers)
+    flags = {h.name: (h.read_only, h.idempotent, h.destructive) for h in GRAPH_TOOLS if h.name in writers}
     assert flags == {"label_edges": (False, False, False),  # one version of labels
                      "forget_document": (False, False, True),  # deletes votes and chunks (versioned)
                      "age_edges": (False, True, False)}  # twice at one time changes nothing

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from kgr.server.catalog import served_tools
+from kgr.catalog import served_tools
 from kgr.server.service import ToolService
 from kgr.store.promotion import promote_by_quorum
 from kgr.store.versions import create_snapshot

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from kgr.server.catalog import served_tools
+from kgr.catalog import served_tools
 from kgr.server.mcp_server import build_mcp_server
 from kgr.server.security import ServerConfig
 from kgr.server.service import ToolService

@@ -1,17 +1,15 @@
-"""Read-only helper tools the server offers next to the six agent tools.
+"""The graph tools the server offers next to the six agent tools: look at the graph, label, forget, age.
 
 An agent driving the six tools also needs to look at the graph: how big it is, whether an entity
 exists, what it is connected to, why an edge was promoted or held, which snapshots exist. These
-helpers answer that, each as a plain function ``fn(params, *, context) -> OutputModel`` with strict
-pydantic input and output models, wrapped in a :class:`~kgr.tools.registry.ToolSpec` so that the
-MCP ``inputSchema``/``outputSchema``, the OpenAI function definitions and the OpenAPI document come
-from the models exactly as they do for the six tools. They are deliberately **not** added to the
-tool registry: the registry holds the six Agentic-KGR tools, which the agent driver offers to an
-LLM; the helpers are for interactive clients.
+tools answer that, each as a plain function ``fn(params, *, context) -> OutputModel`` over one
+:class:`~kgr.engine.Engine` call (:mod:`kgr.catalog.spec`), with strict pydantic input and output
+models. They are deliberately **not** in the agent tools' registry (:mod:`kgr.tools.registry`), which
+holds the six Agentic-KGR tools that the agent driver offers to an LLM; these are for interactive clients.
 
-Every helper but ``label_edges``, ``forget_document`` and ``age_edges`` is read-only, and all are bounded: fixed templates (``cypher/server_*.cypher.j2`` and the
-store's own), values as parameters, result sizes capped by validated ``limit`` arguments. None
-executes caller-supplied Cypher.
+Every tool here but ``label_edges``, ``forget_document`` and ``age_edges`` is read-only, and all are
+bounded: fixed templates behind the engine, values as parameters, result sizes capped by validated
+``limit`` arguments. None executes caller-supplied Cypher.
 
 =======================  =======================================================================
 ``graph_status``         counts (entities, chunks, votes, pending edges by status, promoted
@@ -31,26 +29,20 @@ executes caller-supplied Cypher.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from kgr.errors import KgrNeo4jUnavailable
+from kgr.catalog.spec import Output, StrictInput, engine_of, spec_of
+from kgr.engine import AgingConfig, AgingReport, ForgetReport
 from kgr.model.canonical import IDENTIFIER_RE
-from kgr.model.review import EdgeLabel, LabelReport, ReviewQueue
-from kgr.store import admin, aging, forget, review, versions
-from kgr.store.connection import Graph
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
-from kgr.store import inspect
+from kgr.model.review import EdgeLabel, LabelReport, ReviewQueue
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec
 
 __all__ = [
-    "HELPERS",
-    "helper_specs",
-    "StrictInput",
-    "require_graph",
-    "spec_of",
+    "GRAPH_TOOLS",
     "GraphStatusInput",
     "GraphStatusOutput",
     "SearchEntitiesInput",
@@ -69,6 +61,8 @@ __all__ = [
     "PENDING_STATUSES",
     "ReviewQueueInput",
     "LabelEdgesInput",
+    "ForgetDocumentInput",
+    "AgeEdgesInput",
 ]
 
 #: Statuses a PENDING_REL edge can have.
@@ -79,23 +73,6 @@ EntityKey = Annotated[str, Field(min_length=3, max_length=1200, pattern=r"^[A-Za
 EdgeKey = Annotated[str, Field(pattern=r"^[0-9a-f]{24}$", description="24 hex digits, as entity_neighbourhood returns it")]
 
 
-class StrictInput(BaseModel):
-    """Base of the served helpers' inputs: strict, closed (the six tools' ``ToolInput`` convention)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def require_graph(context: ToolContext, name: str) -> Graph:
-    """``context.graph``; :class:`~kgr.errors.KgrNeo4jUnavailable` naming the tool ``name`` when there is none."""
-    if context.graph is None:
-        raise KgrNeo4jUnavailable(f"{name} needs a Neo4j connection")
-    return context.graph
-
-
 # -- graph_status -----------------------------------------------------------------------------------
 
 
@@ -103,7 +80,7 @@ class GraphStatusInput(StrictInput):
     """No arguments."""
 
 
-class GraphStatusOutput(_Out):
+class GraphStatusOutput(Output):
     database: str
     version: int = Field(description="current version of the promoted graph")
     hash: str = Field(description="content hash of the promoted graph at that version")
@@ -118,7 +95,7 @@ class GraphStatusOutput(_Out):
 
 def graph_status(params: GraphStatusInput, *, context: ToolContext) -> GraphStatusOutput:
     """Counts of the knowledge graph (entities, documents, chunks, votes, pending edges by status, promoted edges, decisions) with the current version and content hash. Read-only."""
-    st = admin.status(require_graph(context, "graph_status"))
+    st = engine_of(context, "graph_status").status()
     return GraphStatusOutput(database=st.database, version=st.version, hash=st.hash, entities=st.entities,
                              documents=st.documents, chunks=st.chunks, votes=st.votes, decisions=st.decisions,
                              promoted=st.promoted, pending_by_status=st.pending_by_status)
@@ -134,15 +111,14 @@ class SearchEntitiesInput(StrictInput):
     limit: Annotated[int, Field(ge=1, le=50)] = Field(10, description="most results (1-50)")
 
 
-class SearchEntitiesOutput(_Out):
+class SearchEntitiesOutput(Output):
     query: str
     results: list[EntityHit]
 
 
 def search_entities(params: SearchEntitiesInput, *, context: ToolContext) -> SearchEntitiesOutput:
     """Find entities whose name or alias matches a query (case-insensitive, punctuation-insensitive, fuzzy), best match first, optionally of one type. Returns keys to pass to entity_neighbourhood. Read-only."""
-    hits = inspect.search_entities(require_graph(context, "search_entities"), params.query, type=params.type,
-                                   limit=params.limit)
+    hits = engine_of(context, "search_entities").search_entities(params.query, type=params.type, limit=params.limit)
     return SearchEntitiesOutput(query=params.query, results=hits)
 
 
@@ -163,8 +139,8 @@ class EntityNeighbourhoodOutput(Neighbourhood):
 
 def entity_neighbourhood(params: EntityNeighbourhoodInput, *, context: ToolContext) -> EntityNeighbourhoodOutput:
     """An entity (by key) and its one-hop neighbourhood: current promoted edges first, then staged edges, at most limit of them, each with direction, status, votes, confidence and the edge key. Read-only."""
-    hood = inspect.entity_neighbourhood(require_graph(context, "entity_neighbourhood"), params.key,
-                                        statuses=params.statuses, limit=params.limit)
+    hood = engine_of(context, "entity_neighbourhood").neighbourhood(params.key, statuses=params.statuses,
+                                                                  limit=params.limit)
     return EntityNeighbourhoodOutput.model_validate(hood.model_dump())
 
 
@@ -181,7 +157,7 @@ class ExplainEdgeOutput(EdgeExplanation):
 
 def explain_edge(params: ExplainEdgeInput, *, context: ToolContext) -> ExplainEdgeOutput:
     """Why an edge is (or is not) in the graph: its staged state (status, votes, confidence) and every promote/hold/reject/expire/retire/restore decision recorded about it, with the inputs the policy used. Read-only."""
-    why = inspect.explain_edge(require_graph(context, "explain_edge"), params.key)
+    why = engine_of(context, "explain_edge").explain(params.key)
     return ExplainEdgeOutput.model_validate(why.model_dump())
 
 
@@ -192,7 +168,7 @@ class ListSnapshotsInput(StrictInput):
     """No arguments."""
 
 
-class SnapshotInfo(_Out):
+class SnapshotInfo(Output):
     name: str
     version: int
     hash: str
@@ -201,13 +177,13 @@ class SnapshotInfo(_Out):
     note: str
 
 
-class ListSnapshotsOutput(_Out):
+class ListSnapshotsOutput(Output):
     snapshots: list[SnapshotInfo]
 
 
 def list_snapshots(params: ListSnapshotsInput, *, context: ToolContext) -> ListSnapshotsOutput:
     """The named snapshots of the promoted graph (name, version, content hash, edge count, note), oldest first. Read-only."""
-    snaps = versions.list_snapshots(require_graph(context, "list_snapshots"))
+    snaps = engine_of(context, "list_snapshots").snapshots()
     return ListSnapshotsOutput(snapshots=[SnapshotInfo(**s.model_dump()) for s in snaps])
 
 
@@ -220,7 +196,7 @@ class ReviewQueueInput(StrictInput):
 
 def review_queue(params: ReviewQueueInput, *, context: ToolContext) -> ReviewQueue:
     """The staged or promoted edges whose label would teach the promotion scorer most (uncertainty about the promotion cut x impact), best first, each with key, subject, relation, object, p_hat and its evidence chain (sources, chunks, documents, quotes, verifier answers). Answer them with label_edges. Read-only."""
-    return review.review_queue(require_graph(context, "review_queue"), limit=params.limit)
+    return engine_of(context, "review_queue").review_queue(limit=params.limit)
 
 
 class LabelEdgesInput(StrictInput):
@@ -230,7 +206,7 @@ class LabelEdgesInput(StrictInput):
 
 def label_edges(params: LabelEdgesInput, *, context: ToolContext) -> LabelReport:
     """Record people's answers about edges as one version: true (a fact) or false (not one). The scorer refits on them; a promoted edge labelled false is retired, a staged one rejected. Unknown keys fail the whole call. Writes."""
-    return review.record_labels(require_graph(context, "label_edges"), params.labels)
+    return engine_of(context, "label_edges").label(params.labels)
 
 
 # -- forget_document and age_edges ---------------------------------------------------------------------
@@ -252,10 +228,10 @@ class ForgetDocumentInput(StrictInput):
     dry_run: Annotated[bool, Field(description="say what would change and change nothing")] = False
 
 
-def forget_document(params: ForgetDocumentInput, *, context: ToolContext) -> forget.ForgetReport:
+def forget_document(params: ForgetDocumentInput, *, context: ToolContext) -> ForgetReport:
     """Forget documents (by id) or vote sources as one version: their votes leave every staged edge, edges left without votes are removed, promoted edges left below the quorum are retired with a recorded retract decision, and their chunks and the entities nothing else needs are deleted. dry_run reports the same without changing anything. Unknown document ids fail the whole call. Writes."""
-    return forget.forget(require_graph(context, "forget_document"), documents=params.documents, sources=params.sources,
-                         quorum=params.quorum, dry_run=params.dry_run)
+    return engine_of(context, "forget_document").forget(documents=params.documents, sources=params.sources,
+                                                      quorum=params.quorum, dry_run=params.dry_run)
 
 
 class AgeEdgesInput(StrictInput):
@@ -273,28 +249,19 @@ class AgeEdgesInput(StrictInput):
                                                           "this are retired; 0 (default) retires nothing")] = 0.0
 
 
-def age_edges(params: AgeEdgesInput, *, context: ToolContext) -> aging.AgingReport:
+def age_edges(params: AgeEdgesInput, *, context: ToolContext) -> AgingReport:
     """One aging run: decay the weight of pending edges (xi per day) and of promoted edges past the soft window (xi_promoted), expire pending edges without a new vote for ttl_days, and retire, as one version with recorded decisions, promoted edges past the hard window (soft_window_days + retire_after_days) whose weight fell below floor (default 0: retires nothing). Running it twice at one time changes nothing. Writes."""
-    cfg = aging.AgingConfig(xi=params.xi, xi_promoted=params.xi_promoted, ttl_days=params.ttl_days,
+    cfg = AgingConfig(xi=params.xi, xi_promoted=params.xi_promoted, ttl_days=params.ttl_days,
                             soft_window_days=params.soft_window_days,
                             hard_window_days=params.soft_window_days + params.retire_after_days, floor=params.floor)
-    return aging.age(require_graph(context, "age_edges"), cfg)
+    return engine_of(context, "age_edges").age(cfg)
 
 
 # -- the specs ----------------------------------------------------------------------------------------
 
 
-def spec_of(func: Any, input_model: type[BaseModel], output_model: type[BaseModel], *, read_only: bool = True,
-          idempotent: bool = True, destructive: bool = False) -> ToolSpec:
-    """The :class:`~kgr.tools.registry.ToolSpec` of a served helper that needs the graph: its name is the
-    function's, its description the docstring's first paragraph."""
-    doc = " ".join((func.__doc__ or "").split("\n\n", 1)[0].split())
-    return ToolSpec(name=func.__name__, description=doc, input_model=input_model, output_model=output_model,
-                    func=func, read_only=read_only, destructive=destructive, idempotent=idempotent, needs_graph=True)
-
-
-#: The helper tools, in the order they are listed.
-HELPERS: tuple[ToolSpec, ...] = (
+#: The graph tools, in the order they are listed (after the six agent tools).
+GRAPH_TOOLS: tuple[ToolSpec, ...] = (
     spec_of(graph_status, GraphStatusInput, GraphStatusOutput),
     spec_of(search_entities, SearchEntitiesInput, SearchEntitiesOutput),
     spec_of(entity_neighbourhood, EntityNeighbourhoodInput, EntityNeighbourhoodOutput),
@@ -302,12 +269,8 @@ HELPERS: tuple[ToolSpec, ...] = (
     spec_of(list_snapshots, ListSnapshotsInput, ListSnapshotsOutput),
     spec_of(review_queue, ReviewQueueInput, ReviewQueue),
     spec_of(label_edges, LabelEdgesInput, LabelReport, read_only=False, idempotent=False),
-    spec_of(forget_document, ForgetDocumentInput, forget.ForgetReport, read_only=False, idempotent=False,
+    spec_of(forget_document, ForgetDocumentInput, ForgetReport, read_only=False, idempotent=False,
           destructive=True),
-    spec_of(age_edges, AgeEdgesInput, aging.AgingReport, read_only=False),
+    spec_of(age_edges, AgeEdgesInput, AgingReport, read_only=False),
 )
 
-
-def helper_specs() -> list[ToolSpec]:
-    """The helper tools' specs."""
-    return list(HELPERS)

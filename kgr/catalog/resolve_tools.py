@@ -1,6 +1,7 @@
-"""Entity resolution, served next to the helpers: ``resolve_entities``, ``split_entity``,
-``review_pairs``, ``label_pairs`` (see :mod:`kgr.store.resolve`). Same conventions as
-:mod:`kgr.server.helpers`: strict pydantic inputs, typed outputs, fixed templates, no client Cypher."""
+"""Entity resolution, served after the slice tools: ``resolve_entities``, ``split_entity``,
+``review_pairs``, ``label_pairs`` (:meth:`kgr.engine.Engine.resolve` and its neighbours; see
+``docs/resolve.md``). Same conventions as :mod:`kgr.catalog.graph_tools`: strict pydantic inputs, typed
+outputs, fixed templates, no client Cypher."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kgr.catalog.spec import StrictInput, engine_of, spec_of
 from kgr.model.canonical import IDENTIFIER_RE
 from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
-from kgr.server.helpers import StrictInput, require_graph, spec_of
-from kgr.store import resolve as res
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec
 
@@ -28,8 +28,8 @@ class ResolveEntitiesInput(StrictInput):
 
 def resolve_entities(params: ResolveEntitiesInput, *, context: ToolContext) -> ResolveReport:
     """Find duplicate entities (blocking on names and shared neighbours), score them with a Fellegi-Sunter model over names and graph context (functional values, neighbours, documents), cluster them without joining entities a functional relation or the schema separates, and apply the merges and splits as one version (reversible by rollback); dry_run only lists the proposals with their evidence. Writes unless dry_run."""
-    return res.resolve(require_graph(context, "resolve_entities"), context.schema, etype=params.type,
-                       dry_run=params.dry_run, target_fmr=params.target_fmr, embed=context.embed)
+    return engine_of(context, "resolve_entities").resolve(type=params.type, dry_run=params.dry_run,
+                                                          target_fmr=params.target_fmr)
 
 
 class SplitEntityInput(StrictInput):
@@ -40,7 +40,7 @@ class SplitEntityInput(StrictInput):
 
 def split_entity(params: SplitEntityInput, *, context: ToolContext) -> SplitReport:
     """Split one entity whose sources assert clearly different values of a functional relation (two people with one name and different birth dates) into entities that carry their own sources' votes, as one version. Writes unless dry_run."""
-    return res.split_entity(require_graph(context, "split_entity"), context.schema, params.key, dry_run=params.dry_run)
+    return engine_of(context, "split_entity").split(params.key, dry_run=params.dry_run)
 
 
 class ReviewPairsInput(StrictInput):
@@ -55,7 +55,7 @@ class ReviewPairsOutput(BaseModel):
 
 def review_pairs(params: ReviewPairsInput, *, context: ToolContext) -> ReviewPairsOutput:
     """The entity pairs the last resolution was unsure about (match probability in the uncertain band), most uncertain first, each with its comparison evidence. Answer them with label_pairs. Read-only."""
-    return ReviewPairsOutput(pairs=res.review_pairs(require_graph(context, "review_pairs"), limit=params.limit))
+    return ReviewPairsOutput(pairs=engine_of(context, "review_pairs").review_pairs(limit=params.limit))
 
 
 class LabelPairsInput(StrictInput):
@@ -65,7 +65,7 @@ class LabelPairsInput(StrictInput):
 
 def label_pairs(params: LabelPairsInput, *, context: ToolContext) -> PairLabelReport:
     """Record people's answers about entity pairs: true (the same entity: the next resolution merges them) or false (different: never merged). The next resolution's model is fitted on them. Writes."""
-    return res.record_pair_labels(require_graph(context, "label_pairs"), params.labels)
+    return engine_of(context, "label_pairs").label_pairs(params.labels)
 
 
 #: The resolution tools, in the order they are listed (after the slice tools).

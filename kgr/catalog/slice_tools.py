@@ -1,7 +1,7 @@
-"""The read side for agents, served next to the helpers: ``get_context_slice``, ``verify_slice``,
-``report_outcome`` (see :mod:`kgr.slices`). Same conventions as :mod:`kgr.server.helpers`: strict
-pydantic inputs, typed outputs, fixed templates, no client Cypher; the slice key never leaves the
-server."""
+"""The read side for agents, served after the graph tools: ``get_context_slice``, ``verify_slice``,
+``report_outcome`` (:meth:`kgr.engine.Engine.slice` and its neighbours; see :mod:`kgr.slices`). Same
+conventions as :mod:`kgr.catalog.graph_tools`: strict pydantic inputs, typed outputs, fixed templates,
+no client Cypher; the slice key never leaves the server."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from kgr.catalog.spec import StrictInput, engine_of, spec_of
 from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
-from kgr.server.helpers import StrictInput, require_graph, spec_of
-from kgr.slices import build_slice, report_outcome as apply_outcome, verify_slice as check_slice
-from kgr.slices.build import schema_version
 from kgr.tools.context import ToolContext
 from kgr.tools.registry import ToolSpec
 
@@ -32,9 +30,8 @@ class GetContextSliceInput(StrictInput):
 
 def get_context_slice(params: GetContextSliceInput, *, context: ToolContext) -> ContextSlice:
     """The promoted graph around anchor entities (keys, or the best fulltext matches of a query, plus the nearest names by embedding when configured) as a context slice: entities, edges with provenance (vote sources, chunks, documents, quotes) and a prompt-ready text within the token budget, with a deterministic slice_id and an HMAC admissibility token. Never contains pending or retired edges. Records the slice for report_outcome."""
-    return build_slice(require_graph(context, "get_context_slice"), anchors=params.anchors, query=params.query,
-                       policy=params.policy, budget_tokens=params.budget_tokens, model=params.model,
-                       schema_version=schema_version(context.schema), embed=context.embed)
+    return engine_of(context, "get_context_slice").slice(params.anchors, query=params.query, policy=params.policy,
+                                                         budget_tokens=params.budget_tokens, model=params.model)
 
 
 class VerifySliceInput(StrictInput):
@@ -43,7 +40,7 @@ class VerifySliceInput(StrictInput):
 
 def verify_slice(params: VerifySliceInput, *, context: ToolContext) -> SliceVerification:
     """Check a slice's admissibility token (an HMAC over every field of the slice) in constant time: valid (issued by this server, no field altered) and current (nothing it shows has changed since: the same request now cuts the same slice, outcome tiers and quotes included), with the reason. Read-only."""
-    return check_slice(require_graph(context, "verify_slice"), params.slice)
+    return engine_of(context, "verify_slice").verify_slice(params.slice)
 
 
 class ReportOutcomeInput(StrictInput):
@@ -54,10 +51,10 @@ class ReportOutcomeInput(StrictInput):
 
 def report_outcome(params: ReportOutcomeInput, *, context: ToolContext) -> OutcomeReport:
     """Report whether a slice helped (1) or misled (-1): its edges' outcome weights move by 0.1 (reflex at 0.6 and above, inhibitory at -0.01 and below, which later slices leave out); an edge punished three times is put up for human review. Writes."""
-    return apply_outcome(require_graph(context, "report_outcome"), params.slice_id, params.outcome, edges=params.edges)
+    return engine_of(context, "report_outcome").report_outcome(params.slice_id, params.outcome, edges=params.edges)
 
 
-#: The slice tools, in the order they are listed (after the helpers).
+#: The slice tools, in the order they are listed (after the graph tools).
 SLICE_TOOLS: tuple[ToolSpec, ...] = (
     spec_of(get_context_slice, GetContextSliceInput, ContextSlice, read_only=False),
     spec_of(verify_slice, VerifySliceInput, SliceVerification),
