@@ -27,8 +27,7 @@ from kgr.model.inspect import EdgeExplanation, EntityHit, Neighbourhood
 from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
-from kgr.extract.verify import Verifier
-from kgr.promotion.policies import DEFAULT_POLICY, Policy, PolicyName, make_policy
+from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
 from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
 from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
@@ -45,6 +44,8 @@ from kgr.store.forget import ForgetReport
 from kgr.store.group_commit import GroupWriter
 
 if TYPE_CHECKING:
+    from kgr.extract.verify import Verifier  # imported where used: the promotion stack (scipy) costs ~2 s at start-up
+    from kgr.promotion.policies import Policy
     from kgr.ingest.config import IngestConfig
     from kgr.ingest.report import IngestReport
     from kgr.store.export import ExportedTriple, LaplacianExport
@@ -217,6 +218,8 @@ class Engine:
             return policy
         key = (policy, quorum, None if config is None else config.model_dump_json())
         if key not in self._policies:
+            from kgr.promotion.policies import make_policy
+
             self._policies[key] = make_policy(policy, config, quorum=quorum)
         return self._policies[key]
 

@@ -99,7 +99,9 @@ class _Between:
     smaller table and the mean link of two clusters the smaller of their tables."""
 
     def __init__(self, n: int, scores: Mapping[tuple[int, int], float]):
-        self.t: list[dict[int, list[float]]] = [{} for _ in range(n)]
+        # per cluster two tables with the same keys: sum and count (no per-cell object: built in bulk)
+        self.s: list[dict[int, float]] = [{} for _ in range(n)]
+        self.c: list[dict[int, int]] = [{} for _ in range(n)]
         if not scores:
             return
         ij = np.array(list(scores.keys()), dtype=np.int64).reshape(-1, 2)
@@ -109,31 +111,35 @@ class _Between:
         b = np.concatenate([ij[off, 1], ij[off, 0]])
         # sum and count per ordered cell (a, b), cells grouped by a: one dict per unit, built in bulk
         cell, inverse = np.unique(a * n + b, return_inverse=True)
-        sums = np.bincount(inverse, weights=np.concatenate([p[off], p[off]]), minlength=len(cell))
-        counts = np.bincount(inverse, minlength=len(cell))
+        sums = np.bincount(inverse, weights=np.concatenate([p[off], p[off]]), minlength=len(cell)).tolist()
+        counts = np.bincount(inverse, minlength=len(cell)).tolist()
         rows, cols = (cell // n).tolist(), (cell % n).tolist()
-        bounds = np.flatnonzero(np.diff(cell // n)) + 1
-        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(cell)]):
-            self.t[rows[lo]] = dict(zip(cols[lo:hi], map(list, zip(sums[lo:hi].tolist(), counts[lo:hi].tolist()))))
+        bounds = (np.flatnonzero(np.diff(cell // n)) + 1).tolist()
+        for lo, hi in zip([0, *bounds], [*bounds, len(cell)]):
+            self.s[rows[lo]] = dict(zip(cols[lo:hi], sums[lo:hi]))
+            self.c[rows[lo]] = dict(zip(cols[lo:hi], counts[lo:hi]))
 
     def mean(self, a: int, b: int, find: Callable[[int], int]) -> float:
         """Mean probability of the scored pairs between clusters ``a`` and ``b`` (1.0 when none is scored)."""
-        if len(self.t[a]) > len(self.t[b]):
+        if len(self.s[a]) > len(self.s[b]):
             a, b = b, a
         s, c = 0.0, 0
-        for other, cell in self.t[a].items():
+        counts = self.c[a]
+        for other, v in self.s[a].items():
             if find(other) == b:
-                s += cell[0]
-                c += cell[1]
+                s += v
+                c += counts[other]
         return s / c if c else 1.0
 
     def unite(self, keep: int, gone: int) -> None:
-        big, small = (self.t[keep], self.t[gone]) if len(self.t[keep]) >= len(self.t[gone]) else (self.t[gone], self.t[keep])
-        for other, (s, c) in small.items():
-            cell = big.setdefault(other, [0.0, 0])
-            cell[0] += s
-            cell[1] += c
-        self.t[keep], self.t[gone] = big, {}
+        k, g = (keep, gone) if len(self.s[keep]) >= len(self.s[gone]) else (gone, keep)
+        big_s, big_c = self.s[k], self.c[k]
+        small_c = self.c[g]
+        for other, v in self.s[g].items():
+            big_s[other] = big_s.get(other, 0.0) + v
+            big_c[other] = big_c.get(other, 0) + small_c[other]
+        self.s[keep], self.c[keep] = big_s, big_c
+        self.s[gone], self.c[gone] = {}, {}
 
 
 def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,

@@ -136,24 +136,26 @@ class FellegiSunter:
     def bayes_factors(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:
         """log2 Bayes factor of each comparison for each pair (0 where missing), pairs × comparisons."""
         X = np.asarray(X, dtype=np.int64)
-        out = np.zeros(X.shape, dtype=float)
-        if tf is not None:
-            tf = np.asarray(tf, dtype=float)
-            tf = tf[:, None] if tf.ndim == 1 else tf
+        # one lookup for every column: level l of column c reads table[start[c] + 1 + l], missing (-1) a 0
+        tables = [np.concatenate([[0.0], np.log2(self.m_[c]) - np.log2(self.u_[c])]) for c in range(len(self.levels))]
+        start = np.cumsum([0] + [len(t) for t in tables[:-1]]).astype(np.int64)
+        out = np.concatenate(tables)[X + 1 + start] if X.size else np.zeros(X.shape, dtype=float)
+        if tf is None:
+            return out
+        tf = np.asarray(tf, dtype=float)
+        tf = tf[:, None] if tf.ndim == 1 else tf
         for c, levels in enumerate(self.levels):
-            col = X[:, c]
-            ok = col >= 0
-            lv = np.where(ok, col, 0)
-            log_m = np.log2(self.m_[c])
-            bits = (log_m - np.log2(self.u_[c]))[lv]
             adjusted = np.zeros(levels, dtype=bool)
             adjusted[[t for t in np.atleast_1d(np.asarray([] if self.tf_levels[c] is None else self.tf_levels[c],
                                                           dtype=np.int64)).tolist() if t < levels]] = True
-            if tf is not None and adjusted.any():
-                t = tf[:, c if tf.shape[1] > 1 else 0]
-                rows = np.nonzero(ok & adjusted[lv] & ~np.isnan(t))[0]
-                bits[rows] = log_m[lv[rows]] - np.log2(np.maximum(t[rows], self.tf_floor))
-            out[:, c] = np.where(ok, bits, 0.0)
+            if not adjusted.any():
+                continue
+            col = X[:, c]
+            ok = col >= 0
+            lv = np.where(ok, col, 0)
+            t = tf[:, c if tf.shape[1] > 1 else 0]
+            rows = np.nonzero(ok & adjusted[lv] & ~np.isnan(t))[0]
+            out[rows, c] = np.log2(self.m_[c])[lv[rows]] - np.log2(np.maximum(t[rows], self.tf_floor))
         return out
 
     def match_weight(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:

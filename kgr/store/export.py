@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import BaseModel, Field
 
 from kgr.model.triples import ExportedTriple
 from kgr.store.connection import Graph
 from kgr.store.promotion import iter_pending
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # imported where used: scipy costs ~1 s at every CLI start-up
 
 __all__ = ["iter_exported", "JsonlExport", "LaplacianExport", "export_laplacian", "load_laplacian", "promoted_edge_pairs"]
 
@@ -69,5 +72,7 @@ def export_laplacian(graph: Graph, out: str | Path, *, include_pending: bool = F
 def load_laplacian(path: str | Path) -> tuple[sp.csr_matrix, list[str]]:
     """Read a file written by :func:`export_laplacian`: ``(L, node keys)``."""
     z = np.load(path, allow_pickle=False)
+    import scipy.sparse as sp
+
     L = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
     return L, [str(n) for n in z["nodes"]]

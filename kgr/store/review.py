@@ -36,7 +36,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
-from kgr.gauge.review import review_priority
 from kgr.model.review import EdgeLabel, EvidenceLink, LabelReport, ReviewItem, ReviewQueue
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_staged_edges
@@ -78,6 +77,8 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
     keys = [r[0] for r in rows]
     p_hat = [float(r[7]) for r in rows]
     relations = [r[2] for r in rows]
+    from kgr.gauge.review import review_priority  # here: kgr.gauge pulls scipy/networkx (~1-2 s at start-up)
+
     prio = review_priority(p_hat, relations, tau=0.5 if tau is None else tau)
     n_audit = int(limit * audit_share)
     requested = [i for i in range(len(rows)) if rows[i][12]]  # after repeated negative outcomes: first
