@@ -15,7 +15,7 @@ Each rule abstains (precision first) where a name stands near a trigger without 
   and the name is not the noun just before that comma ("an Apache2 licensed containers library,
   written in pure-Python").
 - :func:`right_object_ok`: the object right of its trigger is not one when another name stands
-  between, when the words between end in a preposition or a passive participle ("implements the
+  between (unless both are items of one list), when the words between end in a preposition or a passive participle ("implements the
   PRF *used by* TLS", "the long double datatype *with* 128bit") or hold a relative pronoun
   ("supports new options *that* enable …"), or when a comparison "the same … as" precedes it.
 - :func:`license_chain`: the licences a "License: X" line names are those of its licence
@@ -33,13 +33,25 @@ __all__ = ["readings", "left_subject_ok", "right_object_ok", "license_chain"]
 
 _PRONOUN = re.compile(r"\b(?:it|they|he|she|we|you|i)\b")
 _PREPOSITION_BEFORE = re.compile(
-    r"(?:^|\s)(?:via|in|on|for|with|from|by|to|at|using|through|behind|into|about|beyond|within|without)\s+"
+    r"(?:^|\s)(?:via|in|on|for|with|from|by|to|at|using|through|behind|into|about|beyond|within|without|since|"
+    r"after|before|until|unlike|than|per|including|except|like|over|under|between|among|against)\s+"
     r"(?:(?:a|an|the|this|that|its|their|his|her|our|each|every|all)\s+)?$", re.IGNORECASE)
-#: A verb that gives the bare noun "support" its owner ("X has support for", "X adds support for").
-_SUPPORT_VERB = re.compile(r"\b(?:has|have|had|having|with|provides?|provided|providing|adds?|added|adding|offers?|"
+#: A verb that gives the bare noun "support" its owner ("X has support for", "X adds support for"), or an
+#: auxiliary that makes "support" the verb ("X can support Y", "to support").
+_SUPPORT_VERB = re.compile(r"\b(?:can|could|will|would|to|does|do|did|has|have|had|having|with|provides?|provided|providing|adds?|added|adding|offers?|"
                            r"offered|includes?|included|including|gains?|gained|got|gets|brings?|brought|contains?|"
                            r"ships?|shipped|enables?|enabled|introduces?|introduced|comes\s+with|came\s+with)\b",
                            re.IGNORECASE)
+#: A lowercase noun right after the name, before the trigger: the name modifies it ("SystemVerilog *parser*
+#: supports", "The gdk-pixbuf *tiff loader* now requires"); not an auxiliary, an adverb, a word in -s or -ed
+#: (a verb more often than not: "GnuPG *provides*") or the name's own kind ("The Pallets *organization* develops").
+_MODIFIES_NEXT = re.compile(
+    r"\s+(?!(?:is|are|was|were|be|been|has|have|had|can|could|will|would|shall|should|may|might|must|does|do|did|"
+    r"also|now|still|only|already|then|even|again|not|never|itself|themselves|first|originally|initially|mainly|"
+    r"and|or|but|which|that|who|as|to|in|on|of|for|with|by|from|at|under|since|library|libraries|package|packages|"
+    r"module|modules|project|projects|tool|tools|toolkit|framework|organi[sz]ation|team|community|developers|"
+    r"maintainers|authors|foundation|program|application|software|system|ecosystem|suite|family|stack|platform|"
+    r"codebase|repository|source|distribution)\b)[a-z]+(?<!ly)(?<!s)(?<!ed)\b")
 _PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
 _ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
 #: Words between a trigger and its object that make the object another noun's: a relative pronoun, a
@@ -48,6 +60,7 @@ _RIGHT_GAP_STOP = re.compile(
     r"\b(?:that|which|who|whom|whose|where)\b|"
     r"\s(?:with|on|in|at|from|by|via|under|over|beyond|between|into|for|to|as)\s+(?:(?:a|an|the)\s+)?$|"
     r"\b[a-z]+ed\s+by\s*$", re.IGNORECASE)
+_LIST_REST = re.compile(r"(?:[\s,;/&]|\b(?:and|or|the|a|an|v?\d[\w.]*)\b)*", re.IGNORECASE)
 _BY_FIRST = re.compile(r"^\s*by\b", re.IGNORECASE)
 _SAME_AS = re.compile(r"\bsame\b[^,;:]*\bas\s*$", re.IGNORECASE)
 _CHAIN_GAP = re.compile(r"\s*(?:,|\bor\b|\band\b|\bwith\b|/|\|)?\s*(?:(?:the|later|any)\s+)*", re.IGNORECASE)
@@ -68,12 +81,16 @@ def readings(relation: str, passive: bool) -> list[str]:
     return ["forward"] if passive == agent_object else ["reversed"]
 
 
-def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: str) -> bool:
-    """Whether the mention at ``[start, end)`` before the trigger at ``[ts, te)`` may be its subject."""
+def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: str, own: bool = False) -> bool:
+    """Whether the mention at ``[start, end)`` before the trigger at ``[ts, te)`` may be its subject
+    (``own``: the document's title standing for "It" or the missing subject of "Add support for")."""
     gap = text[end:ts]
     if _PRONOUN.search(gap) or _PREPOSITION_BEFORE.search(text, 0, start):
         return False
-    if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap):
+    if _MODIFIES_NEXT.match(gap):
+        return False
+    if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \
+            and not (own and not gap.strip()):
         return False
     comma = gap.rfind(",")
     if comma >= 0 and _PARTICIPLE.match(trigger) and _ADVERB_ONLY.fullmatch(gap[comma + 1:]):
@@ -84,9 +101,14 @@ def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: 
 def right_object_ok(text: str, te: int, start: int, others: list[tuple[int, int]]) -> bool:
     """Whether the mention starting at ``start`` after a trigger ending at ``te`` may be its object;
     ``others``: spans of the sentence's other names (known or guessed)."""
-    if any(te <= s and e <= start for s, e in others):
-        return False
     gap = _BY_FIRST.sub("", text[te:start])  # "designed by X": the trigger's own "by"
+    between = [(s, e) for s, e in others if te <= s and e <= start]
+    if between:  # another name first: only as an item of a list the object ends ("SSLv2 and v4, TLS")
+        rest = list(text[te:start])
+        for s, e in between:
+            rest[s - te:e - te] = " " * (e - s)
+        if not _LIST_REST.fullmatch("".join(rest)):
+            return False
     return _RIGHT_GAP_STOP.search(gap) is None and _SAME_AS.search(text, 0, te) is None
 
 

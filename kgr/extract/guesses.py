@@ -64,7 +64,7 @@ _VERSION = re.compile(r"v\d[\w.]*|\d+(?:\.\w+)+|\d+[a-z]{1,4}", re.IGNORECASE)
 #: The last word of a legal document's name ("Runtime Library Exception", "Contributor License Agreement"),
 #: or a name followed by "licensed" ("an Apache2 licensed library"): a licence term, not software.
 _LEGAL_WORDS = frozenset("license licence exception agreement notice terms policy clause".split())
-_LICENSED_AFTER = re.compile(r"\s*-?\s*licen[cs]ed\b", re.IGNORECASE)
+_LICENSED_AFTER = re.compile(r"\s*-?\s*(?:licen[cs]ed\b|(?:version\s+[\d.]+\s+)?licen[cs]e\b)", re.IGNORECASE)
 #: An indefinite article (and at most one lowercase word) before a capitalised word: the word names a
 #: kind of thing there ("a simple BaseHTTPServer that supports WSGI"), not one thing.
 _INDEFINITE_BEFORE = re.compile(r"(?:^|\s)(?:a|an|A|An)\s+(?:[a-z][\w-]*\s+)?$")
@@ -189,12 +189,14 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
             kind = "modifier"  # a command-line option ("-ansiC", "--macho")
+        elif masked[max(0, s - 1):s] in ("/", "~", "$"):
+            kind = "modifier"  # the rest of a path or variable ("/dev/shm", "~/.config", "$HOME")
         elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
             kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
         if run and (gap.strip() or len(gap) > 2):
             flush()
-        if kind in ("shaped", "cap") or (kind == "initial" and run):
+        if kind in ("shaped", "cap") or (kind in ("initial", "acronym") and run):  # "GoogleTest UI" goes on
             run.append((s, e, tok))
             if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
                 flush()  # a lowercase shaped name stands alone ("libdrm-dev")

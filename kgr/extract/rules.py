@@ -96,7 +96,8 @@ _NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|u
 #: After a trigger word, a preposition (other than its own): the word is a noun there and its ends are
 #: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports). Lower case
 #: only: a capital starts a name ("wrote On Computable Numbers").
-_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across|for|with|as|via)\b")
+_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across|for|with|as|via|"
+                               r"under|inside|between)\b")
 #: A trigger inside a path or identifier ("lib/support/plausible.c", "license_file").
 _IN_WORD_BEFORE, _IN_WORD_AFTER = re.compile(r"[/_]"), re.compile(r"[/_]|\.\w")
 #: After a trigger noun, a noun it modifies: "support libraries", "the license file", "license terms".
@@ -388,7 +389,7 @@ class RulesExtractor:
         (:func:`kgr.extract.phrases.title_mention`), unless a known name stands there."""
         own = title_mention(masked, title)
         if own is None or any(m.start < own[1] and own[0] < m.end for m in mentions) \
-                or _NAME_GOES_ON.match(masked, own[1]):  # "Tcl Dev Kit" is not Tcl
+                or re.match(r" [A-Z]", masked[own[1]:own[1] + 2]):  # "Tcl Dev Kit", "GoogleTest UI": not the title
             return mentions
         me = cls._title_mention(own[1], own[2], schema)
         me.start = own[0]
@@ -454,7 +455,7 @@ class RulesExtractor:
             right = objects if left is subjects else subjects
             lm = left[-1][0]
             left_ok = close(masked, lm.end, ts, MAX_LEFT_GAP) and left_subject_ok(
-                masked, lm.start, lm.end, ts, te, "" if lm.own else masked[ts:te])
+                masked, lm.start, lm.end, ts, te, masked[ts:te], lm.own)
             if left is subjects and left_ok and _RELATIVE.search(masked[left[-1][0].end:ts]):
                 left_ok = False  # "X … to architectures that support Y": the clause's subject is not X
             if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
@@ -479,7 +480,7 @@ class RulesExtractor:
             ts, te = m.span()
             if any(x.start < te and ts < x.end for x in mentions):
                 continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
-            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of|for|with)$", m.group(0)):
+            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of|for|with|under)$", m.group(0)):
                 continue
             if _IN_WORD_BEFORE.match(sentence, max(0, ts - 1), ts) or _IN_WORD_AFTER.match(sentence, te):
                 continue
