@@ -343,13 +343,12 @@ class RulesExtractor:
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
-            if is_boilerplate(sentence):
-                continue
-            found_here = list(self._sentence_relations(sentence, masked, mentions, comp, schema, widened))
             label = _LICENSE_LINE.search(sentence) if title else None
-            if label is not None and title:  # a "License:" label (also after a copyright line: "… GmbH License: GPL-2")
-                found_here += self._license_line(sentence, label.start(), mentions, title, schema)
-            found_here += self._written_in(masked, mentions, title, schema)
+            found_here = [] if label is None or not title else \
+                list(self._license_line(sentence, label.start(), mentions, title, schema))  # also before boilerplate
+            if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
+                found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
+                found_here += self._written_in(masked, mentions, title, schema)
             for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
