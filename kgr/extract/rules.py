@@ -25,15 +25,17 @@ How it reads a chunk
    - *forward*: the subject is the nearest mention before the trigger whose type is in the domain,
      the object the nearest mention after it whose type is in the range (empty domain/range = any);
    - *reversed*: the object before and the subject after ("the Z3 was designed by Konrad Zuse").
-     Reversed is tried first when the trigger is passive (its last word is ``by``, or ``by``
-     follows it in the text), otherwise forward is tried first; the first reading that finds both
-     ends wins. Since domain and range types drive the choice, "ENIAC was built by Eckert" yields
-     ``(Eckert)-[BUILT]->(ENIAC)`` even with an active trigger "built";
+     The voice picks one reading (:func:`kgr.extract.ends.readings`): a passive trigger (its last
+     word is ``by``, or ``by`` follows it) reads reversed, an active one forward, and the other way
+     round for a relation named ``…_BY``: "ENIAC was built by Eckert" yields
+     ``(Eckert)-[BUILT]->(ENIAC)``, "X, published by Y" never ``Y DEVELOPED_BY X``;
    - coordinated mentions ("Eckert and Mauchly", "A, B and C") next to the chosen end join it;
    - self loops are dropped unless the schema allows them.
    - the ends lie at most :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens from the trigger with
      no clause boundary or second predicate between, and the clause is not negated, removed or
-     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer");
+     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer"), and
+     each end is one of the trigger's (:mod:`kgr.extract.ends`: no pronoun, preposition or other
+     name between, not a modifier of a noun);
      licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
      first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
