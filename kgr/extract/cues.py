@@ -28,7 +28,8 @@ _BOILERPLATE = re.compile(
     r"without warrant|\bas is\b|you may not use this file|permission is hereby granted|redistribution and use in "
     r"source|the software is provided|either express or implied|for more details|this program is free software|"
     r"spdx-license-identifier|all rights reserved|copyright \(c\)|limitations under the license|"
-    r"see the license|license for the specific language|contributor license agreement|warranty",
+    r"see the license|license for the specific language|contributor license agreement|warranty|common-licenses|"
+    r"(?:full|complete)\s+text\s+of|a\s+copy\s+of\s+the\s+(?:\w+\s+){0,6}licen[cs]e",
     re.IGNORECASE,
 )
 _NEGATION = re.compile(

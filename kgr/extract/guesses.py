@@ -37,20 +37,41 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kgr.extract.lexicon import BUILTIN_COMMON, has_lexicon, is_common_word
+from kgr.extract.lexicon import BUILTIN_COMMON, has_lexicon, is_common_word, is_known_word
 from kgr.model.schema import KGSchema
 
 __all__ = ["Guess", "find_guesses", "guess_type", "Roles", "schema_roles"]
 
-_TOKEN = re.compile(r"[A-Za-z0-9\u00c0-\u024f][\w\u00c0-\u024f.+/#-]*[\w\u00c0-\u024f+#]|[A-Za-z\u00c0-\u024f]\.?")
+#: A token; an apostrophe after one letter before a capital is inside it ("O'Reilly", "d'Alembert").
+_TOKEN = re.compile(r"(?:[A-Za-z]['’](?=[A-Z]))?[A-Za-z0-9\u00c0-\u024f][\w\u00c0-\u024f.+/#-]*[\w\u00c0-\u024f+#]|"
+                    r"[A-Za-z\u00c0-\u024f]\.?")
 _SHAPED = re.compile(r"[a-z0-9][A-Z]|[A-Za-z].*\d|\d.*[A-Za-z]|[A-Za-z][-_./+][A-Za-z0-9]")
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]?\.?", re.IGNORECASE)  # "i.e", "e.g.", "a.k.a"
 _COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")  # "work-in-progress", "look-and-feel"
 _PREFIXED = re.compile(r"(?:auto|multi|non|pre|re|co|self|cross|sub|inter|semi|anti|de|un|post|over|under)-[a-z]")
 _MODIFIER_SUFFIX = re.compile(r"-(?:based|compatible|like|style|aware|only|specific|friendly|agnostic|level|wide|free|"
-                              r"safe|enabled|related|oriented|powered|driven|ready|side)$", re.IGNORECASE)
+                              r"safe|enabled|related|oriented|powered|driven|ready|side|compliant|conformant|"
+                              r"accelerated|grained|licen[cs]ed|derived|independent|dependent|capable|native)$",
+                              re.IGNORECASE)
 _INITIAL = re.compile(r"[A-Z]\.")
 _ACRONYMS = re.compile(r"[A-Z]{1,3}(?:/[A-Z]{1,3})+")  # "API/ABI", "TLS/SSL": generic terms, as single acronyms
+#: Words joined by slashes ("and/or", "Read/write", "input/output"): an alternation of words, not a name.
+_WORD_ALTERNATION = re.compile(r"[A-Za-z][a-z]*(?:/[a-z]+)+")
+#: A path ("debugfs/xattrs.c", "lib/support/plausible.c"): two slashes, or a file name after one.
+_PATH = re.compile(r"[\w.+-]*/[\w.+-]*/[\w./+-]*|[\w.+-]*/[\w+-]+\.[a-z]{1,4}")
+#: A version or a quantity, not a name: "v6b", "v2.1", "2.x", "128bit", "3rd".
+_VERSION = re.compile(r"v\d[\w.]*|\d+(?:\.\w+)+|\d+[a-z]{1,4}", re.IGNORECASE)
+#: The last word of a legal document's name ("Runtime Library Exception", "Contributor License Agreement"),
+#: or a name followed by "licensed" ("an Apache2 licensed library"): a licence term, not software.
+_LEGAL_WORDS = frozenset("license licence exception agreement notice terms policy clause".split())
+_LICENSED_AFTER = re.compile(r"\s*-?\s*(?:licen[cs]ed\b|(?:version\s+[\d.]+\s+)?licen[cs]e\b)", re.IGNORECASE)
+#: An indefinite article (and at most one lowercase word) before a capitalised word: the word names a
+#: kind of thing there ("a simple BaseHTTPServer that supports WSGI"), not one thing.
+_INDEFINITE_BEFORE = re.compile(r"(?:^|\s)(?:a|an|A|An)\s+(?:[a-z][\w-]*\s+)?$")
+#: After a capitalised word opening a sentence: a verb or a clause's end ("Werkzeug is", "Flask depends",
+#: "Valgrind, a …"), which lets an English-looking word ("Key exchange", "Recursive downloading") be a name.
+_VERB_NEXT = re.compile(r"\s*(?:[,;:.)]|$)|\s+(?:(?:also|now|still|only|then|[a-z]+ly)\s+)?(?:is|are|was|were|has|have|had|can|could|"
+                        r"will|would|does|do|did|must|may|should|[a-z]+s)\b")
 #: A file's name ("opengl.pc", "glu.h", "setup.py"): a file, not the software.
 _FILE_NAME = re.compile(r"[a-z0-9_+-]+\.(?:pc|h|hh|hpp|c|cc|cpp|py|so|a|o|txt|md|rst|json|ya?ml|xml|gir|conf|cfg|ini|"
                         r"sh|pl|pm|in|am|ac|mk|lock|toml|diff|patch|log|gz|tar|deb|service)")
@@ -102,6 +123,12 @@ class Guess:
 def _kind(tok: str, code: bool) -> str:
     if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok) or _FILE_NAME.fullmatch(tok):
         return "modifier"
+    if _WORD_ALTERNATION.fullmatch(tok) or _PATH.fullmatch(tok):
+        return "modifier"
+    if _VERSION.fullmatch(tok):
+        return "number"
+    if tok.isalpha() and tok.isupper() and len(tok) > 3 and (not has_lexicon() or is_common_word(tok)):
+        return "lower"  # "LOCK", "DELETE", "ENGINE": a shouted word, unless the word list knows it is no word
     if _ACRONYMS.fullmatch(tok):
         return "acronym"
     if _COMPOUND_WORD.fullmatch(tok) and (_PREFIXED.match(tok) or not has_lexicon()
@@ -120,8 +147,10 @@ def _kind(tok: str, code: bool) -> str:
     return "lower"
 
 
-def _shape(words: list[str], org_after: bool) -> str:
+def _shape(words: list[str], org_after: bool, licensed_after: bool = False) -> str:
     folded = [w.casefold() for w in words]
+    if licensed_after or folded[-1] in _LEGAL_WORDS:
+        return "legal"
     if org_after or any(w in ORG_WORDS for w in folded):
         return "organization"
     if 2 <= len(words) <= 4 and all(_PERSON_WORD.fullmatch(w) or _INITIAL.fullmatch(w) for w in words) \
@@ -146,23 +175,28 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
     def flush() -> None:
         while run and _drop_head(run[0], first, starts) and not _person_run(run):
             run.pop(0)
+        if run and run[0][0] == first and _english_opening(run, masked):
+            run.clear()
         if run:
             s, e = run[0][0], run[-1][1]
             words = [w for _, _, w in run]
-            if not all(is_common_word(w) for w in words):
-                out.append(Guess(s, e, " ".join(masked[s:e].split()), _shape(words, bool(_ORG_AFTER.match(masked, e)))))
+            if not all(is_common_word(w) for w in words) and not _INDEFINITE_BEFORE.search(masked, 0, s):
+                shape = _shape(words, bool(_ORG_AFTER.match(masked, e)), bool(_LICENSED_AFTER.match(masked, e)))
+                out.append(Guess(s, e, " ".join(masked[s:e].split()), shape))
         run.clear()
 
     for s, e, tok in toks:
         kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
             kind = "modifier"  # a command-line option ("-ansiC", "--macho")
+        elif masked[max(0, s - 1):s] in ("/", "~", "$"):
+            kind = "modifier"  # the rest of a path or variable ("/dev/shm", "~/.config", "$HOME")
         elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
             kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
         if run and (gap.strip() or len(gap) > 2):
             flush()
-        if kind in ("shaped", "cap") or (kind == "initial" and run):
+        if kind in ("shaped", "cap") or (kind in ("initial", "acronym") and run):  # "GoogleTest UI" goes on
             run.append((s, e, tok))
             if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
                 flush()  # a lowercase shaped name stands alone ("libdrm-dev")
@@ -174,6 +208,17 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             flush()
     flush()
     return out
+
+
+def _english_opening(run: list[tuple[int, int, str]], masked: str) -> bool:
+    """Whether a run of capitalised words opening the sentence reads as English there: its first word
+    may be English (:func:`kgr.extract.lexicon.is_known_word`) and no verb follows the run ("Key
+    exchange support", "Configuration support currently exists", "Recursive downloading"; not
+    "Sorted Containers is", "Werkzeug provides"); person-shaped runs are names."""
+    word = run[0][2]
+    if _SHAPED.search(word) or not word[:1].isupper() or _person_run(run) or _ORG_AFTER.match(masked, run[-1][1]):
+        return False
+    return is_known_word(word) and not _VERB_NEXT.match(masked, run[-1][1])
 
 
 def _adverb(word: str) -> bool:
@@ -205,6 +250,8 @@ def guess_type(shape: str, allowed: list[str], widened: list[str], roles: Roles)
     """The one type of a guess of name shape ``shape`` in a slot that allows ``allowed`` (empty: any)
     of the ``widened`` types (rules in the module docstring), or None when the slot cannot take it."""
     pool = [t for t in (allowed or widened) if t in widened]
+    if shape == "legal":
+        return None
     if shape == "person" and roles.person:
         return roles.person if roles.person in pool else None
     if shape == "organization" and roles.organization:

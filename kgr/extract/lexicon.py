@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import os
 
-__all__ = ["COMMON_COUNT", "has_lexicon", "is_common_word", "BUILTIN_COMMON"]
+__all__ = ["COMMON_COUNT", "has_lexicon", "is_common_word", "is_known_word", "BUILTIN_COMMON"]
 
 #: A word counted at least this often in pyspellchecker's English list is a common word.
 COMMON_COUNT = 2000
@@ -43,6 +43,8 @@ then there these they this those though through thus to together too try turn tw
 update updated updates upgrade upload use used useful user users uses using usually value values various very
 via want was way we well were what when where whether which while who why will with within without would yet
 you your
+january february march april june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday
 """.split())
 
 
@@ -60,6 +62,20 @@ def _frequencies():  # the pyspellchecker word list, or None without the extra
 def has_lexicon() -> bool:
     """Whether the word-frequency list of the ``nlp`` extra answers :func:`is_common_word`."""
     return _frequencies() is not None
+
+
+def is_known_word(word: str) -> bool:
+    """Whether ``word`` may be English: any count in the word list, or, without the extra, any word
+    not shaped like a name (without a list, an English-looking capitalised word is not told apart).
+
+    >>> is_known_word("the")
+    True
+    """
+    freq = _frequencies()
+    w = word.casefold()
+    if freq is None or w in BUILTIN_COMMON:
+        return True
+    return w.isalpha() and freq[w] > 0
 
 
 def is_common_word(word: str) -> bool:

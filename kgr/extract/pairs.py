@@ -28,6 +28,7 @@ class Mention:
     shape: str = "other"  # a guess's name shape (kgr.extract.guesses)
     possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
     modifier: bool = False  # before a product noun ("an SQL database engine"): no end of a closed type
+    own: bool = False  # the document's title standing for "It", "Add …" (rules extractor, ``_SELF``)
 
 
 def resolve_overlaps(cands: list[tuple[int, int, int, Mention]]) -> list[Mention]:
@@ -131,6 +132,7 @@ def find_pair(
     guesses: list[Mention] | None = None,
     widened: list[str] | None = None,
     roles: Roles = Roles(None, None),
+    order: list[str] | None = None,
 ) -> tuple[list[tuple[Mention, str]], list[tuple[Mention, str]]] | None:
     left = [m for m in mentions if m.end <= ts][::-1]
     right = [m for m in mentions if m.start >= te]
@@ -143,7 +145,7 @@ def find_pair(
             got = _side(sentence, guessed, allowed, widened, leftwards=leftwards, roles=roles)
         return got
 
-    readings = ["reversed", "forward"] if passive else ["forward", "reversed"]
+    readings = order or (["reversed", "forward"] if passive else ["forward", "reversed"])
     for reading in readings:
         if reading == "forward":
             subs = pick(left, g_left, dom, True)
@@ -156,14 +158,16 @@ def find_pair(
     return None
 
 
-_COPULA_RELATIVE = re.compile(r"\s*(?:is|are|was|were)\s+(?:a|an|the)\b[^,;:]*\b(?:which|that)\s*$", re.IGNORECASE)
+_COPULA_RELATIVE = re.compile(r"\s*(?:is|are|was|were)\s+(?:a|an|the)\b[^,;:]*(?:\b(?:which|that)|,(?:\s*[a-z]+ly)?)\s*$",
+                               re.IGNORECASE)
 
 
 def shared_subject(text: str, cands: list[Mention], ts: int, allowed: list[str], widened: list[str] | None,
                    roles: Roles) -> tuple[Mention, str] | None:
     """The subject a trigger shares with an earlier predicate of its clause, when the nearer left
     mention belongs to that predicate: the mention opening the clause, followed by "is a … which"
-    ("Granian is an ASGI compatible Rust HTTP server which supports HTTP/2") or by a coordinated
+    ("Granian is an ASGI compatible Rust HTTP server which supports HTTP/2"), by "is a …," before a
+    participle ("Requests is an HTTP library, written in Python") or by a coordinated
     predicate ("scikit-learn is … built on top of SciPy and is distributed under the BSD license").
     None when the clause does not open with a mention that ``allowed`` accepts."""
     lo = 0

@@ -25,15 +25,17 @@ How it reads a chunk
    - *forward*: the subject is the nearest mention before the trigger whose type is in the domain,
      the object the nearest mention after it whose type is in the range (empty domain/range = any);
    - *reversed*: the object before and the subject after ("the Z3 was designed by Konrad Zuse").
-     Reversed is tried first when the trigger is passive (its last word is ``by``, or ``by``
-     follows it in the text), otherwise forward is tried first; the first reading that finds both
-     ends wins. Since domain and range types drive the choice, "ENIAC was built by Eckert" yields
-     ``(Eckert)-[BUILT]->(ENIAC)`` even with an active trigger "built";
+     The voice picks one reading (:func:`kgr.extract.ends.readings`): a passive trigger (its last
+     word is ``by``, or ``by`` follows it) reads reversed, an active one forward, and the other way
+     round for a relation named ``…_BY``: "ENIAC was built by Eckert" yields
+     ``(Eckert)-[BUILT]->(ENIAC)``, "X, published by Y" never ``Y DEVELOPED_BY X``;
    - coordinated mentions ("Eckert and Mauchly", "A, B and C") next to the chosen end join it;
    - self loops are dropped unless the schema allows them.
    - the ends lie at most :data:`MAX_LEFT_GAP` / :data:`MAX_RIGHT_GAP` tokens from the trigger with
      no clause boundary or second predicate between, and the clause is not negated, removed or
-     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer");
+     hedged (:mod:`kgr.extract.cues`: "does not require", "Drop support for", "no longer"), and
+     each end is one of the trigger's (:mod:`kgr.extract.ends`: no pronoun, preposition or other
+     name between, not a modifier of a noun);
      licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
      first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
@@ -58,6 +60,7 @@ from typing import Any
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
+from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.phrases import modifier_of_product, title_mention, written_in
@@ -76,7 +79,10 @@ _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|nativ
 MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name
 #: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
-_NAME_GOES_ON = re.compile(r" [A-Z][a-z]")
+_NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
+#: A known name run into a longer word: a hyphenated compound ("X Window System-specific",
+#: "C-extensions") or a longer name ("C" of "C++11", "C#"): not a mention of the known one.
+_RUN_ON = re.compile(r"-[a-z]|[+#]")
 #: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
 _RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
 #: A sentence opening with a pronoun or a definite description of the document's own subject.
@@ -92,9 +98,18 @@ _NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|u
 #: After a trigger word, a preposition (other than its own): the word is a noun there and its ends are
 #: elsewhere ("C++ exception support only on i386": i386 is where, not what, it supports). Lower case
 #: only: a capital starts a name ("wrote On Computable Numbers").
-_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across)\b")
+_PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across|for|with|as|via|"
+                               r"under|inside|between)\b")
+#: A trigger inside a path or identifier ("lib/support/plausible.c", "license_file").
+_IN_WORD_BEFORE, _IN_WORD_AFTER = re.compile(r"[/_]"), re.compile(r"[/_]|\.\w")
+#: After a trigger noun, a noun it modifies: "support libraries", "the license file", "license terms".
+_NOUN_TRIGGER = frozenset({"support", "license", "licence", "encoder"})
+_NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions?|modules?|packages?|scripts?|tools?|"
+                         r"texts?|terms|headers?|class(?:es)?|programs?|teams?|matrix|status|levels?|polic(?:y|ies)|"
+                         r"information|tickets?|requests?|contracts?|issues?|questions?|channels?|lists?|notices?|"
+                         r"agreements?|fees?|keys?|servers?|contracts?|plans?|engineers?)\b", re.IGNORECASE)
 #: A "License: X" line of a README or package description (its subject is the document's).
-_LICENSE_LINE = re.compile(r"\W{0,3}Licen[cs]e:\s")
+_LICENSE_LINE = re.compile(r"(?:^|(?<=\s))\W{0,3}Licen[cs]e:\s")
 
 
 @dataclass
@@ -280,7 +295,8 @@ class RulesExtractor:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
                 cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
-        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)]
+        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)
+                and not (_RUN_ON.match(text, m.end) and text[m.end - 1].isalpha())]
         for m in kept:
             m.modifier = modifier_of_product(text, m.end)
         return mark_possessives(text, kept)
@@ -329,12 +345,12 @@ class RulesExtractor:
             all_mentions.extend(mentions)
             for m in mentions:
                 offsets[m] = s0 + m.start
-            if is_boilerplate(sentence):
-                continue
-            found_here = list(self._sentence_relations(sentence, masked, mentions, comp, schema, widened))
-            if title and _LICENSE_LINE.match(sentence):
-                found_here += self._license_line(mentions, title, schema)
-            found_here += self._written_in(masked, mentions, title, schema)
+            label = _LICENSE_LINE.search(sentence) if title else None
+            found_here = [] if label is None or not title else \
+                list(self._license_line(sentence, label.start(), mentions, title, schema))  # also before boilerplate
+            if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
+                found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
+                found_here += self._written_in(masked, mentions, title, schema)
             for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
@@ -366,14 +382,15 @@ class RulesExtractor:
     def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:
         """The document's title standing at ``[0, end)`` of a sentence (or for its missing subject), with every relation domain type."""
         types = list(dict.fromkeys(t for spec in schema.relation_types.values() for t in spec.domain))
-        return Mention(0, end, types, {t: title for t in types})
+        return Mention(0, end, types, {t: title for t in types}, own=True)
 
     @classmethod
     def _own_name(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema) -> list[Mention]:
         """``mentions`` and, opening the sentence, the document's own name as the text spells it
         (:func:`kgr.extract.phrases.title_mention`), unless a known name stands there."""
         own = title_mention(masked, title)
-        if own is None or any(m.start < own[1] and own[0] < m.end for m in mentions):
+        if own is None or any(m.start < own[1] and own[0] < m.end for m in mentions) \
+                or re.match(r" [A-Z]", masked[own[1]:own[1] + 2]):  # "Tcl Dev Kit", "GoogleTest UI": not the title
             return mentions
         me = cls._title_mention(own[1], own[2], schema)
         me.start = own[0]
@@ -399,17 +416,17 @@ class RulesExtractor:
         return out
 
     @staticmethod
-    def _license_line(mentions: list[Mention], title: str, schema: KGSchema):
-        """``LICENSED_UNDER`` from the document (``title``) to each licence named on a "License: …" line."""
+    def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema):
+        """``LICENSED_UNDER`` from the document (``title``) to each licence of a "License: …" line's
+        licence expression (:func:`kgr.extract.ends.license_chain`)."""
         spec = schema.relation_types.get("LICENSED_UNDER")
         if spec is None or not spec.domain:
             return
         me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
-        for m in mentions:
-            for t in m.types:
-                if t in spec.range:
-                    yield "LICENSED_UNDER", me, spec.domain[0], m, t
-                    break
+        licences = {(m.start, m.end): (m, t) for m in mentions for t in m.types[:1] if t in spec.range}
+        for span in license_chain(sentence, sorted(licences), at):
+            m, t = licences[span]
+            yield "LICENSED_UNDER", me, spec.domain[0], m, t
 
     def _sentence_relations(self, sentence: str, masked: str, mentions: list[Mention], comp: _Compiled,
                             schema: KGSchema, widened: list[str]):
@@ -427,16 +444,19 @@ class RulesExtractor:
         for rel, passive, ts, te in triggers:
             spec = schema.relation_types[rel]
             dom, rng = list(spec.domain), list(spec.range)
-            ends = find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles)
+            order = readings(rel, passive)
+            ends = find_pair(masked, mentions, ts, te, dom, rng, passive, roles=comp.roles, order=order)
             if ends is None and guesses:
                 ends = find_pair(masked, mentions, ts, te, dom, rng, passive, guesses=guesses, widened=widened,
-                                  roles=comp.roles)
+                                  roles=comp.roles, order=order)
             if ends is None:
                 continue
             subjects, objects = (sorted(side, key=lambda mt: mt[0].start) for side in ends)
             left = subjects if subjects[0][0].end <= ts else objects
             right = objects if left is subjects else subjects
-            left_ok = close(masked, left[-1][0].end, ts, MAX_LEFT_GAP)
+            lm = left[-1][0]
+            left_ok = close(masked, lm.end, ts, MAX_LEFT_GAP) and left_subject_ok(
+                masked, lm.start, lm.end, ts, te, masked[ts:te], lm.own)
             if left is subjects and left_ok and _RELATIVE.search(masked[left[-1][0].end:ts]):
                 left_ok = False  # "X … to architectures that support Y": the clause's subject is not X
             if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
@@ -444,7 +464,8 @@ class RulesExtractor:
                 subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
             if not (left_ok and close(masked, te, right[0][0].start, MAX_RIGHT_GAP)):
                 continue
-            if _NO_RIGHT_END.match(masked, te, right[0][0].start):
+            if _NO_RIGHT_END.match(masked, te, right[0][0].start) or not right_object_ok(
+                    masked, te, right[0][0].start, [sp for sp in ends_at if sp != (right[0][0].start, right[0][0].end)]):
                 continue
             for sm, st in subjects:
                 for om, ot in objects:
@@ -460,7 +481,11 @@ class RulesExtractor:
             ts, te = m.span()
             if any(x.start < te and ts < x.end for x in mentions):
                 continue  # a trigger word inside a name ("Bell Telephone Laboratories" vs "telephone")
-            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of)$", m.group(0)):
+            if _PREPOSITION_NEXT.match(sentence, te) and not re.search(r"\s(?:on|in|at|to|of|for|with|under)$", m.group(0)):
+                continue
+            if _IN_WORD_BEFORE.match(sentence, max(0, ts - 1), ts) or _IN_WORD_AFTER.match(sentence, te):
+                continue
+            if _norm(m.group(0)) in _NOUN_TRIGGER and _NOUN_AFTER.match(sentence, te):
                 continue
             if _PROVIDED_BY.match(sentence, te):
                 continue  # "SSL support is provided by OpenSSL": the document supports SSL through OpenSSL

@@ -11,6 +11,8 @@ MODULES = [
     "kgr.extract",
     "kgr.extract.rules",
     "kgr.extract.phrases",
+    "kgr.extract.ends",
+    "kgr.extract.lexicon",
     "kgr.extract.llm_client",
     "kgr.extract.llm_prompt",
     "kgr.ingest.chunking",

@@ -53,7 +53,8 @@ def test_a_standard_before_a_product_noun_is_no_end(text):
 
 def test_a_trigger_noun_before_a_preposition_reads_nothing():
     assert triples("Manually enable C++ exception support only on i386 and amd64.", "libunwind") == set()
-    assert triples("Enable C++ support for amd64.", "libunwind") != set()  # "support for" is its own trigger
+    # "support for" is its own trigger (before: "Enable C++ support for amd64." read amd64 SUPPORTS C++ backwards)
+    assert triples("libunwind has support for C++.", "libunwind") == {("libunwind", "SUPPORTS", "C++")}
 
 
 @pytest.mark.parametrize("text, name", [

@@ -1,0 +1,139 @@
+"""Which end of a trigger may be its subject or object (rules extractor, after :func:`kgr.extract.pairs.find_pair`).
+
+Each rule abstains (precision first) where a name stands near a trigger without being its end:
+
+- :func:`readings`: the direction follows the verb's voice, not the types alone. An active trigger
+  reads forward (subject, trigger, object); a passive one ("built by", or "by" after it) reversed;
+  for a relation whose name ends in ``_BY`` (``DEVELOPED_BY``: its object is the agent) the other
+  way round. "Python Cookbook, published by O'Reilly" is no ``O'Reilly DEVELOPED_BY Python Cookbook``.
+- :func:`left_subject_ok`: the subject left of its trigger is not one when a pronoun stands between
+  ("Since September 2002 *it* has been maintained by"), when it is the object of a preposition other
+  than *of* ("*via* GdkOwnerChange events requires", "Building *from* a Git checkout requires"; "The
+  main features *of* Pexpect require" is read as said of Pexpect), when the
+  trigger is the bare noun *support* with no verb before it ("Key exchange support for",
+  "Configuration support currently exists"), or when the trigger is a participle after a comma
+  and the name is not the noun just before that comma ("an Apache2 licensed containers library,
+  written in pure-Python").
+- :func:`right_object_ok`: the object right of its trigger is not one when another name stands
+  between (unless both are items of one list), when the words between end in a preposition or a passive participle ("implements the
+  PRF *used by* TLS", "the long double datatype *with* 128bit") or hold a relative pronoun
+  ("supports new options *that* enable …"), or when a comparison "the same … as" precedes it.
+- :func:`license_chain`: the licences a "License: X" line names are those of its licence
+  expression (the names right after the label, joined by *or*, *and*, *with* or commas), not the
+  ones in the text after it ("License: GPL-3+ On Debian systems the full text of the GNU General
+  Public License …"); and none when that text speaks of a part ("*This file* is dual-licensed",
+  "*These scripts* are free software").
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["readings", "left_subject_ok", "right_object_ok", "license_chain"]
+
+_PRONOUN = re.compile(r"\b(?:it|they|he|she|we|you|i)\b")
+_PREPOSITION_BEFORE = re.compile(
+    r"(?:^|\s)(?:via|in|on|for|with|from|by|to|at|using|through|behind|into|about|beyond|within|without|since|"
+    r"after|before|until|unlike|than|per|including|except|like|over|under|between|among|against)\s+"
+    r"(?:(?:a|an|the|this|that|its|their|his|her|our|each|every|all)\s+)?$", re.IGNORECASE)
+#: A verb that gives the bare noun "support" its owner ("X has support for", "X adds support for"), or an
+#: auxiliary that makes "support" the verb ("X can support Y", "to support").
+_SUPPORT_VERB = re.compile(r"\b(?:can|could|will|would|to|does|do|did|has|have|had|having|with|provides?|provided|providing|adds?|added|adding|offers?|"
+                           r"offered|includes?|included|including|gains?|gained|got|gets|brings?|brought|contains?|"
+                           r"ships?|shipped|enables?|enabled|introduces?|introduced|comes\s+with|came\s+with)\b",
+                           re.IGNORECASE)
+#: A lowercase noun right after the name, before the trigger: the name modifies it ("SystemVerilog *parser*
+#: supports", "The gdk-pixbuf *tiff loader* now requires"); not an auxiliary, an adverb, a word in -s or -ed
+#: (a verb more often than not: "GnuPG *provides*") or the name's own kind ("The Pallets *organization* develops").
+_MODIFIES_NEXT = re.compile(
+    r"\s+(?!(?:is|are|was|were|be|been|has|have|had|can|could|will|would|shall|should|may|might|must|does|do|did|"
+    r"also|now|still|only|already|then|even|again|not|never|itself|themselves|first|originally|initially|mainly|"
+    r"and|or|but|which|that|who|as|to|in|on|of|for|with|by|from|at|under|since|library|libraries|package|packages|"
+    r"module|modules|project|projects|tool|tools|toolkit|framework|organi[sz]ation|team|community|developers|"
+    r"maintainers|authors|foundation|program|application|software|system|ecosystem|suite|family|stack|platform|"
+    r"codebase|repository|source|distribution)\b)[a-z]+(?<!ly)(?<!s)(?<!ed)\b")
+_PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
+_ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
+#: Words between a trigger and its object that make the object another noun's: a relative pronoun, a
+#: preposition (other than "of": "the terms of", "version 2 of") or a passive participle ending the gap.
+_RIGHT_GAP_STOP = re.compile(
+    r"\b(?:that|which|who|whom|whose|where)\b|"
+    r"\s(?:with|on|in|at|from|by|via|under|over|beyond|between|into|for|to|as)\s+(?:(?:a|an|the)\s+)?$|"
+    r"\b[a-z]+ed\s+by\s*$", re.IGNORECASE)
+_LIST_REST = re.compile(r"(?:[\s,;/&]|\b(?:and|or|the|a|an|v?\d[\w.]*)\b)*", re.IGNORECASE)
+_BY_FIRST = re.compile(r"^\s*by\b", re.IGNORECASE)
+_SAME_AS = re.compile(r"\bsame\b[^,;:]*\bas\s*$", re.IGNORECASE)
+_CHAIN_GAP = re.compile(r"\s*(?:,|\bor\b|\band\b|\bwith\b|/|\|)?\s*(?:(?:the|later|any)\s+)*", re.IGNORECASE)
+_CHAIN_OPEN = re.compile(r"\W{0,3}Licen[cs]e:\s*(?:(?:your\s+)?choice\s+of\s+)?", re.IGNORECASE)
+_PART = re.compile(r"\b(?:this|these|those|some|the\s+following)\s+(?:files?|scripts?|source\s+files?|source\s+code|"
+                   r"code|portions?|parts?|fonts?|icons?|images?|documentation|manual|headers?|tests?|examples?)\b|"
+                   r"\bportions?\s+of\b", re.IGNORECASE)
+
+
+def readings(relation: str, passive: bool) -> list[str]:
+    """The one reading (``"forward"``: subject before the trigger; ``"reversed"``) of a trigger of
+    ``relation`` in the voice ``passive`` (rule in the module docstring).
+
+    >>> readings("DESIGNED", True), readings("DEVELOPED_BY", True), readings("DEVELOPED_BY", False)
+    (['reversed'], ['forward'], ['reversed'])
+    """
+    agent_object = relation.upper().endswith("_BY")
+    return ["forward"] if passive == agent_object else ["reversed"]
+
+
+def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: str, own: bool = False) -> bool:
+    """Whether the mention at ``[start, end)`` before the trigger at ``[ts, te)`` may be its subject
+    (``own``: the document's title standing for "It" or the missing subject of "Add support for")."""
+    gap = text[end:ts]
+    if _PRONOUN.search(gap) or _PREPOSITION_BEFORE.search(text, 0, start):
+        return False
+    if _MODIFIES_NEXT.match(gap):
+        return False
+    if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \
+            and not (own and not gap.strip()):
+        return False
+    comma = gap.rfind(",")
+    if comma >= 0 and _PARTICIPLE.match(trigger) and _ADVERB_ONLY.fullmatch(gap[comma + 1:]):
+        return not gap[:comma].strip(" \"'”’)")  # ", written in": said of the noun just before the comma
+    return True
+
+
+def right_object_ok(text: str, te: int, start: int, others: list[tuple[int, int]]) -> bool:
+    """Whether the mention starting at ``start`` after a trigger ending at ``te`` may be its object;
+    ``others``: spans of the sentence's other names (known or guessed)."""
+    gap = _BY_FIRST.sub("", text[te:start])  # "designed by X": the trigger's own "by"
+    between = [(s, e) for s, e in others if te <= s and e <= start]
+    if between:  # another name first: only as an item of a list the object ends ("SSLv2 and v4, TLS")
+        rest = list(text[te:start])
+        for s, e in between:
+            rest[s - te:e - te] = " " * (e - s)
+        if not _LIST_REST.fullmatch("".join(rest)):
+            return False
+    return _RIGHT_GAP_STOP.search(gap) is None and _SAME_AS.search(text, 0, te) is None
+
+
+def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0) -> list[tuple[int, int]]:
+    """Of the licence mentions ``spans`` (sorted) of a "License: …" label at ``label``, those of its
+    licence expression.
+
+    >>> t = "License: GPL-3+ On Debian systems the full text of the GNU General Public License is in"
+    >>> license_chain(t, [(9, 14), (51, 77)])
+    [(9, 14)]
+    >>> license_chain("License: MIT or Apache 2, your choice", [(9, 12), (16, 24)])
+    [(9, 12), (16, 24)]
+    >>> license_chain("License: LGPL This file may be redistributed under the LGPL.", [(9, 13), (55, 59)])
+    []
+    """
+    m = _CHAIN_OPEN.match(text, label)
+    if m is None or _PART.search(text, label):
+        return []
+    at, out = m.end(), []
+    for s, e in spans:
+        if s < at:
+            continue
+        gap = _CHAIN_GAP.match(text, at)
+        if gap is None or gap.end() < s and text[gap.end():s].strip(" -+.0-9"):
+            break
+        out.append((s, e))
+        at = e
+    return out
