@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 #: The settings and report models the front door takes and returns, and the group-commit writer it hands
 #: out (so callers, the server and the tool catalogue among them, need not reach into the layers behind it).
-__all__ = ["Engine", "FileStageReport", "AgingConfig", "AgingReport", "ForgetReport", "GroupWriter", "JsonlExport"]
+__all__ = ["Engine", "FileStageReport", "promote_by_quorum", "AgingConfig", "AgingReport", "ForgetReport", "GroupWriter", "JsonlExport"]
 
 
 def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
@@ -457,3 +457,17 @@ class Engine:
         from kgr.store.metrics import collect_metrics
 
         return collect_metrics(self.graph, rounds=rounds)
+
+
+def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None) -> RoundSummary:
+    """One round of the plain vote rule on ``graph``: pending edges with ``votes >= quorum`` are promoted.
+
+    The policy (:class:`kgr.promotion.policies.QuorumPolicy`) is built here, above the store, and
+    handed to :func:`kgr.store.rounds.run_round`, which writes its decisions as one version (the
+    store decides nothing). ``now`` is the round's clock in epoch seconds (default: the time now).
+    """
+    from kgr.promotion.policies import QuorumConfig, QuorumPolicy
+
+    if quorum < 1:
+        raise KgrValidationError("quorum must be >= 1", field="quorum")
+    return rounds.run_round(graph, QuorumPolicy(QuorumConfig(quorum=quorum)), now=now)

@@ -406,6 +406,23 @@ def test_the_command_line_goes_through_the_engine():
     assert not wrong, "\n".join(wrong)
 
 
+#: What the store may use of the promotion package: settings and schema readings, never a policy (the
+#: store runs a round with the policy it is handed, :func:`kgr.store.rounds.run_round`; it decides nothing).
+STORE_PROMOTION_SURFACE = {
+    "kgr.promotion.gedig": "PromotionConfig, the settings a metrics report prints",
+    "kgr.promotion.constraints": "functional_relations: which relations the schema declares functional",
+}
+
+
+def test_the_store_decides_nothing():
+    """Issue 33: no module of the store builds or imports a promotion policy or the evidence scorer."""
+    wrong = [f"{path.relative_to(ROOT.parent)}:{line}: {name}"
+             for module, path, tree in MODULES if module.startswith("kgr.store.")
+             for line, name in _imports(tree, module)
+             if _in(name, ("kgr.promotion", "kgr.evidence")) and name not in STORE_PROMOTION_SURFACE]
+    assert not wrong, "\n".join(wrong)
+
+
 #: What the server and the tool catalogue may use of the store or the ingestion package besides
 #: :class:`kgr.engine.Engine` and :mod:`kgr.connect`: nothing (the types they pass around, ``Graph``,
 #: ``Neo4jSettings`` and ``GroupWriter``, come re-exported by the front door).

@@ -1,7 +1,8 @@
-"""Promotion shortcuts on top of :mod:`kgr.store.rounds`: the quorum rule, and writing given decisions.
+"""Promotion shortcuts on top of :mod:`kgr.store.rounds`: reading candidates, writing given decisions.
 
-:func:`promote_by_quorum` is one round of the plain vote rule (:class:`kgr.promotion.policies.QuorumPolicy`)
-through :func:`kgr.store.rounds.run_round`. :func:`apply_decisions` writes decisions made
+The store decides nothing: a round's policy is built above it (:func:`kgr.engine.promote_by_quorum`,
+:meth:`kgr.engine.Engine.promote`) and handed to :func:`kgr.store.rounds.run_round`.
+:func:`apply_decisions` writes decisions made
 elsewhere (scripts, tests, seeding a benchmark) as one version through the same
 :func:`~kgr.store.rounds.write_round`: one transaction, checked against concurrent writers.
 """
@@ -12,14 +13,12 @@ from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from kgr.errors import KgrValidationError
 from kgr.model.decisions import EdgeDecision, RoundSummary
 from kgr.model.promotion import RoundDecisions, RoundInputs
 from kgr.store.connection import Graph
-from kgr.store.rounds import read_context, run_round, write_round
+from kgr.store.rounds import read_context, write_round
 
-__all__ = ["PendingEdgeRow", "apply_decisions", "candidates", "iter_pending", "promote_by_quorum",
-           "MAX_CANDIDATES_PER_ROUND"]
+__all__ = ["PendingEdgeRow", "apply_decisions", "candidates", "iter_pending", "MAX_CANDIDATES_PER_ROUND"]
 
 _UNDECIDED = ("pending", "held")
 
@@ -69,13 +68,3 @@ def apply_decisions(graph: Graph, decisions: Sequence[EdgeDecision], *, note: st
     inputs = RoundInputs(candidates=(), context=context, now=now or 0.0)
     return write_round(graph, RoundDecisions(decisions=list(decisions), note=note, decide_ms=decide_ms or 0.0),
                        inputs, policy="external")
-
-
-def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None,
-                      limit: int = MAX_CANDIDATES_PER_ROUND) -> RoundSummary:
-    """One round of the simple quorum rule over (at most ``limit``) undecided pending edges."""
-    from kgr.promotion.policies import QuorumConfig, QuorumPolicy
-
-    if quorum < 1:
-        raise KgrValidationError("quorum must be >= 1", field="quorum")
-    return run_round(graph, QuorumPolicy(QuorumConfig(quorum=quorum, max_candidates_per_round=limit)), now=now)

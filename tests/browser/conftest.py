@@ -25,7 +25,7 @@ from kgr.model.canonical import edge_key, entity_key
 from kgr.model.triples import TripleAssertion
 from kgr.store.aging import AgingConfig, age
 from kgr.store.connection import Graph
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
 from kgr.store.staging import stage
 from kgr.store.versions import create_snapshot, rollback

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from kgr.cli.main import app
 from kgr.model.triples import TripleAssertion
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 
 pytestmark = pytest.mark.neo4j

@@ -17,7 +17,7 @@ from kgr.ingest.config import IngestConfig  # noqa: E402
 from kgr.ingest.pipeline import ingest  # noqa: E402
 from kgr.model.schema import load_schema  # noqa: E402
 from tests.support.rounds import gedig_round as run_round  # noqa: E402
-from kgr.store.promotion import promote_by_quorum  # noqa: E402
+from kgr.engine import promote_by_quorum  # noqa: E402
 from kgr.store.provenance import schema_proposals  # noqa: E402
 from kgr.store.versions import promoted_edges  # noqa: E402
 from tests.support.llm_stub import StubReply, llm_stub_factory  # noqa: E402,F401

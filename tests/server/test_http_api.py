@@ -9,7 +9,7 @@ import pytest
 
 from kgr.catalog import served_tools
 from kgr.server.service import ToolService
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.versions import create_snapshot
 from kgr.tools.registry import function_definitions, get_tool
 

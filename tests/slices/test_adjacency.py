@@ -21,7 +21,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice, report_outcome
 from kgr.slices.adjacency import PromotedAdjacency, _holder, adjacency_for, warm_adjacency
 from kgr.store.admin import reset
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.slices import promoted_edges_around, slice_state
 from kgr.store.staging import stage
 

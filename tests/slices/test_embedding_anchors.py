@@ -18,7 +18,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice
 from kgr.slices.anchors import embed_entities
 from kgr.store import embeddings as stored
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 from tests.support.llm_stub import LLMStub, StubReply, llm_stub, llm_stub_factory  # noqa: F401
 

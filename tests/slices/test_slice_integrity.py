@@ -22,7 +22,7 @@ from kgr.model.schema import load_schema
 from kgr.model.slices import ContextSlice
 from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice, report_outcome, verify_slice
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 
 pytestmark = pytest.mark.neo4j

@@ -19,7 +19,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice, report_outcome
 from kgr.store.admin import reset
 from kgr.store.connection import Graph
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.slice_records import SliceRecorder, _recorder, flush_slice_records, record_slice, slice_edges
 from kgr.store.staging import stage
 

@@ -15,7 +15,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.slices import build_slice, doctor, report_outcome, verify_slice
 from kgr.slices.render import TokenCounter
 from kgr.store.forget import forget
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.review import review_queue
 from kgr.store.staging import stage
 

@@ -13,7 +13,7 @@ from kgr.model.canonical import edge_key
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import fingerprint
 from kgr.store.forget import forget
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
 from kgr.store.staging import MAX_INLINE_VOTES, stage
 from kgr.store.versions import create_snapshot, current_state, full_hash, promoted_edges, rollback

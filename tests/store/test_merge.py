@@ -15,7 +15,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.admin import fingerprint, status
 from kgr.store.group_commit import GroupWriter
 from kgr.store.merge import merge_entities
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.provenance import ChunkMark, commit_chunks
 from kgr.store.staging import MAX_INLINE_VOTES, stage, write_batch
 from kgr.store.versions import create_snapshot, current_state, diff, full_hash, list_versions, promoted_edges, rollback

@@ -17,7 +17,7 @@ from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 from kgr.store.metrics import _gates, collect_metrics
 from tests.support.rounds import gedig_round as run_round
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 from kgr.store.versions import rollback
 

@@ -37,7 +37,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.admin import reset
 from kgr.store.forget import forget
 from kgr.store.group_commit import GroupWriter, StageUnit
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.provenance import ChunkMark, commit_chunks, upsert_chunks
 from kgr.store.review import record_labels
 from kgr.store.rounds import run_round

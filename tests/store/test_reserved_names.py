@@ -19,7 +19,7 @@ from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import status
 from kgr.store.group_commit import GroupWriter
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 
 pytestmark = pytest.mark.neo4j

@@ -15,7 +15,7 @@ from kgr.model.canonical import entity_key
 from kgr.model.resolution import PairLabel
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import fingerprint
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.resolve import read_entities, record_pair_labels, resolve, review_pairs, split_entity
 from kgr.store.staging import stage
 from kgr.store.versions import current_state, full_hash, list_versions, promoted_edges, rollback

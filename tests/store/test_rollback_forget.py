@@ -16,7 +16,7 @@ from kgr.model.triples import TripleAssertion
 from kgr.store.admin import status
 from kgr.store.forget import forget
 from kgr.store.merge import merge_entities
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
 from kgr.store.versions import create_snapshot, current_state, full_hash, promoted_edges, rollback
 

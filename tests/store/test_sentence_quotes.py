@@ -20,7 +20,7 @@ from kgr.store import stage_rows, staging
 from kgr.store.forget import forget
 from kgr.store.inspect import explain_edge, run_saved_query
 from kgr.store.merge import merge_entities
-from kgr.store.promotion import promote_by_quorum
+from kgr.engine import promote_by_quorum
 from kgr.store.review import review_queue
 from kgr.store.staging import stage
 from kgr.store.versions import create_snapshot, rollback

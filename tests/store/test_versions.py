@@ -8,7 +8,8 @@ from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.decisions import EdgeDecision
 from kgr.model.triples import TripleAssertion
 from kgr.store.aging import AgingConfig, age
-from kgr.store.promotion import apply_decisions, candidates, promote_by_quorum
+from kgr.engine import promote_by_quorum
+from kgr.store.promotion import apply_decisions, candidates
 from kgr.store.staging import stage
 from kgr.store.versions import (
     add_terms, create_snapshot, current_state, diff, full_hash, list_snapshots, list_versions, promoted_edges,
