@@ -38,19 +38,33 @@ needs.
 
 **Calibrated out of fold.** A model fitted on few labels is over-confident on them; its
 probabilities are therefore recalibrated by a sigmoid (Platt scaling) fitted on its *out-of-fold*
-log-odds — each labelled row scored by a model fitted without its fold (``folds``-fold stratified
-cross-fitting, the same weights) — as :class:`sklearn.calibration.CalibratedClassifierCV` does with
-``ensemble=False``:
+log-odds, as :class:`sklearn.calibration.CalibratedClassifierCV` does with ``ensemble=False``:
 
 .. math::
 
     \hat p(x) = \sigma\bigl(a\, \eta(x) + b\bigr), \qquad (a, b) = \arg\min
     \textstyle\sum_j w_j\, \ell\bigl(y_j, \sigma(a\, \eta_{-k(j)}(x_j) + b)\bigr),
 
-:math:`\eta` the full model's log-odds, :math:`\eta_{-k(j)}` the one fitted without row
-:math:`j`'s fold. :attr:`EvidenceScorer.oof_` holds :math:`\sigma(a\,\eta_{-k(j)}(x_j) + b)`: where a
-labelled row would rank if it were unlabelled. The certificate (:mod:`kgr.promotion.certificate`)
-places the audit labels by these scores, so no audit label certifies a cut its own fit moved.
+:math:`\eta` the full model's log-odds. **Cross-fitting.** The labelled rows are split into
+``folds`` folds (:class:`sklearn.model_selection.KFold`, shuffled by ``random_state``: a row's fold
+does not depend on its own label); :math:`\eta_{-k}` is the *whole* pipeline refitted with fold
+:math:`k`'s labels hidden (-1) — the latent-class model :math:`z_{-k}` (EM on every row, fold
+:math:`k`'s classes free), the selection weights from :math:`z_{-k}`, and the logistic regression
+on the other folds' design
+:math:`d(x; z_{-k})` (coefficients :math:`\beta_{-k}`) — so the out-of-fold score of row :math:`j` is
+
+.. math::
+
+    \eta_{-k(j)}(x_j) = \beta_{-k(j)}^\top d\bigl(x_j;\, z_{-k(j)}\bigr), \qquad
+    z_{-k(j)} = \text{logit of } \mathrm{fit\_latent}\bigl(X,\ y \text{ with fold } k(j) \text{ set to } -1\bigr).
+
+(The latent-class model is semi-supervised: a latent logit fitted with row :math:`j`'s label has
+seen it, through the level probabilities of :math:`j`'s own views, so it is refitted per fold too.)
+:attr:`EvidenceScorer.oof_` holds :math:`\sigma(a\,\eta_{-k(j)}(x_j) + b)`, and without the
+supervised stage :math:`\sigma(z_{-k(j)}(x_j))`: where a labelled row would rank if it were
+unlabelled. The certificate (:mod:`kgr.promotion.certificate`) places the audit labels by these
+scores, so no audit label certifies a cut its own fit moved. Cost: ``folds`` more EM fits
+(:func:`~kgr.evidence.latent.fit_latent`) per fit with labels.
 """
 
 from __future__ import annotations
@@ -61,7 +75,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
 from kgr.errors import KgrValidationError
@@ -125,7 +139,8 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
     latent_scale : float
         :math:`\\kappa`, the scale of the latent-class log-odds in the design.
     folds : int
-        Folds of the out-of-fold log-odds (fewer when a class has fewer labels; at least 2).
+        Folds of the cross-fitted (out-of-fold) log-odds: at most the number of labels; with the
+        supervised stage at most the smaller class's labels, and at least 2.
     clip : float
         Selection weights are clipped to ``[median/clip, median*clip]``.
     min_slope : float
@@ -181,25 +196,24 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
             raise KgrValidationError(f"features must be n x {len(FEATURES)} with one label per row", field="features")
         audit = np.zeros(len(X), bool) if audit is None else np.asarray(audit, bool)
         lab = y >= 0
+        y = np.where(lab, y, -1.0)
         self.classes_ = np.array([0, 1])
         self.n_labels_ = int(lab.sum())
-        self.latent_: LatentClass = fit_latent(X, np.where(lab, y, -1.0))
+        self.latent_: LatentClass = fit_latent(X, y)
         z = self.latent_.logit(X)
         self.scaler_, self.model_, self.calibration_ = None, None, (1.0, 0.0)
-        self.oof_ = _sigmoid(z[lab])
         t = (y[lab] > 0.5).astype(int)
-        if self.n_labels_ < self.min_labels or np.bincount(t, minlength=2).min() < self.min_per_class:
-            return self
-        self.scaler_ = StandardScaler().fit(X)
-        D = self._design(X, z)[lab]
+        supervised = self.n_labels_ >= self.min_labels and np.bincount(t, minlength=2).min() >= self.min_per_class
+        if supervised:
+            self.scaler_ = StandardScaler().fit(X)
         w = selection_weights(z, lab, audit & lab, clip=self.clip)
-        cv = StratifiedKFold(int(max(2, min(self.folds, np.bincount(t).min()))), shuffle=True,
-                             random_state=self.random_state)
+        z_oof, eta = self._cross_fit(X, y, t, audit, supervised=supervised)
+        self.oof_ = _sigmoid(z_oof)
+        if not supervised:
+            return self
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            self.model_ = self._logistic().fit(D, t, sample_weight=w)
-            eta = cross_val_predict(self._logistic(), D, t, cv=cv, method="decision_function",
-                                    params={"sample_weight": w})
+            self.model_ = self._logistic().fit(self._design(X, z)[lab], t, sample_weight=w)
             platt = LogisticRegression(C=1e4, max_iter=1000).fit(eta[:, None], t, sample_weight=w)
         a, b = float(platt.coef_[0, 0]), float(platt.intercept_[0])
         if a < self.min_slope:  # out of fold, the fit ranks no better than chance: the labels teach nothing yet
@@ -208,6 +222,49 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         self.calibration_ = (a, b)
         self.oof_ = _sigmoid(a * eta + b)
         return self
+
+    def _folds(self, t: np.ndarray, supervised: bool) -> np.ndarray:
+        """The fold of each labelled row: ``KFold`` (shuffled, ``random_state``), so a row's fold does
+        not depend on its own label; with the supervised stage, stratified instead if a training split
+        would miss a class."""
+        n = len(t)
+        k = int(min(self.folds, n)) if not supervised else int(max(2, min(self.folds, np.bincount(t).min())))
+        fold = np.zeros(n, np.int64)
+        if k < 2:
+            return fold
+        for i, (_, test) in enumerate(KFold(k, shuffle=True, random_state=self.random_state).split(t)):
+            fold[test] = i
+        if supervised and any(len(np.unique(t[fold != i])) < 2 for i in range(k)):
+            cv = StratifiedKFold(k, shuffle=True, random_state=self.random_state)
+            for i, (_, test) in enumerate(cv.split(np.zeros(n), t)):
+                fold[test] = i
+        return fold
+
+    def _cross_fit(self, X: np.ndarray, y: np.ndarray, t: np.ndarray, audit: np.ndarray, *,
+                   supervised: bool) -> tuple[np.ndarray, np.ndarray]:
+        r"""Out-of-fold log-odds of the labelled rows: :math:`z_{-k(j)}(x_j)` and, with the supervised
+        stage, :math:`\eta_{-k(j)}(x_j)` (see the module docstring); row order. Everything fold
+        :math:`k`'s rows are scored by — the latent-class model, the selection weights, the
+        logistic regression — is fitted with fold :math:`k`'s labels hidden."""
+        lab = np.nonzero(y >= 0)[0]
+        z_oof, eta = np.zeros(len(lab)), np.zeros(len(lab))
+        if not len(lab):
+            return z_oof, eta
+        fold = self._folds(t, supervised)
+        for k in np.unique(fold):
+            out = fold == k
+            hidden = y.copy()
+            hidden[lab[out]] = -1.0
+            z_k = fit_latent(X, hidden).logit(X)
+            z_oof[out] = z_k[lab[out]]
+            if supervised:
+                D = self._design(X[lab], z_k[lab])
+                w = selection_weights(z_k, y >= 0, audit & (y >= 0), clip=self.clip)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    m = self._logistic().fit(D[~out], t[~out], sample_weight=w[~out])
+                eta[out] = m.decision_function(D[out])
+        return z_oof, eta
 
     def _logistic(self) -> LogisticRegression:
         return LogisticRegression(C=self.C, max_iter=2000)

@@ -234,3 +234,35 @@ def test_scorer_rejects_the_wrong_width():
         EvidenceScorer().fit(np.zeros((3, 4)), np.zeros(3))
     with pytest.raises(KgrValidationError, match="one label per row"):
         EvidenceScorer().fit(np.zeros((3, len(FEATURES))), np.zeros(2))
+
+
+def _flipped_oof(X, labels, j, **kw) -> tuple[float, float]:
+    """Row ``j``'s out-of-fold log-odds (before the Platt sigmoid) with its label as given, then flipped."""
+    out = []
+    for lab in (labels, np.where(np.arange(len(labels)) == j, 1.0 - labels, labels)):
+        sc = EvidenceScorer(**kw).fit(X, lab, audit=lab >= 0)
+        p = sc.oof_[int(np.sum(lab[:j] >= 0))]
+        a, b = sc.calibration_
+        out.append((math.log(p / (1.0 - p)) - b) / a)
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("n, n_labels, supervised", [(60, 12, False), (400, 60, True)])
+def test_a_labelled_rows_out_of_fold_score_never_sees_its_own_label(n, n_labels, supervised):
+    """The certificate places each audit label by its out-of-fold score: flipping a row's label must not move it.
+    (Before the cross-fitting, the latent-class model was fitted with every label, so an audit's score leaned
+    toward its own answer: by 0.2 in probability on average in the first case.)"""
+    X, y = synthetic(n, seed=4)
+    pick = np.sort(np.random.default_rng(5).choice(n, n_labels, replace=False))
+    labels = np.full(n, -1.0)
+    labels[pick] = y[pick]
+    sc = EvidenceScorer(min_per_class=5).fit(X, labels, audit=labels >= 0)
+    assert (sc.model_ is not None) == supervised
+    for j in pick[:: n_labels // 3]:
+        kept, flipped = _flipped_oof(X, labels, j, min_per_class=5)
+        assert kept == pytest.approx(flipped, abs=1e-9), f"row {j}: {kept:.4f} -> {flipped:.4f}"
+    # the full-label model still learns from every label: its own score of a labelled row does move
+    j = pick[0]
+    flip = np.where(np.arange(n) == j, 1.0 - labels, labels)
+    full = EvidenceScorer(min_per_class=5).fit(X, flip, audit=flip >= 0)
+    assert abs(full.predict_proba(X[j:j + 1])[0, 1] - sc.predict_proba(X[j:j + 1])[0, 1]) > 1e-4
