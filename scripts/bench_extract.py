@@ -25,7 +25,7 @@ and asterisks removed, a leading "the" and a trailing version number dropped), w
 ``subject_alt`` / ``object_alt`` spellings count as the same name. Precision = correct / predicted,
 recall = gold matched / gold, micro-averaged over the sentences of a split; per relation the same
 with only that relation's triples. ``--errors`` lists the wrong and the missed triples (of the tune
-split only unless ``--split`` says otherwise, the only split of a one-split sample; never of the fourth sample).
+split only unless ``--split`` says otherwise, the only split of a one-split sample; never of the fourth or fifth sample).
 """
 
 from __future__ import annotations

@@ -376,10 +376,13 @@ class RulesExtractor:
             if name not in lst:
                 lst.append(name)
         clean = sanitize_extraction(ordered, relations, schema)
-        kept = {(r, p.subject, p.object) for r, ps in clean.kg.relations.items() for p in ps}
+        # the sanitizer may respell a name as another mention of it ("typer" -> "Typer"): spans follow by canonical form
+        kept = {(r, canonical_name(p.subject), canonical_name(p.object)): (p.subject, p.object)
+                for r, ps in clean.kg.relations.items() for p in ps}
+        named = {(r, *kept[k]): sp for (r, sn, on), sp in spans.items() if (k := (r, canonical_name(sn), canonical_name(on))) in kept}
         return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
                                 spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
-                                       for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
+                                       for (r, sn, on), (a, b) in named.items()])
 
     @staticmethod
     def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:

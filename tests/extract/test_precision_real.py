@@ -157,3 +157,12 @@ def test_an_h1_tagline_is_no_title(path, text, title):
 
 def test_taglines():
     assert is_tagline("Server-Sent Events for Starlette and FastAPI") and not is_tagline("Typing Extensions")
+
+
+def test_a_respelled_title_keeps_its_sentence_span():
+    """The sanitizer spells the title "typer" as the chunk's "Typer"; the span must follow (it was
+    dropped, and the vote quoted the chunk's start)."""
+    text = "Typer is a library for building CLI applications.\n\nThis project is licensed under the terms of the MIT license."
+    r = RulesExtractor().extract(text, SCHEMA, title="typer")
+    assert [(s.relation, s.subject, s.object, text[s.start:s.end]) for s in r.spans] == [
+        ("LICENSED_UNDER", "Typer", "MIT", "This project is licensed under the terms of the MIT license.")]
