@@ -29,7 +29,9 @@ __all__ = ["Heading", "headings", "trail", "push"]
 UNDERLINE_LEVEL = {"=": 1, "#": 1, "*": 1, "-": 2, "~": 3, "^": 4}
 
 _ATX = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_UNDERLINE = re.compile(r"^([^\n]*\S[^\n]*)\n[ \t]{0,3}([=#*~^\"'`:.+_-])\2{2,}[ \t]*$", re.M)
+#: An underline line (the line before it, not blank, is the heading); lines are read one by one, so a
+#: long line costs linear time (a regex spanning two lines backtracked quadratically on a 23 kB line).
+_UNDERLINE = re.compile(r"[ \t]{0,3}([=#*~^\"'`:.+_-])\1{2,}[ \t]*")
 _HTML = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.I | re.S)
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)
 _TAGS = re.compile(r"<[^>]{0,500}>")
@@ -56,11 +58,13 @@ def headings(text: str) -> list[Heading]:
     for m in _ATX.finditer(text):
         if not in_fence(m.start()):
             found[m.start()] = Heading(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
-    for m in _UNDERLINE.finditer(text):
-        line = m.group(1)
-        if in_fence(m.start()) or m.start() in found or _LIST_OR_TABLE.match(line) or set(line.strip()) <= set(m.group(2)):
-            continue
-        found[m.start()] = Heading(m.start(), m.end(), UNDERLINE_LEVEL.get(m.group(2), 5), line.strip())
+    prev, prev_at, at = "", 0, 0
+    for line in text.split("\n"):
+        m = _UNDERLINE.fullmatch(line) if prev.strip() else None
+        if m and not in_fence(prev_at) and prev_at not in found and not _LIST_OR_TABLE.match(prev) \
+                and not set(prev.strip()) <= set(m.group(1)):
+            found[prev_at] = Heading(prev_at, at + len(line), UNDERLINE_LEVEL.get(m.group(1), 5), prev.strip())
+        prev, prev_at, at = line, at, at + len(line) + 1
     for m in _HTML.finditer(text):
         words = " ".join(_TAGS.sub(" ", m.group(2)).split())
         if words and not in_fence(m.start()):

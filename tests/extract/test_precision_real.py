@@ -166,3 +166,15 @@ def test_a_respelled_title_keeps_its_sentence_span():
     r = RulesExtractor().extract(text, SCHEMA, title="typer")
     assert [(s.relation, s.subject, s.object, text[s.start:s.end]) for s in r.spans] == [
         ("LICENSED_UNDER", "Typer", "MIT", "This project is licensed under the terms of the MIT license.")]
+
+
+def test_headings_take_linear_time_on_a_long_line():
+    """The chunker reads every document's headings; a regex spanning two lines backtracked
+    quadratically on one long line (a 23 kB line took seconds)."""
+    import time
+
+    text = "Charles Babbage designed the Difference Engine in London. " * 1000 + "\nTitle\n=====\n"
+    t0 = time.perf_counter()
+    found = headings(text)
+    assert [(h.level, h.text) for h in found] == [(1, "Title")]
+    assert time.perf_counter() - t0 < 1.0
