@@ -178,14 +178,15 @@ class AsyncExtractor(Extractor, Protocol):
     ) -> ExtractionResult: ...
 
 
-def takes_title(extractor: Extractor, is_async: bool = False) -> bool:
-    """Whether ``extractor``'s ``extract`` (``aextract`` when ``is_async``) accepts a ``title`` keyword."""
+def takes_title(extractor: Extractor, is_async: bool = False, keyword: str = "title") -> bool:
+    """Whether ``extractor``'s ``extract`` (``aextract`` when ``is_async``) accepts a ``title`` keyword
+    (or ``keyword``: ``"headings"``, the headings in force at the chunk's start)."""
     method = getattr(extractor, "aextract" if is_async else "extract", None)
     try:
         params = inspect.signature(method).parameters
     except (TypeError, ValueError):  # a builtin or a mock without a signature: do not guess
         return False
-    return "title" in params  # not **kwargs: an extractor passing them on to a provider would send it
+    return keyword in params  # not **kwargs: an extractor passing them on to a provider would send it
 
 
 async def extract_concurrently(

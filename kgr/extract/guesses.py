@@ -77,6 +77,18 @@ _FILE_NAME = re.compile(r"[a-z0-9_+-]+\.(?:pc|h|hh|hpp|c|cc|cpp|py|so|a|o|txt|md
                         r"sh|pl|pm|in|am|ac|mk|lock|toml|diff|patch|log|gz|tar|deb|service)")
 #: A sentence-initial adverb: "Manually enable", "Specifically, it" (not "Plotly is", "Plotly supports").
 _ADVERB_NEXT = re.compile(r"\s*,|\s+(?!(?:is|are|was|has|can|will)\b)[a-z]+(?<!s)\b")
+#: Code, not a name: an attribute of a class or object (``Field.default``, ``BaseModel.model_dump``,
+#: ``oauthlib.common.generate_signed_token``): a dotted identifier whose first part is capitalised and a
+#: later part starts lowercase, or with a snake_case part; a name's own suffix (Node.js, socket.io,
+#: ASN.1) is no attribute.
+_CODE_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_NAME_SUFFIX = frozenset("js ts io net org com py rs jl ai dev app sh so NET".split())
+#: An environment variable or constant: capitals and digits joined by underscores (``GIT_WORK_TREE``,
+#: ``DOTENV_PATH``); one after ``$`` or ``%`` is caught by the character before it.
+_ENV_VAR = re.compile(r"_*[A-Z][A-Z0-9]*(?:_+[A-Z0-9]+)+_*")
+#: A plain lowercase word with an English adjective's or participle's ending ("replayable", "serializable",
+#: "asynchronous", "pluggable"): a property, not a name.
+_ADJECTIVE = re.compile(r"[a-z]{3,}(?:able|ible|ous|ful|less|ive|ical|ized|ised|izing|ising)")
 _PERSON_WORD = re.compile(r"[A-Z][a-z\u00c0-\u024f'’-]+")
 ORG_WORDS = frozenset("""foundation inc inc. ltd ltd. llc gmbh corporation corp corp. company team project consortium
 labs laboratory laboratories organization organisation community group university institute services systems
@@ -120,8 +132,22 @@ class Guess:
     shape: str  # "person", "organization" or "other"
 
 
+def _code_identifier(tok: str) -> bool:
+    """Whether ``tok`` is a dotted code identifier or an environment variable (see ``_CODE_DOTTED``, ``_ENV_VAR``)."""
+    if _ENV_VAR.fullmatch(tok):
+        return True
+    if not _CODE_DOTTED.fullmatch(tok):
+        return False
+    parts = tok.split(".")
+    if parts[-1] in _NAME_SUFFIX:
+        return False
+    return any("_" in p.strip("_") for p in parts) or (parts[0][:1].isupper() and any(p[:1].islower() for p in parts[1:]))
+
+
 def _kind(tok: str, code: bool) -> str:
     if _MODIFIER_SUFFIX.search(tok) or _ABBREVIATION.fullmatch(tok) or _FILE_NAME.fullmatch(tok):
+        return "modifier"
+    if _code_identifier(tok):
         return "modifier"
     if _WORD_ALTERNATION.fullmatch(tok) or _PATH.fullmatch(tok):
         return "modifier"
@@ -189,8 +215,9 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
             kind = "modifier"  # a command-line option ("-ansiC", "--macho")
-        elif masked[max(0, s - 1):s] in ("/", "~", "$"):
-            kind = "modifier"  # the rest of a path or variable ("/dev/shm", "~/.config", "$HOME")
+        elif masked[max(0, s - 1):s] in ("/", "~", "$", "%") or masked[e:e + 1] == "(" \
+                or (masked[max(0, s - 1):s] == "." and not masked[max(0, s - 2):s - 1].isalnum()):
+            kind = "modifier"  # a path, variable, call or dotfile ("/dev/shm", "$HOME", "fopen(", ".env")
         elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
             kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
@@ -201,7 +228,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
                 flush()  # a lowercase shaped name stands alone ("libdrm-dev")
         elif kind == "lower" and tok.isalpha() and not run and s in expect and has_lexicon() and not is_common_word(tok) \
-                and not _NOUN_NEXT.match(masked, e):
+                and not _NOUN_NEXT.match(masked, e) and not _ADJECTIVE.fullmatch(tok):
             run.append((s, e, tok))
             flush()
         else:

@@ -64,6 +64,7 @@ from kgr.extract.ends import left_subject_ok, license_chain, readings, right_obj
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.phrases import modifier_of_product, title_mention, written_in
+from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
@@ -315,14 +316,15 @@ class RulesExtractor:
 
     # -- relations ---------------------------------------------------------------------------
     def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None,
-                title: str | None = None) -> ExtractionResult:
+                title: str | None = None, headings: tuple = ()) -> ExtractionResult:
         """Extract entities and relations from ``chunk_text`` (rules in the module docstring).
 
         ``title``, the document's title when a loader knows it, is the name of a sentence-initial
         "It" / "This package|library|project|module|tool|program|command" (typed as the first
         relation domain type it fits; "It is a …" is left alone), and the missing subject of a
         list item or changelog entry "Add/Added/Explicit/Full/Native/Initial support for X" and
-        the subject of a "License: X" line.
+        the subject of a "License: X" line. ``headings``, those in force at the chunk's start (``(level,
+        words)``, :func:`kgr.text.headings.trail`), and the chunk's own tell its changelog sections, not read.
         """
         comp = self._compiled(schema)
         widened = guided_types(schema, guidance)
@@ -333,7 +335,8 @@ class RulesExtractor:
         offsets: dict[Mention, int] = {}  # offset in the chunk
 
         all_mentions: list[Mention] = []
-        for s0, e0 in sentence_spans(chunk_text):
+        skip = changelog_spans(chunk_text, tuple(headings or ()))
+        for s0, e0 in (se for se in sentence_spans(chunk_text) if not any(a <= se[0] < b for a, b in skip)):
             sentence = chunk_text[s0:e0]
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
@@ -373,10 +376,13 @@ class RulesExtractor:
             if name not in lst:
                 lst.append(name)
         clean = sanitize_extraction(ordered, relations, schema)
-        kept = {(r, p.subject, p.object) for r, ps in clean.kg.relations.items() for p in ps}
+        # the sanitizer may respell a name as another mention of it ("typer" -> "Typer"): spans follow by canonical form
+        kept = {(r, canonical_name(p.subject), canonical_name(p.object)): (p.subject, p.object)
+                for r, ps in clean.kg.relations.items() for p in ps}
+        named = {(r, *kept[k]): sp for (r, sn, on), sp in spans.items() if (k := (r, canonical_name(sn), canonical_name(on))) in kept}
         return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
                                 spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
-                                       for (r, sn, on), (a, b) in spans.items() if (r, sn, on) in kept])
+                                       for (r, sn, on), (a, b) in named.items()])
 
     @staticmethod
     def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgr.errors import KgrValidationError
 from kgr.ingest.titles import document_title
+from kgr.text.headings import headings, push
 from kgr.text.sentences import sentence_spans, strip_span
 
 __all__ = [
@@ -119,6 +120,8 @@ class Chunk(BaseModel):
     start: int = Field(ge=0, description="offset of the first character in the document text")
     end: int = Field(ge=0, description="offset one past the last character")
     title: str | None = Field(None, description="the document's title, for the extractor (kgr.ingest.titles)")
+    headings: tuple[tuple[int, str], ...] = Field(
+        (), description="the headings in force at the chunk's start, (level, words), outermost first (kgr.text.headings)")
 
     @property
     def token_estimate(self) -> int:
@@ -197,10 +200,15 @@ def chunk_text(
 
 def chunk_document(document, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:
     """Yield the chunks of a :class:`kgr.ingest.loaders.Document` (``document.id`` goes into chunk ids),
-    each carrying the document's title (:func:`kgr.ingest.titles.document_title`; not part of the id)."""
+    each carrying the document's title (:func:`kgr.ingest.titles.document_title`) and the headings in
+    force at its start (:func:`kgr.text.headings.trail`); neither is part of the id."""
     title = document_title(document)
+    found, i, stack = headings(document.text), 0, ()
     for chunk in chunk_text(document.text, document.id, config=config or ChunkingConfig()):
-        yield chunk if title is None else chunk.model_copy(update={"title": title})
+        while i < len(found) and found[i].start < chunk.start:  # chunks come in order of their start
+            stack, i = push(stack, found[i].level, found[i].text), i + 1
+        update = ({"title": title} if title is not None else {}) | ({"headings": stack} if stack else {})
+        yield chunk.model_copy(update=update) if update else chunk
 
 
 def iter_chunks(documents: Iterable, *, config: ChunkingConfig | None = None) -> Iterator[Chunk]:

@@ -112,6 +112,8 @@ class ChunkDrafter:
         self.is_async = isinstance(extractor, AsyncExtractor)
         #: the extractor reads a document title (``title=``, e.g. the offline rules extractor)
         self.takes_title = takes_title(extractor, self.is_async)
+        #: ... and the headings in force at the chunk's start (``headings=``: the rules extractor skips changelogs)
+        self.takes_headings = takes_title(extractor, self.is_async, "headings")
         self._extract_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 32),
                                                    thread_name_prefix="kgr-extract")
         self._db_pool = cf.ThreadPoolExecutor(max_workers=min(config.concurrency, 16), thread_name_prefix="kgr-lookup")
@@ -142,8 +144,10 @@ class ChunkDrafter:
         except KgrError as exc:
             return failed_outcome(chunk, exc, out, path=self.paths.get(chunk.document_id))
 
-    async def _extract_once(self, text: str, guidance: list[str] | None, title: str | None) -> ExtractionResult:
-        extra = {"title": title} if self.takes_title and title else {}
+    async def _extract_once(self, text: str, guidance: list[str] | None, title: str | None,
+                            headings: tuple = ()) -> ExtractionResult:
+        extra = ({"title": title} if self.takes_title and title else {}) | \
+            ({"headings": headings} if self.takes_headings and headings else {})
         if self.is_async:
             return await self.extractor.aextract(text, self.schema, guidance=guidance, **extra)  # type: ignore[attr-defined]
         call = functools.partial(self.extractor.extract, text, self.schema, guidance=guidance, **extra)
@@ -174,7 +178,7 @@ class ChunkDrafter:
         while True:
             out.rounds += 1
             last = out.rounds >= cfg.max_rounds  # no round can follow: nothing left to decide
-            res = await self._extract_once(text, guidance, chunk.title)
+            res = await self._extract_once(text, guidance, chunk.title, chunk.headings)
             await lane.turn()
             out.llm_calls += res.llm_calls
             out.prompt_tokens += res.usage.prompt_tokens

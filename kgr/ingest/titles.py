@@ -9,7 +9,11 @@ found, first match wins, in:
 2. a package metadata header (``Name: flask`` in a ``PKG-INFO`` / ``METADATA`` file);
 3. the first Markdown or HTML heading of level 1 in the first :data:`HEAD_CHARS` characters
    (``# Flask``, ``Flask`` underlined with ``===``, ``<h1>Flask</h1>``; not inside a fenced code
-   block), markup stripped;
+   block), markup and leading or trailing symbols (emoji) stripped — when it names something: a
+   heading "<Name> - <tagline>" (also ``—``, ``–``, ``:``) gives the name before the dash, and a
+   heading that reads as a phrase (:func:`is_tagline`: "Charset Detection, for Everyone", "Docker SDK
+   for Python", "OpenAI Python API library") is no title, so the next rule answers; a heading that
+   begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``) gives that name;
 4. the file's name without its suffix, unless that name says nothing about the content
    (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG`` ...).
 
@@ -22,6 +26,10 @@ A title longer than :data:`MAX_TITLE` characters, or with no letter or digit, is
 'httpx'
 >>> document_title(Document(id="d", path="/x/README.rst", text="no heading here")) is None
 True
+>>> document_title(Document(id="d", path="/x/charset-normalizer.md", text="# Charset Detection, for Everyone 👋"))
+'charset-normalizer'
+>>> document_title(Document(id="d", path="/x/README.md", text="Distro - an OS platform information API\\n==="))
+'Distro'
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["document_title", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
+__all__ = ["document_title", "is_tagline", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
 
 #: How far into a document its heading is looked for (characters).
 HEAD_CHARS = 4000
@@ -50,7 +58,7 @@ _SETEXT = re.compile(r"^([^\n]*\w[^\n]*)\n[ \t]{0,3}=+[ \t]*$", re.M)
 _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
 _TAGS = re.compile(r"<[^>]{0,500}>")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_MARKS = re.compile(r"[*_`]+")
+_MARKS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")  # emphasis and code marks; "stack_data" keeps its "_"
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)  # a shell comment is no heading
 
 
@@ -62,13 +70,43 @@ def _clean(raw: str) -> str | None:
     return text
 
 
+#: "<Name> - <tagline>": the name before a spaced dash or a colon.
+_NAME_DASH = re.compile(r"^(.{1,40}?)\s+[-–—]\s+\S|^([^:]{1,40}):\s+\S")
+#: Lowercase function words that make a heading a phrase ("… for Python", "… of the Web").
+_FUNCTION_WORDS = frozenset("a an the for of and or to with in on by from your you our its as at into is are".split())
+_EDGE_SYMBOLS = re.compile(r"^[^\w(\[]+|[^\w)\]+#!?.]+$")  # emoji, arrows, bullets at either end
+
+
+def is_tagline(heading: str) -> bool:
+    """Whether a (cleaned) heading reads as a phrase rather than a name: it has a comma or sentence
+    punctuation, more than four words, a lowercase function word after its first word ("Docker SDK
+    *for* Python"), or a plain lowercase common noun after a capitalised first word ("OpenAI Python
+    API *library*").
+
+    >>> [is_tagline(h) for h in ("Flask", "HTTPCore 2", "Typing Extensions", "MessagePack for Python",
+    ...                          "OpenAI Python API library", "Charset Detection, for Everyone")]
+    [False, False, False, True, True, True]
+    """
+    words = heading.split()
+    if re.search(r"[,;!?]|\.\s", heading) or len(words) > 4:
+        return True
+    rest = words[1:]
+    if any(w in _FUNCTION_WORDS for w in rest):
+        return True
+    return words[0][:1].isupper() and any(w.isalpha() and w.islower() and len(w) > 2 for w in rest)
+
+
 def _heading(head: str) -> str | None:
-    """The first level-1 heading of ``head`` (whichever form comes first), cleaned."""
+    """The first level-1 heading of ``head`` (whichever form comes first), cleaned, when it names
+    something (module docstring, rule 3); None otherwise."""
     found = [(m.start(), m.group(1)) for rx in (_ATX, _SETEXT, _H1) if (m := rx.search(head))]
     for _, raw in sorted(found):
         title = _clean(raw)
         if title:
-            return title
+            title = _EDGE_SYMBOLS.sub("", title).strip() or title
+            if m := _NAME_DASH.match(title):
+                title = (m.group(1) or m.group(2)).strip()
+            return None if is_tagline(title) else title
     return None
 
 
@@ -81,10 +119,10 @@ def document_title(document: Any) -> str | None:
     head = document.text[:HEAD_CHARS]
     if (m := _PKG_NAME.search(head)) and (title := _clean(m.group(1))):
         return title
+    stem = PurePath(document.path).name.split(".")[0] if document.path else ""
+    stem = "" if stem.lower() in GENERIC_STEMS else stem
     if title := _heading(_FENCE.sub("", head)):
+        if stem and title.casefold().startswith(stem.casefold() + " "):
+            return title[:len(stem)]  # "Pydantic Validation" in pydantic.md: the name, not its product line
         return title
-    if document.path:
-        stem = PurePath(document.path).name.split(".")[0]
-        if stem.lower() not in GENERIC_STEMS:
-            return _clean(stem)
-    return None
+    return _clean(stem) if stem else None

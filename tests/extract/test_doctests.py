@@ -13,10 +13,13 @@ MODULES = [
     "kgr.extract.phrases",
     "kgr.extract.ends",
     "kgr.extract.lexicon",
+    "kgr.extract.sections",
     "kgr.extract.llm_client",
     "kgr.extract.llm_prompt",
     "kgr.ingest.chunking",
     "kgr.text.sentences",
+    "kgr.text.headings",
+    "kgr.ingest.titles",
 ]
 
 
