@@ -138,7 +138,7 @@ class FellegiSunter:
         """What the Bayes factors of ``X`` need that does not change with :math:`m` and :math:`u`
         (computed once per EM fit): each cell's index into the concatenated per-level tables (level
         ``l`` of column ``c`` at ``start[c] + 1 + l``, missing (-1) at ``start[c]``, a 0), and per
-        term-frequency adjusted column the rows adjusted, their levels and :math:`\log_2` of their
+        term-frequency adjusted column the rows adjusted, their levels and :math:`\\log_2` of their
         term frequency (floored at ``tf_floor``)."""
         X = np.asarray(X, dtype=np.int64)
         start = np.cumsum([0] + [L + 1 for L in self.levels[:-1]]).astype(np.int64)
@@ -173,7 +173,7 @@ class FellegiSunter:
 
     def bayes_factors(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:
         """log2 Bayes factor of each comparison for each pair (0 where missing), pairs × comparisons:
-        :math:`\log_2 m_{c,l} - \log_2 u_{c,l}` for level :math:`l` of comparison :math:`c`, with
+        :math:`\\log_2 m_{c,l} - \\log_2 u_{c,l}` for level :math:`l` of comparison :math:`c`, with
         :math:`u` replaced by the pair's term frequency (at least ``tf_floor``) on adjusted levels."""
         return self._bits(self._prepare(X, tf))
 
