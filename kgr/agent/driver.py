@@ -89,7 +89,7 @@ class AgentConfig(BaseModel):
         Process chunks already marked processed.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     model: str = Field(min_length=1)
     api_base: ApiBase = None

@@ -31,7 +31,7 @@ StopReason = Literal[
 
 
 class TranscriptEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     kind: Literal["assistant", "tool"]
     step: int = Field(description="model turn (1-based) this entry belongs to")
@@ -50,7 +50,7 @@ class TranscriptEntry(BaseModel):
 
 
 class ChunkRun(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     document_id: str
     path: str | None
@@ -70,7 +70,7 @@ class ChunkRun(BaseModel):
 
 
 class AgentReport(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     model: str
     documents: int

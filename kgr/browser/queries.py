@@ -33,7 +33,7 @@ def browser_dir() -> Any:
 class SavedQuery(BaseModel):
     """One saved query, ``cypher/browser/NN_<name>.cypher``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str = Field(description="file name without the number prefix and suffix: 'edge_provenance'")
     filename: str = Field(description="'04_edge_provenance.cypher'")

@@ -16,7 +16,7 @@ __all__ = ["BrowserTarget", "browser_url", "browser_target"]
 class BrowserTarget(BaseModel):
     """Where Neo4j Browser is and what it should connect to (never a password)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     url: str = Field(description="the Browser URL with the connection filled in")
     browser: str = Field(description="the Browser page without parameters")

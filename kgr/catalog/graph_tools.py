@@ -216,7 +216,7 @@ _Id = Annotated[str, Field(min_length=1, max_length=512)]
 
 class ForgetDocumentInput(StrictInput):
     # "give documents or sources" in the JSON Schema too, so that clients (and fuzzers) see it
-    model_config = ConfigDict(json_schema_extra={"anyOf": [
+    model_config = ConfigDict(defer_build=True, json_schema_extra={"anyOf": [
         {"required": ["documents"], "properties": {"documents": {"minItems": 1}}},
         {"required": ["sources"], "properties": {"sources": {"minItems": 1}}}]})
 

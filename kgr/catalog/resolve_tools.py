@@ -48,7 +48,7 @@ class ReviewPairsInput(StrictInput):
 
 
 class ReviewPairsOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     pairs: list[PairEvidence]
 

@@ -24,13 +24,13 @@ __all__ = ["StrictInput", "Output", "engine_of", "spec_of"]
 class StrictInput(BaseModel):
     """Base of the served tools' inputs: strict, closed (the six tools' ``ToolInput`` convention)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
 
 class Output(BaseModel):
     """Base of the served tools' own outputs: closed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 def engine_of(context: ToolContext, name: str) -> Engine:

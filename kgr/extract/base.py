@@ -51,7 +51,7 @@ __all__ = [
 class TokenUsage(BaseModel):
     """Prompt and completion tokens of one or more LLM calls (0 for offline extractors)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
@@ -71,7 +71,7 @@ class TokenUsage(BaseModel):
 class TypedRelation(BaseModel):
     """A relation instance with its endpoint types spelled out (used where types may be unknown)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     subject: str
     subject_type: str | None = None
@@ -87,7 +87,7 @@ class ProposedTypes(BaseModel):
     ``relations[R]`` the instances proposed under relation type ``R``, with endpoint types when known.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     entities: dict[str, list[str]] = Field(default_factory=dict)
     relations: dict[str, list[TypedRelation]] = Field(default_factory=dict)
@@ -110,7 +110,7 @@ class ProposedTypes(BaseModel):
 class RejectedItem(BaseModel):
     """One extracted entity or relation that was not accepted, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     kind: Literal["entity", "relation"]
     type: str = Field(description="the entity or relation type the extractor gave")
@@ -124,7 +124,7 @@ class RelationSpan(BaseModel):
     """Where in the chunk one relation of ``kg`` was read: the character span ``[start, end)`` of its
     sentence (or clause) in the chunk's text, under the names ``kg`` uses."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     relation: str
     subject: str
@@ -136,7 +136,7 @@ class RelationSpan(BaseModel):
 class ExtractionResult(BaseModel):
     """What one extractor call on one chunk produced (conventions in the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     kg: ExtractedKG = Field(default_factory=ExtractedKG)
     proposed_types: ProposedTypes = Field(default_factory=ProposedTypes)

@@ -85,7 +85,7 @@ def _register(ll: Any, model: str, entry: dict[str, Any]) -> bool:
 class RetryPolicy(BaseModel):
     """How transient LLM failures are retried (defaults suit interactive use; tests shrink them)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     max_attempts: int = Field(4, ge=1, le=20, description="requests per call, first included")
     initial_backoff: float = Field(0.5, ge=0.0, description="seconds before the first retry")

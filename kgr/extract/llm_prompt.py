@@ -20,7 +20,7 @@ FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 class LLMPair(BaseModel):
     """A relation instance in the model's reply."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     subject: str
     object: str
@@ -30,7 +30,7 @@ class LLMPair(BaseModel):
 class LLMOutput(BaseModel):
     """The JSON the model must return (extra top-level keys such as notes are ignored)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     entities: dict[str, list[str]] = Field(default_factory=dict)
     relations: dict[str, list[LLMPair]] = Field(default_factory=dict)

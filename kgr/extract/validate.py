@@ -45,7 +45,7 @@ __all__ = ["SanitizedExtraction", "sanitize_extraction"]
 class SanitizedExtraction(BaseModel):
     """The three-way split of raw extractor output (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     kg: ExtractedKG = Field(default_factory=ExtractedKG)
     proposed: ProposedTypes = Field(default_factory=ProposedTypes)

@@ -62,7 +62,7 @@ class GaugeBatch(BaseModel):
         The ablation switches used.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     s: np.ndarray
     o: np.ndarray

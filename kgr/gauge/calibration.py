@@ -82,7 +82,7 @@ class EWQuantile(BaseModel):
     (0.0, 10.0)
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     decay: float = Field(0.99, gt=0.0, le=1.0)
     window: int = Field(512, ge=1)
@@ -171,7 +171,7 @@ class ThresholdCalibrator(BaseModel):
     (1.0, -0.1)
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     theta_ag_default: float = Field(0.75, allow_inf_nan=False)
     theta_dg_default: float = Field(0.0, allow_inf_nan=False)

@@ -37,7 +37,7 @@ def _finite(name: str, x: object) -> float:
 class GateResult(BaseModel):
     """Outcome of the two gates for one candidate, with the values they compared."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     ag: bool
     dg: bool
@@ -99,7 +99,7 @@ def evaluate_gates(g0: float, b: float, *, theta_ag: float, theta_dg: float) -> 
 class AuditResult(BaseModel):
     """Outcome of :func:`stability_audit`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     passed: bool
     margin: float
@@ -254,7 +254,7 @@ class Cooldown(BaseModel):
     False
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     steps: int = Field(0, ge=0)
     step: int = Field(0, ge=0)

@@ -129,7 +129,7 @@ class HopTerms(BaseModel):
         :math:`\mathcal{F}_h`.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     hop: int
     n_nodes: int
@@ -170,7 +170,7 @@ class GaugeResult(BaseModel):
         The ablation switches used.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     u: Any
     v: Any

@@ -71,7 +71,7 @@ class ConstraintInputs(BaseModel):
         resembles); not constraint values.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     domain_violation: Finite = 0.0
     range_violation: Finite = 0.0
@@ -96,7 +96,7 @@ class ConstraintInputs(BaseModel):
 class RewardTerms(BaseModel):
     r"""The terms of :math:`R_{\text{env}}` for one candidate, as recorded with a decision."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     delta_cov: float
     delta_vn: float

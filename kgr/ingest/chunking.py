@@ -86,7 +86,7 @@ def _split_long(text: str, s: int, e: int, max_chars: int) -> Iterator[tuple[int
 class ChunkingConfig(BaseModel):
     """Chunk size and overlap (units in the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     size: int = Field(512, gt=0, description="maximum chunk size, in `unit`")
     overlap: int = Field(64, ge=0, description="maximum overlap between consecutive chunks, in `unit`")
@@ -110,7 +110,7 @@ class ChunkingConfig(BaseModel):
 class Chunk(BaseModel):
     """One chunk of a document: ``text == document.text[start:end]``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str = Field(description="sha256 of document_id, text and occurrence joined by \\x1f (hex)")
     document_id: str

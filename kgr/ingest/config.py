@@ -20,7 +20,7 @@ _LLM_ONLY = ("model", "api_base", "input_cost_per_token", "output_cost_per_token
 class IngestConfig(BaseModel):
     """Every ingestion option, with its default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     extractor: Literal["rules", "llm"] = Field(
         "rules", description="rules (offline) or llm; a model given without an extractor means llm")

@@ -74,7 +74,7 @@ _READ_BLOCK = 1 << 16
 class Document(BaseModel):
     """One document: its text, where it came from and free-form metadata."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     id: str = Field(min_length=1, max_length=512,
                     description="stable id: a file's absolute path, a JSONL line's id, else the sha256 of the text (hex)")
@@ -86,7 +86,7 @@ class Document(BaseModel):
 class LoadIssue(BaseModel):
     """A file or JSONL line that was skipped, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     path: str
     line: int | None = Field(None, description="1-based line number for JSONL lines")
@@ -200,7 +200,7 @@ def _load_text(path: Path, fmt: str, max_chars: int) -> Iterator[Document]:
 
 
 class _JsonlDoc(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
 
     id: str | None = Field(None, min_length=1, max_length=512)
     text: str

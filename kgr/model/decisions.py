@@ -20,7 +20,7 @@ Action = Literal["promote", "hold", "reject", "expire", "retire", "restore", "la
 class EdgeDecision(BaseModel):
     """What a policy decided about one staged edge, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     key: str
     subject_key: str

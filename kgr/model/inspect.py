@@ -17,7 +17,7 @@ __all__ = ["EntityHit", "EntityRef", "NeighbourEdge", "Neighbourhood", "Decision
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class EntityHit(_Row):

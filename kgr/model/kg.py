@@ -23,7 +23,7 @@ Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NO_
 class RelationPair(BaseModel):
     """One relation instance between two entity names."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     subject: Name
     object: Name
@@ -32,7 +32,7 @@ class RelationPair(BaseModel):
 class ExtractedKG(BaseModel):
     """Entities grouped by type and relations grouped by type."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     entities: dict[Identifier, list[Name]] = Field(default_factory=dict)
     relations: dict[Identifier, list[RelationPair]] = Field(default_factory=dict)

@@ -22,7 +22,7 @@ Decision = Literal["merge", "review", "reject", "blocked", "llm_merge", "llm_rej
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 class ComparisonEvidence(_Out):
@@ -80,7 +80,7 @@ class TypeModel(_Out):
     labelled_pairs: int = 0
     cut: float | None = Field(None, description="merge cut tau on p (None: nothing accepted)")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
 
 class ResolveReport(_Out):
@@ -115,7 +115,7 @@ class SplitReport(_Out):
 class PairLabel(BaseModel):
     """A reviewer's merge / no-merge answer about two entities."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
     a: Annotated[str, Field(pattern=ENTITY_KEY, max_length=1200)]
     b: Annotated[str, Field(pattern=ENTITY_KEY, max_length=1200)]

@@ -30,7 +30,7 @@ PLAIN_NAME = f"^[^{_UNSAFE_CLASS}]*[^\\s{_UNSAFE_CLASS}][^{_UNSAFE_CLASS}]*$"
 class EdgeLabel(BaseModel):
     """One reviewer's answer about one staged or promoted edge."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
     key: Annotated[str, Field(pattern=EDGE_KEY, description="the edge key, as `kgr review queue` lists it")]
     label: bool = Field(description="true: the triple is a fact; false: it is not")
@@ -56,7 +56,7 @@ class EdgeLabel(BaseModel):
 class LabelReport(BaseModel):
     """What ``kgr review label`` changed (one version)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int | None = Field(None, description="the version that recorded the labels (None: nothing to record)")
     labelled: int = 0
@@ -70,7 +70,7 @@ class EvidenceLink(BaseModel):
     """One vote's provenance: source, chunk, document and a short quote (the sentence that produced
     the vote, from its span; the chunk's start for a vote staged without one)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     source: str
     chunk_id: str | None = None
@@ -81,7 +81,7 @@ class EvidenceLink(BaseModel):
 class ReviewItem(BaseModel):
     """A candidate whose label would teach the scorer most, with its evidence chain."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     key: str
     subject: str
@@ -104,7 +104,7 @@ class ReviewItem(BaseModel):
 class ReviewQueue(BaseModel):
     """``kgr review queue``: the items, best first, and the cut they were ranked against."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     tau: float | None = Field(description="the calibrated policy's last promotion cut on p_hat")
     items: list[ReviewItem]
@@ -113,7 +113,7 @@ class ReviewQueue(BaseModel):
 class ClaimRow(BaseModel):
     """A (candidate, chunk) pair to re-read: the chunk mentions both endpoints."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edge_key: str
     subject: str
@@ -128,7 +128,7 @@ class ClaimRow(BaseModel):
 class VerdictRow(BaseModel):
     """A verifier's answer to one claim, as the store records it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edge_key: str
     chunk_id: str
@@ -140,7 +140,7 @@ class VerdictRow(BaseModel):
 class RereadReport(BaseModel):
     """What a corpus re-reading pass did."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edges: int = Field(0, description="candidates whose chunks were re-read")
     claims: int = Field(0, description="(candidate, chunk) pairs read")

@@ -70,7 +70,7 @@ def compile_pattern(pattern: str) -> Any:
 class EntityTypeSpec(BaseModel):
     """One entity type of the schema."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     description: str = ""
     #: canonical name -> other surface forms that mean the same entity
@@ -91,7 +91,7 @@ class EntityTypeSpec(BaseModel):
 class RelationTypeSpec(BaseModel):
     """One relation type: which entity types it connects and whether it is functional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     description: str = ""
     domain: list[Identifier] = Field(default_factory=list, description="allowed subject types; empty = any")
@@ -105,7 +105,7 @@ class RelationTypeSpec(BaseModel):
 class KGSchema(BaseModel):
     """A KG schema: the vocabulary extraction and staging are held to."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     name: str = "default"
     entity_types: dict[Identifier, EntityTypeSpec] = Field(default_factory=dict)

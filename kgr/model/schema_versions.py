@@ -42,7 +42,7 @@ def schema_hash(schema: KGSchema) -> str:
 class SchemaDiff(BaseModel):
     """What changed from one schema to the next, by type name (each list sorted)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     entity_types_added: list[str] = Field(default_factory=list)
     entity_types_removed: list[str] = Field(default_factory=list)
@@ -98,7 +98,7 @@ def schema_diff(old: KGSchema, new: KGSchema) -> SchemaDiff:
 class StoredSchema(BaseModel):
     """One version of the schema a graph keeps (a ``(:KgrSchema)`` node)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int = Field(ge=1, description="1 for the first schema stored, +1 per migration")
     hash: str = Field(description="schema_hash of the schema")
@@ -111,7 +111,7 @@ class StoredSchema(BaseModel):
 class SchemaChange(BaseModel):
     """What storing a schema did: ``stored`` (the first), ``unchanged``, or ``migrated``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     action: str = Field(description="stored, unchanged or migrated")
     current: StoredSchema

@@ -67,7 +67,7 @@ class SlicePolicy(BaseModel):
     path's; ties broken by distance, then by key (canonical, so the same graph gives the same slice).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,40}$")]
     version: int = Field(1, ge=1)
@@ -104,7 +104,7 @@ class SlicePolicy(BaseModel):
 class SliceQuote(BaseModel):
     """Where one vote of an edge came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     source: str
     chunk_id: str | None = None
@@ -115,7 +115,7 @@ class SliceQuote(BaseModel):
 
 
 class SliceNode(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     key: str
     type: str
@@ -125,7 +125,7 @@ class SliceNode(BaseModel):
 
 
 class SliceEdge(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     key: str
     subject: str = Field(description="entity key")
@@ -144,7 +144,7 @@ class SliceEdge(BaseModel):
 class ContextSlice(BaseModel):
     """A slice with its provenance chain and admissibility token."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     slice_id: str = Field(description=(
         "sha256 (32 hex chars) of the canonical content: every other field but the token (kgr.model.slices.slice_content)"))
@@ -195,7 +195,7 @@ def slice_digest(content: bytes) -> str:
 class SliceVerification(BaseModel):
     """What checking a slice's token says."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     valid: bool = Field(description="the token was issued for exactly this slice (every field) with this server's key")
     current: bool = Field(description=(
@@ -208,7 +208,7 @@ class SliceVerification(BaseModel):
 class OutcomeReport(BaseModel):
     """What one outcome did to the edges it was about."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     slice_id: str
     outcome: int

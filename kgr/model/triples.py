@@ -32,7 +32,7 @@ Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 class TripleAssertion(BaseModel):
     """One source asserting ``(subject:subject_type) -[relation]-> (object:object_type)``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     subject: Name
     subject_type: Identifier
@@ -90,7 +90,7 @@ def span_text(span: tuple[int, int] | None) -> str:
 class ExportedTriple(BaseModel):
     """A line of ``kgr export jsonl``: the assertion fields plus its standing in the graph."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     key: str
     subject: str

@@ -13,7 +13,7 @@ __all__ = ["CalibratedConfig", "CalibratedState", "load_state"]
 class CalibratedConfig(BaseModel):
     """Every setting of the calibrated policy, with its default and the reason for it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     target_fmr: float = Field(0.1, gt=0.0, lt=1.0, description=(
         "the false-promotion rate the promoted set is held to (kgr promote --target-fmr): its bound must stay within"))
@@ -54,7 +54,7 @@ class CalibratedConfig(BaseModel):
 class CalibratedState(BaseModel):
     """What the calibrated policy keeps across settles (older fields are ignored)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     settled_version: int | None = None
     config: str = ""

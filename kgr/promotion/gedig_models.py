@@ -52,7 +52,7 @@ class Candidate(BaseModel):
         Constraint values :math:`g_j` for this edge.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     key: NodeId
     subject: NodeId
@@ -76,7 +76,7 @@ class Ball(BaseModel):
         Whether the cap left out any node within ``hops``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     nodes: tuple[NodeId, ...]
     dist: tuple[Annotated[int, Field(ge=0)], ...]
@@ -103,7 +103,7 @@ class Prefetched(BaseModel):
         Node → its degree in the whole promoted graph (at least every candidate endpoint).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     balls: dict[str, Ball]
     degrees: dict[NodeId, Annotated[int, Field(ge=0)]]
@@ -229,7 +229,7 @@ class PromotionConfig(BaseModel):
         Base seed of audits and path sampling (mixed with each candidate's key).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     quorum: int = Field(2, ge=1)
     max_promotions_per_round: int = Field(1000, ge=0)
@@ -313,7 +313,7 @@ class PolicyState(BaseModel):
         count when it began.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     thresholds: ThresholdCalibrator = Field(default_factory=ThresholdCalibrator)
     cooldown: Cooldown = Field(default_factory=Cooldown)
@@ -412,7 +412,7 @@ class CandidateDecision(BaseModel):
         :math:`\lambda` and thresholds in force this round.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     key: str
     subject: str
@@ -455,7 +455,7 @@ class GedigRound(BaseModel):
         Number of decisions per action.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     decisions: tuple[CandidateDecision, ...]
     promoted: tuple[str, ...]

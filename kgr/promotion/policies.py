@@ -106,7 +106,7 @@ def _edge(c: CandidateRow, action: str, reason: str, inputs: dict, **extra) -> E
 class QuorumConfig(BaseModel):
     """The plain vote rule's settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     quorum: int = Field(2, ge=1, description="distinct sources needed to promote")
     max_candidates_per_round: int = Field(5000, ge=1)

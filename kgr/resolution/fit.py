@@ -53,8 +53,9 @@ class Scored:
     def evidence(self, row: int, decision: str, reason: str = "") -> PairEvidence:
         """The pair of ``row`` with every comparison's level and log2 Bayes factor."""
         a, b = self.units[int(self.cand.i[row])], self.units[int(self.cand.j[row])]
-        comps = [ComparisonEvidence(comparison=c, level=int(self.gamma[row, k]), bits=round(float(self.bits[row, k]), 3))
-                 for k, c in enumerate(self.comps.names)]
+        # built without validation: the fields are a str, an int and a float by construction
+        comps = [ComparisonEvidence.model_construct(comparison=c, level=lv, bits=round(bits, 3))
+                 for c, lv, bits in zip(self.comps.names, self.gamma[row].tolist(), self.bits[row].tolist())]
         return PairEvidence(a=a.entity, b=b.entity, a_unit=a.uid, b_unit=b.uid, probability=round(float(self.p[row]), 6),
                             weight=round(float(self.weight[row]), 3), rules=self.cand.rules_of(row), comparisons=comps,
                             decision=decision, reason=reason)  # type: ignore[arg-type]

@@ -114,8 +114,9 @@ class FellegiSunter:
         self.n_iter_ = 0
         if n == 0:
             return self
+        prep = self._prepare(X, tf)  # the same pairs every iteration: only m, u and lambda change
         for it in range(self.max_iter):
-            r = self._posterior(X, tf, use_m)
+            r = self._posterior(prep, use_m)
             r[known] = lab[known]
             m_new = [self._freq(X, r * sw, c) if upd[c] else self.m_[c] for c in range(C)]
             lam = float(np.clip(np.average(r, weights=sw), 1e-6, 1 - 1e-6))
@@ -128,35 +129,53 @@ class FellegiSunter:
                 break
         return self
 
-    def _posterior(self, X: np.ndarray, tf: np.ndarray | None, use: np.ndarray) -> np.ndarray:
-        w = np.log2(self.lambda_ / (1 - self.lambda_)) + (self.bayes_factors(X, tf) * use).sum(axis=1)
+    def _posterior(self, prep: tuple, use: np.ndarray) -> np.ndarray:
+        w = np.log2(self.lambda_ / (1 - self.lambda_)) + (self._bits(prep) * use).sum(axis=1)
         return 1.0 / (1.0 + np.exp2(-np.clip(w, -60, 60)))
 
     # -- scoring ----------------------------------------------------------------------------------
-    def bayes_factors(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:
-        """log2 Bayes factor of each comparison for each pair (0 where missing), pairs × comparisons."""
+    def _prepare(self, X: np.ndarray, tf: np.ndarray | None) -> tuple:
+        """What the Bayes factors of ``X`` need that does not change with :math:`m` and :math:`u`
+        (computed once per EM fit): each cell's index into the concatenated per-level tables (level
+        ``l`` of column ``c`` at ``start[c] + 1 + l``, missing (-1) at ``start[c]``, a 0), and per
+        term-frequency adjusted column the rows adjusted, their levels and :math:`\\log_2` of their
+        term frequency (floored at ``tf_floor``)."""
         X = np.asarray(X, dtype=np.int64)
-        # one lookup for every column: level l of column c reads table[start[c] + 1 + l], missing (-1) a 0
+        start = np.cumsum([0] + [L + 1 for L in self.levels[:-1]]).astype(np.int64)
+        index = X + 1 + start
+        adjusted_cols: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        if tf is not None and X.size:
+            tf = np.asarray(tf, dtype=float)
+            tf = tf[:, None] if tf.ndim == 1 else tf
+            for c, levels in enumerate(self.levels):
+                adjusted = np.zeros(levels, dtype=bool)
+                adjusted[[t for t in np.atleast_1d(np.asarray([] if self.tf_levels[c] is None else self.tf_levels[c],
+                                                              dtype=np.int64)).tolist() if t < levels]] = True
+                if not adjusted.any():
+                    continue
+                col = X[:, c]
+                ok = col >= 0
+                lv = np.where(ok, col, 0)
+                t = tf[:, c if tf.shape[1] > 1 else 0]
+                rows = np.nonzero(ok & adjusted[lv] & ~np.isnan(t))[0]
+                adjusted_cols.append((c, rows, lv[rows], np.log2(np.maximum(t[rows], self.tf_floor))))
+        return X.shape, index, adjusted_cols
+
+    def _bits(self, prep: tuple) -> np.ndarray:
+        shape, index, adjusted_cols = prep
+        if not index.size:
+            return np.zeros(shape, dtype=float)
         tables = [np.concatenate([[0.0], np.log2(self.m_[c]) - np.log2(self.u_[c])]) for c in range(len(self.levels))]
-        start = np.cumsum([0] + [len(t) for t in tables[:-1]]).astype(np.int64)
-        out = np.concatenate(tables)[X + 1 + start] if X.size else np.zeros(X.shape, dtype=float)
-        if tf is None:
-            return out
-        tf = np.asarray(tf, dtype=float)
-        tf = tf[:, None] if tf.ndim == 1 else tf
-        for c, levels in enumerate(self.levels):
-            adjusted = np.zeros(levels, dtype=bool)
-            adjusted[[t for t in np.atleast_1d(np.asarray([] if self.tf_levels[c] is None else self.tf_levels[c],
-                                                          dtype=np.int64)).tolist() if t < levels]] = True
-            if not adjusted.any():
-                continue
-            col = X[:, c]
-            ok = col >= 0
-            lv = np.where(ok, col, 0)
-            t = tf[:, c if tf.shape[1] > 1 else 0]
-            rows = np.nonzero(ok & adjusted[lv] & ~np.isnan(t))[0]
-            out[rows, c] = np.log2(self.m_[c])[lv[rows]] - np.log2(np.maximum(t[rows], self.tf_floor))
+        out = np.concatenate(tables)[index]
+        for c, rows, lv, log_tf in adjusted_cols:
+            out[rows, c] = np.log2(self.m_[c])[lv] - log_tf
         return out
+
+    def bayes_factors(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:
+        """log2 Bayes factor of each comparison for each pair (0 where missing), pairs × comparisons:
+        :math:`\\log_2 m_{c,l} - \\log_2 u_{c,l}` for level :math:`l` of comparison :math:`c`, with
+        :math:`u` replaced by the pair's term frequency (at least ``tf_floor``) on adjusted levels."""
+        return self._bits(self._prepare(X, tf))
 
     def match_weight(self, X: np.ndarray, tf: np.ndarray | None = None) -> np.ndarray:
         """The match weight :math:`w` (bits) of each pair."""

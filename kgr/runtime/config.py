@@ -74,7 +74,7 @@ class RuntimeConfig(BaseModel):
     keyword arguments override them (``RuntimeConfig(bolt_port=17687, home=tmp)``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     neo4j_version: Annotated[str, Field(pattern=r"^5\.[0-9]+\.[0-9]+$")] = NEO4J_VERSION
     browser_version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] = BROWSER_VERSION
@@ -203,7 +203,7 @@ class RuntimeConfig(BaseModel):
 class Neo4jStatus(BaseModel):
     """What ``kgr neo4j status`` reports. ``ready`` means Bolt answered a handshake just now."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     running: bool
     ready: bool

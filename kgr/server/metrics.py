@@ -34,7 +34,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class ToolMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     calls: int = Field(description="calls answered (any outcome)")
     errors: int = Field(description="calls answered with an error")
@@ -44,7 +44,7 @@ class ToolMetrics(BaseModel):
 
 
 class ServerMetrics(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     uptime_seconds: float
     requests_total: int = Field(description="HTTP JSON API and MCP tool calls answered")

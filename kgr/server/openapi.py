@@ -30,7 +30,7 @@ __all__ = ["ErrorBody", "ErrorResponse", "FunctionSpec", "FunctionDefinition", "
 
 
 class ErrorBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     type: Literal["validation_error", "not_found", "bad_request", "unavailable", "timeout", "internal_error",
                   "unauthorized", "payload_too_large", "unsupported_media_type", "method_not_allowed"]
@@ -42,13 +42,13 @@ class ErrorBody(BaseModel):
 class ErrorResponse(BaseModel):
     """Every error the API returns: ``{"error": {"type", "message", "field"?, "details"?}}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     error: ErrorBody
 
 
 class FunctionSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     name: str
     description: str
@@ -58,14 +58,14 @@ class FunctionSpec(BaseModel):
 class FunctionDefinition(BaseModel):
     """An OpenAI-style function definition (``tools=[...]`` of a chat completion request)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     type: Literal["function"]
     function: FunctionSpec
 
 
 class Health(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     status: Literal["ok", "degraded"] = Field(description="degraded: Neo4j is down; the pure tools still work")
     version: str

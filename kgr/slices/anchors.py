@@ -49,7 +49,7 @@ def model_of(embed: EmbedFn) -> str:
 class QueryVector(BaseModel):
     """A query's embedding and the model that made it (what nearest-name reads need)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     model: str
     vector: list[float]
@@ -117,7 +117,7 @@ def _nearest(graph: Graph, q: QueryVector) -> list[str]:
 class EmbedReport(BaseModel):
     """What :func:`embed_entities` did."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     model: str
     dimensions: int | None = Field(None, description="of the model's vectors (the index's)")

@@ -76,7 +76,7 @@ def report_outcome(graph: Graph, slice_id: str, outcome: int, *, edges: Sequence
 class DoctorReport(BaseModel):
     """Health of the outcome weights, with what to do about it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     relaxed: int = Field(0, description="edges whose weight the maintenance moved back toward neutral (--relax)")
     decayed: int = Field(0, description="rated edges the time-based decay looked at (--half-life-days)")

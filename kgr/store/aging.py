@@ -48,7 +48,7 @@ __all__ = ["AgingConfig", "AgingReport", "age"]
 class AgingConfig(BaseModel):
     """How edges age (formulas in :mod:`kgr.store.aging`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     xi: float = Field(0.1, ge=0, description="decay rate of pending edges, 1/day")
     xi_promoted: float = Field(0.01, ge=0, description="decay rate of promoted edges past the soft window, 1/day")

@@ -18,7 +18,7 @@ __all__ = ["ChunkMark", "claim_chunks", "write_marks", "stage_schema_proposals"]
 class ChunkMark(BaseModel):
     """What marks one chunk processed: the entities it mentions, who extracted it, how."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     chunk_id: str
     entity_keys: list[str] = Field(default_factory=list, description="keys of the entities the chunk mentions")

@@ -55,7 +55,7 @@ _GONE = (ServiceUnavailable, SessionExpired, DatabaseUnavailable, ConnectionErro
 class Neo4jSettings(BaseModel):
     """Where the database is. ``uri=None`` means "use the managed local Neo4j"."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     uri: str | None = None
     username: str = "neo4j"

@@ -28,7 +28,7 @@ MAX_DIMENSIONS = 4096
 class IndexState(BaseModel):
     """The entity embedding index as the catalogue shows it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     dimensions: int
     similarity: str
@@ -38,7 +38,7 @@ class IndexState(BaseModel):
 class EmbeddingCoverage(BaseModel):
     """How many entities have a name embedding from one model."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     entities: int
     embedded: int

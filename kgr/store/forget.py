@@ -66,7 +66,7 @@ __all__ = ["ForgetReport", "forget"]
 class ForgetReport(BaseModel):
     """What a forget did (or, with ``dry_run``, would do)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     dry_run: bool = False
     version: int | None = Field(None, description="the forget's version (None for a dry run)")

@@ -89,7 +89,7 @@ _NOT_COPIED = ("key", "votes", "confidence", "sources", "source_confidence", "so
 class MergedEdge(BaseModel):
     """What the merge did with one edge of the dropped entity."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     old_key: str
     new_key: str | None = Field(description="the edge's key on the kept entity (None for a self-loop)")
@@ -108,7 +108,7 @@ class MergedEdge(BaseModel):
 class MergeResult(BaseModel):
     """One merge, as ``kgr merge --json`` prints it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int
     keep: str

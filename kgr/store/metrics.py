@@ -79,7 +79,7 @@ STATUSES = ("pending", "held", "promoted", "rejected", "expired")
 class EntropyFigure(BaseModel):
     """Von Neumann entropy of the promoted graph's undirected simple projection."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     value: float | None = Field(description="S_VN in nats; None for a graph without edges")
     method: Literal["exact", "slq"] | None = Field(description="exact eigensolver or stochastic Lanczos quadrature")
@@ -91,7 +91,7 @@ class EntropyFigure(BaseModel):
 class CoverageFigure(BaseModel):
     """Submodular coverage Cov_κ(G; h) of the promoted graph's projection."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     value: float = Field(ge=0.0)
     kappa: float = Field(gt=0.0, le=1.0)
@@ -101,7 +101,7 @@ class CoverageFigure(BaseModel):
 class RoundFigures(BaseModel):
     """What one promotion round (or, in ``totals``, a group of rounds) decided."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int | None = Field(None, description="the round's version (None in totals)")
     at: float | None = Field(None, description="epoch seconds the round was written (None in totals)")
@@ -128,7 +128,7 @@ class RoundFigures(BaseModel):
 class PSZFigure(BaseModel):
     """The Perfect Scaling Zone figures of the listed rounds (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     acceptance: float | None = Field(None, description="promoted / (promoted + holds with votes >= quorum)")
     fmr: float | None = Field(None, description="retracted / promoted: a lower bound of the false merge rate")
@@ -152,7 +152,7 @@ def psz_shortfall(acceptance: float, fmr: float, p50_ms: float) -> float:
 class StoreMetrics(BaseModel):
     """The output of ``kgr metrics`` (``--json`` prints this model)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int = Field(ge=0)
     hash: str

@@ -29,7 +29,7 @@ MAX_CANDIDATES_PER_ROUND = 5000
 class PendingEdgeRow(BaseModel):
     """A staged edge (``PENDING_REL``) with its endpoints and its vote record, as listed by key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     key: str
     relation: str

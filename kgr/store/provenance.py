@@ -29,7 +29,7 @@ class DocumentState(BaseModel):
     """What the store records of a document's text: the sha256 of the text, the chunking it was cut
     with (a fingerprint), how many chunks that gave, and (read back) how many are processed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     sha256: str | None = None
     chunking: str | None = None
@@ -55,7 +55,7 @@ def upsert_chunks(graph: Graph, chunks: Sequence[Any], *, paths: dict[str, str |
 class StoredDocument(BaseModel):
     """A document node: its id and the absolute path of the file it was read from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str
     path: str | None = None
@@ -73,7 +73,7 @@ def document_states(graph: Graph, documents: Iterable[str]) -> dict[str, Documen
 class StoredChunk(BaseModel):
     """A chunk node as re-ingestion compares it: id, position, processed or not."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     id: str
     index: int | None = None
@@ -122,7 +122,7 @@ def commit_chunks(graph: Graph, marks: Sequence[ChunkMark], *, assertions: Seque
 class SchemaProposalRow(BaseModel):
     """A type outside the schema that extractors proposed, with one vote per chunk."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     kind: str
     name: str

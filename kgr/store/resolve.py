@@ -8,7 +8,8 @@ EM and term-frequency adjustment, the target-FMR cut, constrained clustering) an
 ``dry_run``, applies the plan in **one write transaction and one version** (kind ``resolve``):
 
 1. splits first: the sources of each entity's units away from home move, with their votes, to their
-   cluster's kept entity, a new split entity where none is at home (:func:`kgr.store.split.move_sources`);
+   cluster's kept entity, a new split entity where none is at home (:func:`kgr.store.split.move_sources_many`: waves of
+   independent moves, a few statements each);
 2. then merges, each exactly as ``kgr merge`` records it (``merged_into``, aliases, votes united by
    source, promoted edges moved, decisions), many at a time (:mod:`kgr.store.merge_wave`);
 3. the uncertain band is written as ``(:MatchCandidate)`` nodes: the queue of ``kgr review pairs``.
@@ -40,7 +41,7 @@ from kgr.resolution.plan import TieBreak, TypePlan, plan_type
 from kgr.resolution.units import EdgeView, EntityView, Unit, build_units
 from kgr.store.connection import Graph, Tx
 from kgr.store.merge_wave import merge_waves
-from kgr.store.split import create_split_entity, move_sources
+from kgr.store.split import Move, create_split_entity, move_sources_many
 from kgr.store.versions import add_terms, close_version, open_version
 
 __all__ = ["resolve", "split_entity", "read_entities", "record_pair_labels", "review_pairs", "pair_labels",
@@ -159,13 +160,14 @@ def apply(graph: Graph, merges: Sequence[MergeProposal], splits: Sequence[SplitP
         version, old_hash = open_version(tx)
         created: list[str] = []
         retired: list[str] = []
-        for sp in splits:
+        for sp in splits:  # the new entities first (a split entity's row reads only its parent's node)
             if sp.new_entity:
                 create_split_entity(tx, sp.entity, sp.into, version=version, now=now)
-            moved = move_sources(tx, sp.entity, sp.into, sp.sources, version=version, now=now,
-                                 reason=f"resolve: split {len(sp.sources)} sources of {sp.entity} to {sp.into}")
-            created += moved.created
-            retired += moved.retired
+        moved = move_sources_many(tx, [Move(sp.entity, sp.into, tuple(sp.sources),
+                                            f"resolve: split {len(sp.sources)} sources of {sp.entity} to {sp.into}")
+                                       for sp in splits], version=version, now=now)
+        created += moved.created
+        retired += moved.retired
         reasons = {(mg.keep, mg.drop): f"resolve: merged {mg.drop} into {mg.keep} (p = {mg.probability:.4f})"
                    for mg in merges}
         c, r = merge_waves(tx, [(mg.keep, mg.drop) for mg in merges], version=version, now=now, reasons=reasons)

@@ -23,7 +23,7 @@ __all__ = ["EdgeRow", "EntityRow", "OutcomeHealth", "SliceState", "Quotes", "Pro
 
 
 class EntityRow(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     key: str
     type: str
@@ -33,7 +33,7 @@ class EntityRow(BaseModel):
 class EdgeRow(BaseModel):
     """A current promoted edge with its endpoints, as the slicer reads it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     key: str
     relation: str
@@ -48,7 +48,7 @@ class EdgeRow(BaseModel):
 class OutcomeHealth(BaseModel):
     """Outcome tiers over the current promoted edges (an unrated edge has the neutral weight)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edges: int
     rated: int
@@ -65,7 +65,7 @@ class SliceState(BaseModel):
     join two entities as promoted edges (every type but ``PENDING_REL``), and the anchors asked for
     that exist."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     version: int
     hash: str
@@ -132,7 +132,7 @@ class PromotedGraph(BaseModel):
     shape, as tuples of plain values: nothing for Python's cycle collector to scan), and the
     markers read after them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     rows: list[tuple]
     markers: tuple = Field(description="as SliceState.markers")
@@ -163,7 +163,7 @@ class PromotedQuotes(BaseModel):
     """The first vote sources of every current promoted edge (:func:`promoted_quotes`), each chunk
     among them once, and the markers read after them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     sources: dict[str, tuple[str, ...]] = Field(description="edge key -> its first per_edge sources, oldest first")
     span_quotes: dict[str, tuple[str, ...]] = Field(default_factory=dict, description=(
@@ -202,7 +202,7 @@ def entities(graph: Graph, keys: Iterable[str]) -> list[EntityRow]:
 class Quotes(BaseModel):
     """Provenance quotes by edge key, and the store's ``(version, hash)`` read after them."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     by_edge: dict[str, list[SliceQuote]]
     state: tuple[int, str]

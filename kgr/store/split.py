@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
 
 from kgr.model.canonical import edge_key
 from kgr.store.connection import Tx
@@ -40,7 +41,16 @@ from kgr.store.merge import _unite, _votes_of
 from kgr.store.vote_lists import node_fields, per_vote_lists, to_lists
 from kgr.store.staging import MAX_INLINE_VOTES
 
-__all__ = ["move_sources", "create_split_entity", "MoveResult"]
+__all__ = ["move_sources", "move_sources_many", "create_split_entity", "MoveResult", "Move"]
+
+
+class Move(NamedTuple):
+    """One source move: the votes of ``sources`` from entity ``src`` to entity ``dst``."""
+
+    src: str
+    dst: str
+    sources: tuple[str, ...]
+    reason: str
 
 
 class MoveResult:
@@ -98,15 +108,12 @@ def _row(e: dict, target: dict | None, moving: list[dict], staying: list[dict], 
     return row
 
 
-def move_sources(tx: Tx, src: str, dst: str, sources: Collection[str], *, version: int, now: float,
-                 reason: str) -> MoveResult:
-    """Move the votes of ``sources`` from entity ``src``'s edges to entity ``dst`` (module docstring)."""
-    res = MoveResult()
-    moving_sources = set(sources)
-    edges = [e for e in tx.run("merge_read_edges", {"drop": src}, targets=False)
-             if e["props"].get("status") != "merged"]
+def _work(edges: list[dict], src: str, dst: str, moving_sources: set[str]) -> list[tuple[dict, list, list]]:
+    """SRC's live edges that hold a moved vote, with their new ends and key: (edge, moving, staying)."""
     work = []
     for e in edges:
+        if e["props"].get("status") == "merged":
+            continue
         votes = _votes_of(e)
         moving = [v for v in votes if v["source"] in moving_sources]
         if not moving:
@@ -115,28 +122,96 @@ def move_sources(tx: Tx, src: str, dst: str, sources: Collection[str], *, versio
         e["new_o"] = dst if e["o_key"] == src else e["o_key"]
         e["new_key"] = edge_key(e["new_s"], e["relation"], e["new_o"])
         work.append((e, moving, [v for v in votes if v["source"] not in moving_sources]))
-    if not work:
-        return res
-    wanted = [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for e, _, _ in work]
-    targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": wanted}, targets=True)}
-    rows = [_row(e, targets.get(e["new_key"]), mv, st, src, dst, version, reason) for e, mv, st in work]
-    tx.run("split_move_votes", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]})
-    res.edges, res.votes = len(rows), sum(len(mv) for _, mv, _ in work)
+    return work
+
+
+def _apply(tx: Tx, moves: Sequence[Move], edges: dict[str, list[dict]], *, version: int, now: float) -> MoveResult:
+    """Moves of pairwise disjoint entities (no edge between two of them) with a few statements in all:
+    one read of the KEEP-side edges, one vote write, one promoted-edge write, MENTIONS, decisions."""
+    res = MoveResult()
+    plans = [(mv, _work(edges.get(mv.src, []), mv.src, mv.dst, set(mv.sources))) for mv in moves]
+    wanted = [{"key": e["new_key"], "s_key": e["new_s"], "o_key": e["new_o"]} for _, work in plans for e, _, _ in work]
+    targets = {t["key"]: t for t in tx.run("merge_read_edges", {"rows": wanted}, targets=True)} if wanted else {}
+    rows: list[dict] = []
+    decisions: list[dict] = []
+    for mv, work in plans:
+        mine = [_row(e, targets.get(e["new_key"]), m, st, mv.src, mv.dst, version, mv.reason) for e, m, st in work]
+        rows += mine
+        res.edges += len(mine)
+        res.votes += sum(len(m) for _, m, _ in work)
+        decisions += _decisions(mv, mine, work, version)
+    if rows:
+        tx.run("split_move_votes", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]})
     whole = [{"old_key": r["old_key"], "old_s": r["old_s"], "old_o": r["old_o"], "key": r["key"], "s_key": r["s_key"],
               "o_key": r["o_key"], "recreate": r["s_key"] != r["o_key"], "votes": r["props"]["votes"],
               "confidence": r["props"]["confidence"]} for r in rows if r["_whole"]]
     done = tx.run("merge_promoted_edges", {"rows": whole, "version": version}) if whole else []
     res.created = [d["key"] for d in done if d["created"]]
     res.retired = [d["old_key"] for d in done]
-    chunk_ids = sorted(moving_sources)
-    res.mentions = tx.run("split_move_mentions", {"src": src, "dst": dst, "sources": chunk_ids})[0]["moved"]
-    decisions = []
-    for r, (e, mv, st) in zip(rows, work):
-        inputs = json.dumps({"split": {"from": src, "to": dst}, "old_key": e["key"], "new_key": r["key"],
-                             "moved": len(mv), "stayed": len(st)}, sort_keys=True)
-        decisions.append({"id": uuid.uuid4().hex, "key": e["key"], "action": "split", "round": version,
-                          "reason": f"{reason}: {len(mv)} votes moved to {r['key']}", "inputs": inputs})
-        decisions.append({"id": uuid.uuid4().hex, "key": r["key"], "action": "split", "round": version,
-                          "reason": f"{reason}: received {len(mv)} votes of {e['key']}", "inputs": inputs})
-    tx.run("record_decisions", {"rows": decisions, "version": version, "now": now})
+    mentions = [{"src": mv.src, "dst": mv.dst, "sources": sorted(set(mv.sources))} for mv, work in plans if work]
+    if mentions:
+        res.mentions = tx.run("split_move_mentions", {"rows": mentions})[0]["moved"]
+    if decisions:
+        tx.run("record_decisions", {"rows": decisions, "version": version, "now": now})
     return res
+
+
+def _decisions(mv: Move, rows: list[dict], work: list[tuple[dict, list, list]], version: int) -> list[dict]:
+    """A ``split`` decision under each moved edge's old key and one under its new key."""
+    out = []
+    for r, (e, m, st) in zip(rows, work):
+        inputs = json.dumps({"split": {"from": mv.src, "to": mv.dst}, "old_key": e["key"], "new_key": r["key"],
+                             "moved": len(m), "stayed": len(st)}, sort_keys=True)
+        out.append({"id": uuid.uuid4().hex, "key": e["key"], "action": "split", "round": version,
+                    "reason": f"{mv.reason}: {len(m)} votes moved to {r['key']}", "inputs": inputs})
+        out.append({"id": uuid.uuid4().hex, "key": r["key"], "action": "split", "round": version,
+                    "reason": f"{mv.reason}: received {len(m)} votes of {e['key']}", "inputs": inputs})
+    return out
+
+
+def move_sources(tx: Tx, src: str, dst: str, sources: Collection[str], *, version: int, now: float,
+                 reason: str) -> MoveResult:
+    """Move the votes of ``sources`` from entity ``src``'s edges to entity ``dst`` (module docstring)."""
+    edges = tx.run("merge_read_edges", {"drop": src}, targets=False)
+    return _apply(tx, [Move(src, dst, tuple(sources), reason)], {src: edges}, version=version, now=now)
+
+
+def _waves(moves: Sequence[Move], neighbours: dict[str, set[str]]) -> list[list[Move]]:
+    """``moves`` in waves: a move goes one wave after the last earlier move it conflicts with (a shared
+    entity, or an edge between SRC and the other move's entities), so conflicting moves keep their
+    order and a wave's moves are independent."""
+    member: dict[str, int] = {}  # entity -> last wave it was a move's SRC or DST in
+    touched: dict[str, int] = {}  # entity -> last wave it was a neighbour of a move's SRC in
+    waves: list[list[Move]] = []
+    for mv in moves:
+        own = {mv.src, mv.dst}
+        near = own | neighbours.get(mv.src, set())
+        w = 1 + max([member.get(x, -1) for x in near] + [touched.get(x, -1) for x in own])
+        if w == len(waves):
+            waves.append([])
+        waves[w].append(mv)
+        member.update({x: max(member.get(x, -1), w) for x in own})
+        touched.update({x: max(touched.get(x, -1), w) for x in near})
+    return waves
+
+
+def move_sources_many(tx: Tx, moves: Sequence[Move], *, version: int, now: float) -> MoveResult:
+    """The source moves ``moves``, applied as if one by one in their order (:func:`move_sources`), in
+    waves of independent moves (:func:`_waves`) with a few statements per wave (``kgr resolve``)."""
+    total = MoveResult()
+    if not moves:
+        return total
+    neighbours: dict[str, set[str]] = {}
+    for e in tx.run("merge_wave_read_edges", {"drops": sorted({mv.src for mv in moves})}):
+        neighbours.setdefault(e["drop"], set()).update({e["s_key"], e["o_key"]} - {e["drop"]})
+    for wave in _waves(moves, neighbours):
+        edges: dict[str, list[dict]] = {}
+        for e in tx.run("merge_wave_read_edges", {"drops": [mv.src for mv in wave]}):
+            edges.setdefault(e.pop("drop"), []).append(e)
+        res = _apply(tx, wave, edges, version=version, now=now)
+        total.edges += res.edges
+        total.votes += res.votes
+        total.mentions += res.mentions
+        total.created += res.created
+        total.retired += res.retired
+    return total

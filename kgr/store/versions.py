@@ -140,7 +140,7 @@ def promoted_edges(graph: Graph, version: int | None = None) -> list[EdgeRow]:
 class VersionRecord(BaseModel):
     """One ``(:Version)``: its number, what opened it, when, the promoted graph's hash after it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     version: int
     kind: str | None = None

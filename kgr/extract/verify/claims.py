@@ -28,7 +28,7 @@ MAX_QUOTE_CHARS = 300
 class Claim(BaseModel):
     """One staged triple and one chunk to re-read for it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edge_key: str = Field(min_length=1, description="key of the pending edge the claim is about")
     subject: str = Field(min_length=1)
@@ -43,7 +43,7 @@ class Claim(BaseModel):
 class Verdict(BaseModel):
     """A verifier's answer for one claim (semantics in the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     edge_key: str
     chunk_id: str
@@ -56,7 +56,7 @@ class Verdict(BaseModel):
 class VerificationReport(BaseModel):
     """The verdicts of one :meth:`Verifier.verify` call (in claim order) and what they cost."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     verdicts: list[Verdict] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)

@@ -57,7 +57,7 @@ def validate_strict(model: type[M], data: object) -> M:
 class ToolInput(BaseModel):
     """Base of the tool inputs: strict, closed."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
     @classmethod
     def of(cls, **fields: Any) -> Self:
@@ -76,7 +76,7 @@ class ToolInput(BaseModel):
 class ToolOutput(BaseModel):
     """Base of the tool outputs: closed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
 
 def bounded_kg(kg: ExtractedKG) -> ExtractedKG:
@@ -90,7 +90,7 @@ def bounded_kg(kg: ExtractedKG) -> ExtractedKG:
 class ToolSchema(BaseModel):
     """The target schema as the tools take it: entity type names and relation type names."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
     entity_schema: list[Identifier] = Field(default_factory=list, max_length=MAX_SCHEMA_TYPES,
                                             description="entity type names, e.g. [\"Person\", \"Organization\"]")

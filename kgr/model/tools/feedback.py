@@ -34,7 +34,7 @@ class FeedbackEntry(BaseModel):
     re-scoring the extraction history, not by trusting reported scores).
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", strict=True)
 
     iteration: Annotated[int, Field(ge=1)] | None = None
     quality_score: Score | None = None
