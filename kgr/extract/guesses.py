@@ -34,6 +34,7 @@ Language. The guess fills the slot only when its type is allowed there; otherwis
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -173,6 +174,14 @@ def _kind(tok: str, code: bool) -> str:
     return "lower"
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _kind_memo(tok: str, code: bool, lexicon: bool) -> str:
+    """:func:`_kind`, remembered: a token's kind depends only on the token, whether it was code and the
+    word list in use (``lexicon``, :func:`~kgr.extract.lexicon.has_lexicon`; a key only). Words recur
+    across sentences, and the guided rounds of a chunk read its sentences again."""
+    return _kind(tok, code)
+
+
 def _shape(words: list[str], org_after: bool, licensed_after: bool = False) -> str:
     folded = [w.casefold() for w in words]
     if licensed_after or folded[-1] in _LEGAL_WORDS:
@@ -212,7 +221,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         run.clear()
 
     for s, e, tok in toks:
-        kind = _kind(tok, any(cs <= s and e <= ce for cs, ce in code_spans))
+        kind = _kind_memo(tok, any(cs <= s and e <= ce for cs, ce in code_spans), has_lexicon())
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
             kind = "modifier"  # a command-line option ("-ansiC", "--macho")
         elif masked[max(0, s - 1):s] in ("/", "~", "$", "%") or masked[e:e + 1] == "(" \

@@ -54,7 +54,10 @@ GENERIC_STEMS = frozenset({
 
 _PKG_NAME = re.compile(r"^Metadata-Version:[^\n]*\n(?:[^\n]+\n)*?Name:[ \t]*([^\n]+)$", re.M)
 _ATX = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
-_SETEXT = re.compile(r"^([^\n]*\w[^\n]*)\n[ \t]{0,3}=+[ \t]*$", re.M)
+#: A line with a letter or digit, underlined with "=". The letter is found by a lookahead, not by
+#: ``[^\n]*\w[^\n]*``: that form tries every split of a line that is not a heading (quadratic in the
+#: line's length, a paragraph-long line is common), this one reads a line once.
+_SETEXT = re.compile(r"^(?=[^\n]*?\w)([^\n]+)\n[ \t]{0,3}=+[ \t]*$", re.M)
 _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
 _TAGS = re.compile(r"<[^>]{0,500}>")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
