@@ -24,7 +24,9 @@ earlier samples are excluded; at most 2 sentences per document, no text twice. P
 sentences from three strata, each drawn by visiting the documents in a seeded random order and
 taking one random qualifying sentence of each: 12 *random*, 12 *cue* (a schema name or trigger
 phrase) and 22 *dense* (a trigger phrase and a schema name or the document's title). All
-sentences are ``blind``.
+sentences are ``blind``. Licences: the first ``License:`` line of a Debian package's copyright
+file (none when that line starts a licence text), PSF for the standard library, the distribution's
+licence metadata for installed packages.
 
     python tests/data/extract/sampling_sixth.py [OUT_DIR]     # writes OUT_DIR/sample_sixth.jsonl
 """
@@ -77,6 +79,17 @@ triggers = {t for spec in schema["relation_types"].values() for t in spec.get("t
 ns["NAME"] = NAME = re.compile(ns["_alt"](names))
 ns["TRIG"] = TRIG = re.compile(ns["_alt"](triggers), re.I)
 good, cue, draw, mentions_title = ns["good"], ns["cue"], ns["draw"], ns["mentions_title"]
+_deb_license = ns["deb_license"]
+
+
+def deb_license(pkg):
+    """The earlier samples' reader (first ``License:`` line of the copyright file), except that a
+    non-DEP-5 file whose "License:" line is the start of a licence text gives no name."""
+    lic = _deb_license(pkg)
+    return lic if len(lic.split()) <= 12 else "see debian/copyright (Debian copyright file)"
+
+
+ns["deb_license"] = deb_license  # the readers compiled above look it up here
 
 old = [json.loads(line) for f in EARLIER for line in open(os.path.join(HERE, f), encoding="utf-8")]
 old_text = {" ".join(r["text"].split()) for r in old}
@@ -118,9 +131,28 @@ def man_docs():
             yield src, lic, title, sents
 
 
+def _pypi_licenses():
+    """Top-level module name -> the licence its distribution declares (``License`` or
+    ``License-Expression`` field, else the licence classifiers)."""
+    import importlib.metadata as md
+    out = {}
+    for dist in md.distributions(path=[SP + "/site-packages"]):
+        meta = dist.metadata
+        lic = meta.get("License-Expression") or meta.get("License") or ""
+        if not lic.strip() or len(lic.split()) > 12:
+            lic = ", ".join(c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::"))
+        lic = f"{lic.strip()} (PyPI {meta['Name']} {meta['Version']} metadata)" if lic.strip() else "see the package's licence file"
+        tops = (dist.read_text("top_level.txt") or "").split() or sorted(
+            {f.parts[0] for f in dist.files or [] if len(f.parts) > 1 and f.parts[-1] == "__init__.py"})
+        for top in tops:
+            out.setdefault(top, lic)
+    return out
+
+
 def pydoc_docs():
     """Module docstrings of submodules: ``SP/pkg/mod.py`` and ``SP/site-packages/pkg/mod.py``."""
     files = sorted(glob.glob(SP + "/*/*.py") + glob.glob(SP + "/site-packages/*/*.py"))
+    licences = _pypi_licenses()
     for f in files:
         rel = os.path.relpath(f, SP)
         inst = rel.startswith("site-packages/")
@@ -137,7 +169,7 @@ def pydoc_docs():
         if not doc:
             continue
         where = "installed package" if inst else "Python 3.11.7 standard library"
-        lic = "see the package's licence file" if inst else "PSF-2.0 (Python)"
+        lic = licences.get(mod.split(".")[0], "see the package's licence file") if inst else "PSF-2.0 (Python)"
         yield f"{where}: docstring of module {mod} ({os.path.relpath(f, SP)})", lic, mod, ns["para_sentences"](doc)
 
 
