@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     graph = connect()
     out: dict = {"args": vars(args), "streams": {}, "speed": {}}
     try:
-        for name in args.streams.split(","):
+        for name in [n for n in args.streams.split(",") if n]:  # --streams "" : the speed section only
             stream = builders[name]()
             kinds = [k for k in stream.kind_counts() if k != "true"]
             oracle = ps.oracle_frontier(stream, by="documents")

@@ -47,6 +47,7 @@ import numpy as np
 from kgr.evidence.checks import Checks
 from kgr.evidence.features import IX, EvidenceFeatures
 from kgr.evidence.graph import Evidence
+from kgr.evidence.latent import LatentScorer
 from kgr.model.promotion import RoundContext, RoundDecisions, RoundInputs, RoundRequest
 from kgr.promotion.config import CalibratedConfig, CalibratedState, load_state
 from kgr.promotion.cut import Cut, cut
@@ -145,14 +146,19 @@ class CalibratedPolicy:
 
     # -- scoring --------------------------------------------------------------------------------
     def _scorer(self, X: np.ndarray, y: np.ndarray, audit: np.ndarray):  # noqa: ANN202 - an EvidenceScorer
-        """The scorer fitted on ``X``, ``y`` and ``audit`` (cached by their content)."""
-        from kgr.evidence.scorer import EvidenceScorer
-
+        """The scorer fitted on ``X``, ``y`` and ``audit`` (cached by their content); without a single
+        label the latent-class scorer, which is the estimator's no-label case without scikit-learn."""
         key = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (X, y, audit))
                              + self.config.digest().encode()).hexdigest()
         if self._fit is None or self._fit[0] != key:
             c = self.config
-            sc = EvidenceScorer(min_labels=c.min_labels, min_per_class=c.min_per_class, C=c.C).fit(X, y, audit=audit)
+            if not (y >= 0).any():
+                sc = LatentScorer().fit(X, y)
+            else:
+                from kgr.evidence.scorer import EvidenceScorer
+
+                sc = EvidenceScorer(min_labels=c.min_labels, min_per_class=c.min_per_class, C=c.C).fit(X, y,
+                                                                                                     audit=audit)
             self._fit = (key, sc)
         return self._fit[1]
 
