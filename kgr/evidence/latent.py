@@ -297,14 +297,43 @@ class LatentScorer:
         return self
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        """The latent-class log-odds of every row of ``X`` (shape (m,))."""
+        """The latent-class log-odds of every row of ``X``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m,)
+        """
         return self.latent_.logit(np.asarray(X, dtype=np.float64))
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """``[1 - p_hat, p_hat]`` per row (shape (m, 2))."""
+        """``[1 - p_hat, p_hat]`` per row.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m, 2)
+        """
         p = _sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
     def contributions(self, X: np.ndarray, *, top: int = 5) -> list[list[list]]:
-        """Each view's log-likelihood ratio, largest first (:func:`view_contributions`)."""
+        """Each view's log-likelihood ratio, largest first (:func:`view_contributions`).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+        top : int, default 5
+
+        Returns
+        -------
+        list
+            Per row, ``[name, contribution]`` pairs.
+        """
         return view_contributions(self.latent_, X, top=top)
