@@ -246,8 +246,9 @@ def view_contributions(latent: LatentClass, X: np.ndarray, *, top: int = 5) -> l
     ratios = latent.log_ratios(view_codes(np.asarray(X, dtype=np.float64)))
     names = [f"view:{v}" for v in ratios]
     C = np.column_stack(list(ratios.values())) if ratios else np.zeros((len(X), 0))
-    order = np.argsort(-np.abs(C), axis=1, kind="stable")[:, :top]
-    return [[[names[k], round(float(C[i, k]), 4)] for k in order[i]] for i in range(len(X))]
+    order = np.argsort(-np.abs(C), axis=1, kind="stable")[:, :top].tolist()
+    values = C.tolist()
+    return [[[names[k], round(values[i][k], 4)] for k in order[i]] for i in range(len(X))]
 
 
 class LatentScorer:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kgr.errors import KgrValidationError
+from kgr.promotion.constraints import PromotedIndex, functional_losers, functional_relations
 from kgr.model.decisions import EdgeDecision
 from kgr.model.promotion import (
     DEFAULT_POLICY,
@@ -178,7 +179,6 @@ class GedigPolicy:
     def decide(self, inputs: RoundInputs, state: str | None) -> RoundDecisions:
         import networkx as nx
 
-        from kgr.promotion.constraints import PromotedIndex, functional_losers, functional_relations
         from kgr.promotion.gedig import Candidate, decide_round
 
         started = time.perf_counter()

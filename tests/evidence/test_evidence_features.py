@@ -298,3 +298,10 @@ def test_a_settle_without_labels_does_not_import_scikit_learn():
             "print('sklearn' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_violations_are_violated_of_every_row():
+    ev = Evidence(rows=office(), schema=SCHEMA)
+    ch = check_rows(ev, build_graph(ev))
+    assert ch.violations() == [ch.violated(i) for i in range(len(ev.rows))]
+    assert any(ch.violations())
