@@ -36,7 +36,9 @@ above the cut that one *silent* reading would drop below it); low holds (``evide
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -93,6 +95,25 @@ def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.
     return ag_below, ag_above
 
 
+#: Modules a settle's decide needs that nothing before it loads (the certificate: scipy.special).
+_DECIDE_MODULES = ("kgr.promotion.certificate",)
+_warm_lock = threading.Lock()
+_warming: list[threading.Thread] = []
+
+
+def _warm_up() -> None:
+    """Import :data:`_DECIDE_MODULES` in a daemon thread, once per process, while the settle's reads
+    wait on the server (a cold ``kgr promote`` overlaps ~0.5 s of imports with I/O; the decide then
+    finds them loaded, or waits on the import lock for the rest)."""
+    with _warm_lock:
+        if _warming or all(m in sys.modules for m in _DECIDE_MODULES):
+            return
+        t = threading.Thread(target=lambda: [importlib.import_module(m) for m in _DECIDE_MODULES],
+                             name="kgr-settle-imports", daemon=True)
+        _warming.append(t)
+        t.start()
+
+
 class CalibratedPolicy:
     """See the module docstring. One object per process: it caches mined rules, embeddings and fits,
     so concurrent settles on one object (threads of a server, ``Engine`` callers) score one at a time
@@ -113,6 +134,7 @@ class CalibratedPolicy:
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
+        _warm_up()
         st = load_state(state)
         settled = st.settled_version if st.config == self.config.digest() else None
         return RoundRequest(limit=1, settle=True, settled_version=settled)
