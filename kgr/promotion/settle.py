@@ -42,18 +42,18 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from kgr.evidence.checks import Checks
-from kgr.evidence.features import IX, EvidenceFeatures
-from kgr.evidence.graph import Evidence
-from kgr.evidence.latent import LatentScorer
 from kgr.model.promotion import RoundContext, RoundDecisions, RoundInputs, RoundRequest
 from kgr.promotion.config import CalibratedConfig, CalibratedState, load_state
-from kgr.promotion.cut import Cut, cut
-from kgr.promotion.outcome import assemble
+from kgr.promotion.cut import cut
+
+if TYPE_CHECKING:  # the evidence modules load in a thread while the settle reads (_warm_up)
+    from kgr.evidence.checks import Checks
+    from kgr.evidence.features import EvidenceFeatures
+    from kgr.promotion.cut import Cut
 
 __all__ = ["CalibratedPolicy", "Scored"]
 
@@ -80,6 +80,8 @@ class Scored:
 def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.ndarray, below: np.ndarray,  # noqa: ANN001
         above: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     """The AG gate: unread edges one reading would move across the cut (see the module docstring)."""
+    from kgr.evidence.features import IX
+
     none = np.zeros(len(p), bool)
     if not cfg.escalate or not unread.any():
         return none, none
@@ -95,16 +97,18 @@ def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.
     return ag_below, ag_above
 
 
-#: Modules a settle's decide needs that nothing before it loads (the certificate: scipy.special).
-_DECIDE_MODULES = ("kgr.promotion.certificate",)
+#: Modules a settle's decide needs that the store's read does not: the evidence features (scipy.sparse),
+#: the scorer, the outcome, the certificate (scipy.special).
+_DECIDE_MODULES = ("kgr.evidence.features", "kgr.evidence.graph", "kgr.evidence.latent", "kgr.promotion.outcome",
+                   "kgr.promotion.certificate")
 _warm_lock = threading.Lock()
 _warming: list[threading.Thread] = []
 
 
 def _warm_up() -> None:
     """Import :data:`_DECIDE_MODULES` in a daemon thread, once per process, while the settle's reads
-    wait on the server (a cold ``kgr promote`` overlaps ~0.5 s of imports with I/O; the decide then
-    finds them loaded, or waits on the import lock for the rest)."""
+    wait on the server: a cold ``kgr promote`` overlaps ~1 s of imports with I/O. :func:`_warmed`
+    joins it before the decide imports anything itself (no two threads import at once)."""
     with _warm_lock:
         if _warming or all(m in sys.modules for m in _DECIDE_MODULES):
             return
@@ -112,6 +116,14 @@ def _warm_up() -> None:
                              name="kgr-settle-imports", daemon=True)
         _warming.append(t)
         t.start()
+
+
+def _warmed() -> None:
+    """Wait for :func:`_warm_up`'s imports, if it started them."""
+    with _warm_lock:
+        started = list(_warming)
+    for t in started:
+        t.join()
 
 
 class CalibratedPolicy:
@@ -125,12 +137,24 @@ class CalibratedPolicy:
     def __init__(self, config: CalibratedConfig | None = None):
         self.config = config or CalibratedConfig()
         c = self.config
-        self.features = EvidenceFeatures(duplicate_similarity=c.duplicate_similarity,
-                                         duplicate_max_degree=c.duplicate_max_degree,
-                                         rules_min_support=c.rules_min_support,
-                                         rules_min_confidence=c.rules_min_confidence, embedding_dim=c.embedding_dim)
+        self._features: EvidenceFeatures | None = None
         self._fit: tuple[str, object] | None = None
         self._scoring = threading.Lock()
+
+    @property
+    def features(self) -> "EvidenceFeatures":
+        """The feature transformer (made on first use; it keeps the mined rules and embeddings)."""
+        if self._features is None:
+            _warmed()
+            from kgr.evidence.features import EvidenceFeatures
+
+            c = self.config
+            self._features = EvidenceFeatures(duplicate_similarity=c.duplicate_similarity,
+                                              duplicate_max_degree=c.duplicate_max_degree,
+                                              rules_min_support=c.rules_min_support,
+                                              rules_min_confidence=c.rules_min_confidence,
+                                              embedding_dim=c.embedding_dim)
+        return self._features
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
@@ -154,6 +178,8 @@ class CalibratedPolicy:
             return RoundDecisions(decisions=[], note=note, report=report,
                                   decide_ms=(time.perf_counter() - started) * 1000.0)
         scored = self.score(inputs)
+        from kgr.promotion.outcome import assemble
+
         out = assemble(inputs, scored, cfg)
         wrote = bool(out.decisions or out.refreshed)
         st = CalibratedState(settled_version=inputs.context.version + (1 if wrote else 0), config=cfg.digest(),
@@ -175,6 +201,8 @@ class CalibratedPolicy:
         if self._fit is None or self._fit[0] != key:
             c = self.config
             if not (y >= 0).any():
+                from kgr.evidence.latent import LatentScorer
+
                 sc = LatentScorer().fit(X, y)
             else:
                 from kgr.evidence.scorer import EvidenceScorer
@@ -187,6 +215,7 @@ class CalibratedPolicy:
     def score(self, inputs: RoundInputs) -> Scored:
         """Features, checks, the fit, the cut and each row's outcome (see the module docstring);
         one call at a time per policy object."""
+        _warmed()
         with self._scoring:
             return self._score(inputs)
 
@@ -194,6 +223,8 @@ class CalibratedPolicy:
         cfg = self.config
         rows = inputs.candidates
         n = len(rows)
+        from kgr.evidence.graph import Evidence
+
         ev = Evidence(rows=rows, pinned=inputs.promoted, entity_types=inputs.entity_types, schema=inputs.schema)
         label = np.array([-1.0 if c.label is None else float(bool(c.label)) for c in rows])
         n_labels = int((label >= 0).sum())
