@@ -22,8 +22,8 @@ __all__ = ["CalibratedConfig", "CalibratedState", "Cut", "cut", "SliceBounds", "
 
 
 def __getattr__(name: str) -> object:
-    # the certificate's names load on first use: scipy.special costs a cold process ~0.5 s, which the
-    # calibrated policy overlaps with its reads (kgr.promotion.settle) and the other policies never pay
+    # the certificate's names load on first use: scipy.special costs a cold process ~0.5 s, which a
+    # settle with nothing new and the other policies never pay
     if name in ("SliceBounds", "clopper_pearson_upper", "slice_bounds"):
         return getattr(importlib.import_module("kgr.promotion.certificate"), name)
     raise AttributeError(f"module 'kgr.promotion' has no attribute {name!r}")

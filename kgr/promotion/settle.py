@@ -36,9 +36,7 @@ above the cut that one *silent* reading would drop below it); low holds (``evide
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ from kgr.model.promotion import RoundContext, RoundDecisions, RoundInputs, Round
 from kgr.promotion.config import CalibratedConfig, CalibratedState, load_state
 from kgr.promotion.cut import cut
 
-if TYPE_CHECKING:  # the evidence modules load in a thread while the settle reads (_warm_up)
+if TYPE_CHECKING:  # the evidence modules load with the first settle that decides (not for one with nothing new)
     from kgr.evidence.checks import Checks
     from kgr.evidence.features import EvidenceFeatures
     from kgr.promotion.cut import Cut
@@ -97,35 +95,6 @@ def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.
     return ag_below, ag_above
 
 
-#: Modules a settle's decide needs that the store's read does not: the evidence features (scipy.sparse),
-#: the scorer, the outcome, the certificate (scipy.special).
-_DECIDE_MODULES = ("kgr.evidence.features", "kgr.evidence.graph", "kgr.evidence.latent", "kgr.promotion.outcome",
-                   "kgr.promotion.certificate")
-_warm_lock = threading.Lock()
-_warming: list[threading.Thread] = []
-
-
-def _warm_up() -> None:
-    """Import :data:`_DECIDE_MODULES` in a daemon thread, once per process, while the settle's reads
-    wait on the server: a cold ``kgr promote`` overlaps ~1 s of imports with I/O. :func:`_warmed`
-    joins it before the decide imports anything itself (no two threads import at once)."""
-    with _warm_lock:
-        if _warming or all(m in sys.modules for m in _DECIDE_MODULES):
-            return
-        t = threading.Thread(target=lambda: [importlib.import_module(m) for m in _DECIDE_MODULES],
-                             name="kgr-settle-imports", daemon=True)
-        _warming.append(t)
-        t.start()
-
-
-def _warmed() -> None:
-    """Wait for :func:`_warm_up`'s imports, if it started them."""
-    with _warm_lock:
-        started = list(_warming)
-    for t in started:
-        t.join()
-
-
 class CalibratedPolicy:
     """See the module docstring. One object per process: it caches mined rules, embeddings and fits,
     so concurrent settles on one object (threads of a server, ``Engine`` callers) score one at a time
@@ -136,7 +105,6 @@ class CalibratedPolicy:
 
     def __init__(self, config: CalibratedConfig | None = None):
         self.config = config or CalibratedConfig()
-        c = self.config
         self._features: EvidenceFeatures | None = None
         self._fit: tuple[str, object] | None = None
         self._scoring = threading.Lock()
@@ -145,7 +113,6 @@ class CalibratedPolicy:
     def features(self) -> "EvidenceFeatures":
         """The feature transformer (made on first use; it keeps the mined rules and embeddings)."""
         if self._features is None:
-            _warmed()
             from kgr.evidence.features import EvidenceFeatures
 
             c = self.config
@@ -158,7 +125,6 @@ class CalibratedPolicy:
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
-        _warm_up()
         st = load_state(state)
         settled = st.settled_version if st.config == self.config.digest() else None
         return RoundRequest(limit=1, settle=True, settled_version=settled)
@@ -215,7 +181,6 @@ class CalibratedPolicy:
     def score(self, inputs: RoundInputs) -> Scored:
         """Features, checks, the fit, the cut and each row's outcome (see the module docstring);
         one call at a time per policy object."""
-        _warmed()
         with self._scoring:
             return self._score(inputs)
 
