@@ -92,6 +92,18 @@ class Checks:
                  ("duplicate_entity", self.duplicate[i]))
         return [n for n, bad in names if bad]
 
+    def violations(self) -> list[list[str]]:
+        """:meth:`violated` of every row, in one pass.
+
+        Returns
+        -------
+        list of list of str
+        """
+        cols = ((self.domain > 0).tolist(), (self.range > 0).tolist(), self.self_loop.astype(bool).tolist(),
+                self.duplicate.astype(bool).tolist())
+        names = ("domain", "range", "self_loop", "duplicate_entity")
+        return [[n for n, bad in zip(names, flags) if bad] for flags in zip(*cols)]
+
 
 def _declared(ev: Evidence) -> tuple[np.ndarray, np.ndarray]:
     dom = np.zeros(len(ev.rows))

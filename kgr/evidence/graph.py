@@ -94,10 +94,14 @@ class EvidenceGraph:
         return np.bincount(np.concatenate([f.head[keep], f.tail[keep]]), minlength=f.n_entities)
 
 
-def _ids(el: EdgeList, eid: dict[str, int], rid: dict[str, int]) -> np.ndarray:
-    if not len(el):
-        return np.zeros((0, 3), dtype=np.int64)
-    return np.array([(eid[s], rid[r], eid[o]) for s, r, o in zip(el.subject, el.relation, el.object)], dtype=np.int64)
+def _ids(subject: Sequence[str], relation: Sequence[str], obj: Sequence[str], eid: dict[str, int],
+         rid: dict[str, int]) -> np.ndarray:
+    """``(h, r, t)`` ids of parallel key lists, shape (n, 3) (dict lookups mapped in C, no per-edge tuples)."""
+    n = len(subject)
+    out = np.empty((n, 3), dtype=np.int64)
+    for col, names, index in ((0, subject, eid), (1, relation, rid), (2, obj, eid)):
+        out[:, col] = np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=n)
+    return out
 
 
 def build_graph(ev: Evidence) -> EvidenceGraph:
@@ -113,17 +117,19 @@ def build_graph(ev: Evidence) -> EvidenceGraph:
     EvidenceGraph
     """
     keys: dict[str, str] = {}
-    for c in ev.rows:
+    for c in ev.rows:  # a row's own endpoint types first; then the pinned-only endpoints'
         keys.setdefault(c.subject_key, c.subject_type)
         keys.setdefault(c.object_key, c.object_type)
-    for k in (*ev.pinned.subject, *ev.pinned.object):
-        keys.setdefault(k, ev.entity_types.get(k, k.partition(":")[0]))
+    pinned_keys = set(ev.pinned.subject)
+    pinned_keys.update(ev.pinned.object)
+    for k in pinned_keys.difference(keys):
+        keys[k] = ev.entity_types.get(k, k.partition(":")[0])
     vocab = Vocabulary.build(keys.items(), {c.relation for c in ev.rows} | set(ev.pinned.relation))
     eid, rid = vocab.entity_index(), vocab.relation_index()
-    c_ids = np.array([(eid[c.subject_key], rid[c.relation], eid[c.object_key]) for c in ev.rows],
-                     dtype=np.int64).reshape(-1, 3)
+    c_ids = _ids([c.subject_key for c in ev.rows], [c.relation for c in ev.rows], [c.object_key for c in ev.rows],
+                 eid, rid)
     c_w = np.array([max(1, c.votes) for c in ev.rows], dtype=np.float64)
-    p_ids = _ids(ev.pinned, eid, rid)
+    p_ids = _ids(ev.pinned.subject, ev.pinned.relation, ev.pinned.object, eid, rid)
     p_w = np.asarray(ev.pinned.weight, dtype=np.float64).clip(min=1.0)
     all_ids, all_w = np.concatenate([c_ids, p_ids]), np.concatenate([c_w, p_w])
     is_pinned = np.concatenate([np.zeros(len(c_ids), bool), np.ones(len(p_ids), bool)])

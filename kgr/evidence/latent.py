@@ -43,9 +43,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kgr.evidence.features import IX
+from kgr.errors import KgrValidationError
+from kgr.evidence.features import FEATURES, IX
 
-__all__ = ["VIEWS", "LABEL_FREE_VIEWS", "VIEW_PRIORS", "LatentClass", "view_codes", "fit_latent", "monotone"]
+__all__ = ["VIEWS", "LABEL_FREE_VIEWS", "VIEW_PRIORS", "LatentClass", "LatentScorer", "view_codes", "fit_latent",
+           "monotone", "view_contributions"]
 
 #: View name → number of levels, least favourable first.
 VIEWS: dict[str, int] = {"sources": 4, "verifier": 4, "competition": 4, "rules": 4, "quality": 4}
@@ -225,3 +227,114 @@ def fit_latent(X: np.ndarray, labels: np.ndarray | None = None, *, alpha: float 
             break
         prev = ll
     return LatentClass(prior=prior, views={v: theta[v] for v in views}, iterations=it)
+
+
+def view_contributions(latent: LatentClass, X: np.ndarray, *, top: int = 5) -> list[list[list]]:
+    """Per row, the ``top`` views whose log-likelihood ratio moved its log-odds most: ``[["view:<v>", lr], ...]``
+    (largest magnitude first, 4 decimals).
+
+    Parameters
+    ----------
+    latent : LatentClass
+    X : numpy.ndarray, shape (m, len(FEATURES))
+    top : int, default 5
+
+    Returns
+    -------
+    list
+    """
+    ratios = latent.log_ratios(view_codes(np.asarray(X, dtype=np.float64)))
+    names = [f"view:{v}" for v in ratios]
+    C = np.column_stack(list(ratios.values())) if ratios else np.zeros((len(X), 0))
+    order = np.argsort(-np.abs(C), axis=1, kind="stable")[:, :top].tolist()
+    values = C.tolist()
+    return [[[names[k], round(values[i][k], 4)] for k in order[i]] for i in range(len(X))]
+
+
+class LatentScorer:
+    r"""The scorer of a settle without a single label: the latent-class posterior alone, on numpy only.
+
+    It gives exactly what :class:`kgr.evidence.scorer.EvidenceScorer` gives when no row is labelled
+    (:math:`\hat p = \sigma(z_{\text{LCM}})`, no out-of-fold scores, view contributions) without
+    importing scikit-learn, which a cold ``kgr promote`` would otherwise load for nothing (about a
+    second). Same protocol: ``fit`` / ``decision_function`` / ``predict_proba`` / ``contributions``.
+
+    Attributes
+    ----------
+    latent_ : LatentClass
+    model_ : None
+    oof_ : numpy.ndarray, shape (0,)
+    n_labels_ : int
+        Always 0.
+    """
+
+    model_ = None
+
+    def fit(self, X: np.ndarray, y: np.ndarray | None = None, *, audit: np.ndarray | None = None) -> "LatentScorer":
+        """Fit the latent-class model by EM on every row (``y``: all -1, or None; ``audit`` ignored).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+        y : numpy.ndarray, optional
+            -1 per row (a labelled row is an error: use ``EvidenceScorer``).
+        audit : ignored
+
+        Returns
+        -------
+        LatentScorer
+            ``self``.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(FEATURES) or (y is not None and np.shape(y) != (len(X),)):
+            raise KgrValidationError(f"features must be n x {len(FEATURES)} with one label per row", field="features")
+        if y is not None and (np.asarray(y) >= 0).any():
+            raise KgrValidationError("LatentScorer fits unlabelled rows only", field="labels")
+        self.classes_ = np.array([0, 1])
+        self.n_labels_ = 0
+        self.latent_ = fit_latent(X, None if y is None else np.full(len(X), -1.0))
+        self.calibration_ = (1.0, 0.0)
+        self.oof_ = np.zeros(0)
+        return self
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """The latent-class log-odds of every row of ``X``.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m,)
+        """
+        return self.latent_.logit(np.asarray(X, dtype=np.float64))
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """``[1 - p_hat, p_hat]`` per row.
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m, 2)
+        """
+        p = _sigmoid(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def contributions(self, X: np.ndarray, *, top: int = 5) -> list[list[list]]:
+        """Each view's log-likelihood ratio, largest first (:func:`view_contributions`).
+
+        Parameters
+        ----------
+        X : numpy.ndarray, shape (m, len(FEATURES))
+        top : int, default 5
+
+        Returns
+        -------
+        list
+            Per row, ``[name, contribution]`` pairs.
+        """
+        return view_contributions(self.latent_, X, top=top)

@@ -80,7 +80,7 @@ from sklearn.preprocessing import StandardScaler
 
 from kgr.errors import KgrValidationError
 from kgr.evidence.features import FEATURES
-from kgr.evidence.latent import LatentClass, fit_latent, view_codes
+from kgr.evidence.latent import LatentClass, fit_latent, view_contributions
 
 __all__ = ["EvidenceScorer", "selection_weights"]
 
@@ -320,12 +320,9 @@ class EvidenceScorer(ClassifierMixin, BaseEstimator):
         """
         X = np.asarray(X, dtype=np.float64)
         if self.model_ is None:
-            ratios = self.latent_.log_ratios(view_codes(X))
-            names = [f"view:{v}" for v in ratios]
-            C = np.column_stack(list(ratios.values())) if ratios else np.zeros((len(X), 0))
-        else:
-            D = self._design(X, self.latent_.logit(X))
-            names = ["latent_class", *FEATURES]
-            C = D * (self.calibration_[0] * self.model_.coef_[0])
+            return view_contributions(self.latent_, X, top=top)
+        D = self._design(X, self.latent_.logit(X))
+        names = ["latent_class", *FEATURES]
+        C = D * (self.calibration_[0] * self.model_.coef_[0])
         order = np.argsort(-np.abs(C), axis=1, kind="stable")[:, :top]
         return [[[names[k], round(float(C[i, k]), 4)] for k in order[i]] for i in range(len(X))]

@@ -12,9 +12,18 @@ Clopper–Pearson bound from audit labels), :mod:`kgr.promotion.outcome` (what a
 reads and writes around it (:mod:`kgr.store.settle`, :mod:`kgr.store.rounds`).
 """
 
-from kgr.promotion.certificate import SliceBounds, clopper_pearson_upper, slice_bounds
+import importlib
+
 from kgr.promotion.config import CalibratedConfig, CalibratedState
 from kgr.promotion.cut import Cut, cut
 
 __all__ = ["CalibratedConfig", "CalibratedState", "Cut", "cut", "SliceBounds", "slice_bounds",
            "clopper_pearson_upper"]
+
+
+def __getattr__(name: str) -> object:
+    # the certificate's names load on first use: scipy.special costs a cold process ~0.5 s, which a
+    # settle with nothing new and the other policies never pay
+    if name in ("SliceBounds", "clopper_pearson_upper", "slice_bounds"):
+        return getattr(importlib.import_module("kgr.promotion.certificate"), name)
+    raise AttributeError(f"module 'kgr.promotion' has no attribute {name!r}")

@@ -25,10 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kgr.promotion.certificate import SliceBounds, slice_bounds
+if TYPE_CHECKING:  # the bound (scipy.special) loads with the first cut, not with the package
+    from kgr.promotion.certificate import SliceBounds
+
 
 __all__ = ["Cut", "cut", "functional_winners"]
 
@@ -120,6 +123,8 @@ def cut(p: np.ndarray, keys: Sequence[str], *, target: float, prior_audits: int,
     key_rank = np.empty(n, np.int64)
     key_rank[np.argsort(np.asarray(keys, dtype=object), kind="stable")] = np.arange(n)
     order = idx[np.lexsort((key_rank[idx], -p[idx]))] if len(idx) else idx
+    from kgr.promotion.certificate import slice_bounds
+
     bounds = slice_bounds(p[order], known[order], audit_scores, audit_false, prior_audits=prior_audits, level=level)
     ok = (bounds.bound <= target + 1e-12) & ((p[order] >= min_p) | known[order])
     k = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)

@@ -109,17 +109,19 @@ def assemble(inputs: RoundInputs, scored, cfg: CalibratedConfig) -> Outcome:  # 
     out = Outcome()
     refreshed = []
     tau = None if math.isinf(ct.tau) else ct.tau
+    p_all, r_contr = scored.p.tolist(), scored.checks.r_contr.tolist()  # python floats, once (not per row)
+    violated = scored.checks.violations()
     for i, c in enumerate(rows):
-        action, kind, p = scored.action[i], scored.hold[i], float(scored.p[i])
+        action, kind, p = scored.action[i], scored.hold[i], p_all[i]
         if not record[i]:
             if c.dirty or c.p_hat is None or abs(p - c.p_hat) > cfg.write_tolerance:
                 refreshed.append((c.key, c.subject_key, c.object_key, p, c.dirty))
             continue
         info = {"votes": c.votes, "documents": c.documents, "p_hat": p, "tau": tau, "target_fmr": cfg.target_fmr,
-                "bound": ct.bound, "r_contr": float(scored.checks.r_contr[i]), "violated": scored.checks.violated(i),
+                "bound": ct.bound, "r_contr": r_contr[i], "violated": violated[i],
                 "gate": scored.gate[i], "evidence": evidence.get(i, [])}
         reason = _reason(c, i, scored, cfg, rank)
-        extra = {"p_hat": p, "features": [float(x) for x in scored.X[i]], "feature_set": FEATURE_SET}
+        extra = {"p_hat": p, "features": scored.X[i].tolist(), "feature_set": FEATURE_SET}
         if c.status == "promoted":
             info["status"] = "rejected" if action == "reject" else "held"
             out.decisions.append(EdgeDecision.model_construct(

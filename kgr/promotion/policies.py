@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import json
 import time
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-import networkx as nx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kgr.errors import KgrValidationError
 from kgr.promotion.constraints import PromotedIndex, functional_losers, functional_relations
-from kgr.promotion.gedig import Candidate, PolicyState, PromotionConfig, decide_round
 from kgr.model.decisions import EdgeDecision
 from kgr.model.promotion import (
     DEFAULT_POLICY,
@@ -43,6 +41,9 @@ from kgr.model.promotion import (
     RoundInputs,
     RoundRequest,
 )
+
+if TYPE_CHECKING:  # the geDIG policy's modules load with it (networkx, the gauge), not with the registry
+    from kgr.promotion.gedig import PolicyState, PromotionConfig
 
 __all__ = ["Policy", "PolicyName", "POLICY_NAMES", "QuorumConfig", "QuorumPolicy", "GedigPolicy", "make_policy",
            "growth_epoch", "DEFAULT_POLICY"]
@@ -143,6 +144,8 @@ class QuorumPolicy:
 # --------------------------------------------------------------------------------------------
 
 def _gedig_state(raw: str | None, config: PromotionConfig) -> PolicyState:
+    from kgr.promotion.gedig import PolicyState
+
     if raw:
         try:
             state = PolicyState.model_validate_json(raw)
@@ -164,6 +167,8 @@ class GedigPolicy:
     name: ClassVar[str] = "gedig"
 
     def __init__(self, config: PromotionConfig | None = None):
+        from kgr.promotion.gedig import PromotionConfig
+
         self.config = config or PromotionConfig()
 
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
@@ -172,6 +177,10 @@ class GedigPolicy:
         return RoundRequest(limit=self.config.max_candidates_per_round, epoch=epoch, graph=True)
 
     def decide(self, inputs: RoundInputs, state: str | None) -> RoundDecisions:
+        import networkx as nx
+
+        from kgr.promotion.gedig import Candidate, decide_round
+
         started = time.perf_counter()
         cfg = self.config
         st = _gedig_state(state, cfg)
@@ -224,6 +233,8 @@ def make_policy(name: PolicyName | str = DEFAULT_POLICY, config: BaseModel | Non
             raise KgrValidationError(f"policy quorum takes a QuorumConfig, got {type(cfg).__name__}", field="config")
         return QuorumPolicy(cfg.model_copy(update={"quorum": quorum}) if quorum else cfg)
     if name == "gedig":
+        from kgr.promotion.gedig import PromotionConfig
+
         gcfg = config if config is not None else PromotionConfig()
         if not isinstance(gcfg, PromotionConfig):
             raise KgrValidationError(f"policy gedig takes a PromotionConfig, got {type(gcfg).__name__}", field="config")

@@ -40,17 +40,18 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from kgr.evidence.checks import Checks
-from kgr.evidence.features import IX, EvidenceFeatures
-from kgr.evidence.graph import Evidence
 from kgr.model.promotion import RoundContext, RoundDecisions, RoundInputs, RoundRequest
 from kgr.promotion.config import CalibratedConfig, CalibratedState, load_state
-from kgr.promotion.cut import Cut, cut
-from kgr.promotion.outcome import assemble
+from kgr.promotion.cut import cut
+
+if TYPE_CHECKING:  # the evidence modules load with the first settle that decides (not for one with nothing new)
+    from kgr.evidence.checks import Checks
+    from kgr.evidence.features import EvidenceFeatures
+    from kgr.promotion.cut import Cut
 
 __all__ = ["CalibratedPolicy", "Scored"]
 
@@ -77,6 +78,8 @@ class Scored:
 def _ag(cfg: CalibratedConfig, scorer, X: np.ndarray, p: np.ndarray, unread: np.ndarray, below: np.ndarray,  # noqa: ANN001
         above: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     """The AG gate: unread edges one reading would move across the cut (see the module docstring)."""
+    from kgr.evidence.features import IX
+
     none = np.zeros(len(p), bool)
     if not cfg.escalate or not unread.any():
         return none, none
@@ -102,13 +105,23 @@ class CalibratedPolicy:
 
     def __init__(self, config: CalibratedConfig | None = None):
         self.config = config or CalibratedConfig()
-        c = self.config
-        self.features = EvidenceFeatures(duplicate_similarity=c.duplicate_similarity,
-                                         duplicate_max_degree=c.duplicate_max_degree,
-                                         rules_min_support=c.rules_min_support,
-                                         rules_min_confidence=c.rules_min_confidence, embedding_dim=c.embedding_dim)
+        self._features: EvidenceFeatures | None = None
         self._fit: tuple[str, object] | None = None
         self._scoring = threading.Lock()
+
+    @property
+    def features(self) -> "EvidenceFeatures":
+        """The feature transformer (made on first use; it keeps the mined rules and embeddings)."""
+        if self._features is None:
+            from kgr.evidence.features import EvidenceFeatures
+
+            c = self.config
+            self._features = EvidenceFeatures(duplicate_similarity=c.duplicate_similarity,
+                                              duplicate_max_degree=c.duplicate_max_degree,
+                                              rules_min_support=c.rules_min_support,
+                                              rules_min_confidence=c.rules_min_confidence,
+                                              embedding_dim=c.embedding_dim)
+        return self._features
 
     # -- the seam -------------------------------------------------------------------------------
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
@@ -131,6 +144,8 @@ class CalibratedPolicy:
             return RoundDecisions(decisions=[], note=note, report=report,
                                   decide_ms=(time.perf_counter() - started) * 1000.0)
         scored = self.score(inputs)
+        from kgr.promotion.outcome import assemble
+
         out = assemble(inputs, scored, cfg)
         wrote = bool(out.decisions or out.refreshed)
         st = CalibratedState(settled_version=inputs.context.version + (1 if wrote else 0), config=cfg.digest(),
@@ -145,14 +160,21 @@ class CalibratedPolicy:
 
     # -- scoring --------------------------------------------------------------------------------
     def _scorer(self, X: np.ndarray, y: np.ndarray, audit: np.ndarray):  # noqa: ANN202 - an EvidenceScorer
-        """The scorer fitted on ``X``, ``y`` and ``audit`` (cached by their content)."""
-        from kgr.evidence.scorer import EvidenceScorer
-
+        """The scorer fitted on ``X``, ``y`` and ``audit`` (cached by their content); without a single
+        label the latent-class scorer, which is the estimator's no-label case without scikit-learn."""
         key = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (X, y, audit))
                              + self.config.digest().encode()).hexdigest()
         if self._fit is None or self._fit[0] != key:
             c = self.config
-            sc = EvidenceScorer(min_labels=c.min_labels, min_per_class=c.min_per_class, C=c.C).fit(X, y, audit=audit)
+            if not (y >= 0).any():
+                from kgr.evidence.latent import LatentScorer
+
+                sc = LatentScorer().fit(X, y)
+            else:
+                from kgr.evidence.scorer import EvidenceScorer
+
+                sc = EvidenceScorer(min_labels=c.min_labels, min_per_class=c.min_per_class, C=c.C).fit(X, y,
+                                                                                                     audit=audit)
             self._fit = (key, sc)
         return self._fit[1]
 
@@ -166,6 +188,8 @@ class CalibratedPolicy:
         cfg = self.config
         rows = inputs.candidates
         n = len(rows)
+        from kgr.evidence.graph import Evidence
+
         ev = Evidence(rows=rows, pinned=inputs.promoted, entity_types=inputs.entity_types, schema=inputs.schema)
         label = np.array([-1.0 if c.label is None else float(bool(c.label)) for c in rows])
         n_labels = int((label >= 0).sum())

@@ -46,10 +46,9 @@ class PromotedGraphCache:
             hit = self._by_store.get(self._store(graph))
         if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
             return hit.edges, hit.types, True
-        r = graph.read("round_promoted_read")[0]
-        edges = EdgeList(r["subject"], r["relation"], r["object"], [float(w) for w in r["weight"]], r["key"],
-                         [None if x < 0 else x for x in r["score"]])
-        types = {k: k.partition(":")[0] for k in set(r["subject"]) | set(r["object"])}
+        key, subject, relation, obj, weight, score = graph.read_value("round_promoted_read")
+        edges = EdgeList(subject, relation, obj, [float(w) for w in weight], key, [None if x < 0 else x for x in score])
+        types = {k: k.partition(":")[0] for k in set(subject) | set(obj)}
         with self._lock:
             self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
         return edges, types, False

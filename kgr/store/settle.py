@@ -10,7 +10,9 @@ The calibrated policy (:mod:`kgr.promotion.settle`) decides every staged edge it
 2. Otherwise every managed edge (``settle_rows_read``: pending, held, rejected, or promoted with a
    score; by key) with the columns of a round's candidates plus its recorded score, label kind,
    whether it has new evidence and whether it was re-read; and the *pinned* promoted edges (the
-   current promoted edges it does not manage), from the per-process promoted-graph cache.
+   current promoted edges it does not manage), from the per-process promoted-graph cache. The two
+   reads run at once (the promoted graph in a worker thread): a cold process waits for the longer,
+   not for both.
 
 Reads only; the writes go through :func:`kgr.store.rounds.write_round`.
 """
@@ -18,6 +20,7 @@ Reads only; the writes go through :func:`kgr.store.rounds.write_round`.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs, RoundRequest
 from kgr.model.schema import KGSchema
@@ -50,9 +53,11 @@ def read_settle(graph: Graph, request: RoundRequest, context: RoundContext, *, s
     if request.settled_version is not None and request.settled_version == context.version \
             and not graph.read("settle_dirty")[0]["dirty"]:
         return RoundInputs(candidates=(), schema=schema, context=context, now=ts, nothing_new=True)
-    rows = tuple(settle_row(r) for r in graph.read("settle_rows_read")[0]["rows"])
+    with ThreadPoolExecutor(1) as pool:  # the promoted graph is read (or found cached) while the rows are
+        promoted_read = pool.submit((cache or PROMOTED_CACHE).get, graph, context)
+        rows = tuple(settle_row(r) for r in graph.read_value("settle_rows_read"))
+        promoted, ptypes, _ = promoted_read.result()
     managed = {c.key for c in rows}
-    promoted, ptypes, _ = (cache or PROMOTED_CACHE).get(graph, context)
     keep = [i for i, k in enumerate(promoted.key) if k not in managed]
     pinned = EdgeList([promoted.subject[i] for i in keep], [promoted.relation[i] for i in keep],
                       [promoted.object[i] for i in keep], [1.0] * len(keep), [promoted.key[i] for i in keep])

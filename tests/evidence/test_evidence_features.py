@@ -266,3 +266,42 @@ def test_a_labelled_rows_out_of_fold_score_never_sees_its_own_label(n, n_labels,
     flip = np.where(np.arange(n) == j, 1.0 - labels, labels)
     full = EvidenceScorer(min_per_class=5).fit(X, flip, audit=flip >= 0)
     assert abs(full.predict_proba(X[j:j + 1])[0, 1] - sc.predict_proba(X[j:j + 1])[0, 1]) > 1e-4
+
+
+def test_latent_scorer_is_the_estimators_no_label_case_exactly():
+    from kgr.evidence.latent import LatentScorer
+
+    X, _ = synthetic(2000, seed=11)
+    none = np.full(len(X), -1.0)
+    est, lat = EvidenceScorer().fit(X, none), LatentScorer().fit(X, none)
+    assert est.model_ is None and lat.model_ is None and lat.n_labels_ == 0 and lat.oof_.shape == (0,)
+    assert np.array_equal(est.predict_proba(X), lat.predict_proba(X))
+    assert est.contributions(X[:20]) == lat.contributions(X[:20])
+    with pytest.raises(KgrValidationError):
+        LatentScorer().fit(X, np.where(np.arange(len(X)) == 0, 1.0, -1.0))
+
+
+def test_a_settle_without_labels_does_not_import_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from kgr.evidence.graph import Evidence\n"
+            "from kgr.model.promotion import CandidateRow, RoundContext, RoundInputs\n"
+            "from kgr.promotion.settle import CalibratedPolicy\n"
+            "rows = tuple(CandidateRow(key=f'k{i}', relation='R', subject_key=f'P:a{i % 7}', subject_type='P',\n"
+            "             object_key=f'P:b{i % 5}', object_type='P', votes=1 + i % 3, documents=1 + i % 3,\n"
+            "             confidence=0.8, mean_confidence=0.8, status='pending') for i in range(30))\n"
+            "inputs = RoundInputs(candidates=rows, context=RoundContext(version=1, hash='h'), now=0.0)\n"
+            "d = CalibratedPolicy().decide(inputs, None)\n"
+            "assert d.decisions, 'decided nothing'\n"
+            "print('sklearn' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+def test_violations_are_violated_of_every_row():
+    ev = Evidence(rows=office(), schema=SCHEMA)
+    ch = check_rows(ev, build_graph(ev))
+    assert ch.violations() == [ch.violated(i) for i in range(len(ev.rows))]
+    assert any(ch.violations())
