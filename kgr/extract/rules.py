@@ -63,7 +63,8 @@ from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
-from kgr.extract.phrases import modifier_of_product, title_mention, written_in
+from kgr.extract.mentions import continues, ends_longer, modifies_noun
+from kgr.extract.phrases import title_mention, written_in
 from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
@@ -78,12 +79,6 @@ _CODE = re.compile(r"`+[^`]+`+")
 _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
 #: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
 MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
-#: A known name directly followed by a capitalised word is the start of a longer, unknown name
-#: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
-_NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
-#: A known name run into a longer word: a hyphenated compound ("X Window System-specific",
-#: "C-extensions") or a longer name ("C" of "C++11", "C#"): not a mention of the known one.
-_RUN_ON = re.compile(r"-[a-z]|[+#]")
 #: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
 _RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
 #: A sentence opening with a pronoun or a definite description of the document's own subject.
@@ -296,10 +291,11 @@ class RulesExtractor:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
                 cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
-        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)
-                and not (_RUN_ON.match(text, m.end) and text[m.end - 1].isalpha())]
+        resolved = resolve_overlaps(cands)
+        name_ends = {m.end for m in resolved}
+        kept = [m for m in resolved if not continues(text, m.start, m.end)]
         for m in kept:
-            m.modifier = modifier_of_product(text, m.end)
+            m.modifier, m.part = modifies_noun(text, m.start, m.end), ends_longer(text, m.start, m.end, name_ends)
         return mark_possessives(text, kept)
 
     @staticmethod
@@ -345,7 +341,7 @@ class RulesExtractor:
                 mentions.insert(0, self._title_mention(own.end(), title, schema))
             else:
                 mentions = self._own_name(masked, mentions, title, schema)
-            all_mentions.extend(mentions)
+            all_mentions.extend(m for m in mentions if not m.part)
             for m in mentions:
                 offsets[m] = s0 + m.start
             label = _LICENSE_LINE.search(sentence) if title else None
@@ -409,7 +405,7 @@ class RulesExtractor:
         spec = schema.relation_types.get("WRITTEN_IN")
         if spec is None or not spec.domain or not spec.range:
             return []
-        langs = {(m.start, m.end): (m, t) for m in mentions if not m.guess and not m.possessive
+        langs = {(m.start, m.end): (m, t) for m in mentions if not (m.guess or m.possessive or m.part)
                  for t in m.types[:1] if t in spec.range}
         subs = {(m.start, m.end): (m, t) for m in mentions if not m.guess
                 for t in [next((t for t in m.types if t in spec.domain), None)] if t is not None}
@@ -429,7 +425,7 @@ class RulesExtractor:
         if spec is None or not spec.domain:
             return
         me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
-        licences = {(m.start, m.end): (m, t) for m in mentions for t in m.types[:1] if t in spec.range}
+        licences = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
         for span in license_chain(sentence, sorted(licences), at):
             m, t = licences[span]
             yield "LICENSED_UNDER", me, spec.domain[0], m, t
