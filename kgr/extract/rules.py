@@ -59,9 +59,11 @@ from typing import Any
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
+from kgr.extract.carried import SELF, feature_objects, labelled
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
+from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.mentions import continues, ends_longer, modifies_noun
 from kgr.extract.phrases import title_mention, written_in
@@ -81,9 +83,6 @@ _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|nativ
 MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
 #: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
 _RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
-#: A sentence opening with a pronoun or a definite description of the document's own subject.
-_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
-                   re.VERBOSE)
 #: After a trigger noun: what provides it is not its subject.
 _PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
 #: Between a trigger and its right end: a coordinator first ("formats that PIL supports and ANSI
@@ -172,54 +171,6 @@ def _compile(schema: KGSchema) -> _Compiled:
         alts = sorted(trigger_rel, key=lambda s: (-len(s), s))
         trig_re = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
     return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map(), schema_roles(schema))
-
-
-_ASKS_MORE = re.compile(
-    r"\b(?:extract|missing|more|add|link|lag|under|insufficient|low|candidate|not extracted)", re.IGNORECASE
-)
-_SAYS_ENOUGH = re.compile(
-    r"no further extraction|\bcomplete\b|\badequate\b|\bexcellent\b|\bexceeds\b|\bdrop\b|\bremove\b|"
-    r"\babsent\b|not in the schema|outside the schema",
-    re.IGNORECASE,
-)
-
-
-def guided_types(schema: KGSchema, guidance: list[str] | None) -> list[str]:
-    """Entity types the guidance asks to widen (see the module docstring), in schema order.
-
-    Only recommendations that ask for more extraction count (they mention extracting, adding,
-    linking, missing or candidate items, and do not say the extraction is adequate, complete or
-    excessive, or ask to drop something). Entity types named in them, and the domain and range types
-    of relation types named in them, are widened; every type when they name none.
-
-    >>> s = KGSchema.model_validate({"entity_types": {"Person": {}, "Machine": {}, "Place": {}},
-    ...     "relation_types": {"BORN_IN": {"domain": ["Person"], "range": ["Place"]}}})
-    >>> guided_types(s, ["Extract Machine entities: none extracted yet."])
-    ['Machine']
-    >>> guided_types(s, ["Extract BORN_IN relations: none extracted yet."])
-    ['Person', 'Place']
-    >>> guided_types(s, ["Candidate entity mentions not extracted yet: 'Z3'"])
-    ['Person', 'Machine', 'Place']
-    >>> guided_types(s, ["Density is adequate: no further extraction needed."])
-    []
-    >>> guided_types(s, None)
-    []
-    """
-    asking = [g for g in guidance or [] if _ASKS_MORE.search(g) and not _SAYS_ENOUGH.search(g)]
-    if not asking:
-        return []
-    text = "\n".join(asking)
-    wanted: set[str] = set()
-    for etype in schema.entity_types:
-        if re.search(rf"(?<![A-Za-z0-9]){re.escape(etype)}(?:s|es)?(?![A-Za-z0-9])", text, re.IGNORECASE):
-            wanted.add(etype)
-    for rel, spec in schema.relation_types.items():
-        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(rel)}(?![A-Za-z0-9_])", text, re.IGNORECASE):
-            wanted.update(spec.domain or schema.entity_types)
-            wanted.update(spec.range or schema.entity_types)
-    if not wanted:
-        wanted = set(schema.entity_types)
-    return [t for t in schema.entity_types if t in wanted]
 
 
 class RulesExtractor:
@@ -336,7 +287,7 @@ class RulesExtractor:
             sentence = chunk_text[s0:e0]
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
-            own = _SELF.match(masked) if title else None
+            own = SELF.match(masked) if title and not labelled(sentence) else None
             if own is not None and title:
                 mentions.insert(0, self._title_mention(own.end(), title, schema))
             else:
@@ -350,6 +301,7 @@ class RulesExtractor:
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
                 found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
                 found_here += self._written_in(masked, mentions, title, schema)
+                found_here += self._features(masked, mentions, title, schema, comp) if own is None else []
             for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
@@ -415,6 +367,19 @@ class RulesExtractor:
             lm, lt = langs[lang]
             if not negated(masked, [(sm.start, sm.end), (lm.start, lm.end)], [(lm.start, lm.end)]):
                 out.append(("WRITTEN_IN", sm, st, lm, lt))
+        return out
+
+    def _features(self, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema, comp: _Compiled):
+        """``<title> <relation of the trigger "support"> X`` from "Added [official] X support"
+        (:func:`kgr.extract.carried.feature_objects`), not negated, not after a line label."""
+        out = []
+        for rel, _ in comp.trigger_rel.get("support", []) if title else []:
+            spec = schema.relation_types[rel]
+            objs = {(m.start, m.end): (m, t) for m in mentions if not (m.guess or m.possessive or m.part)
+                    for t in m.types[:1] if t in spec.range}
+            for span in feature_objects(masked, sorted(objs)) if spec.domain else []:
+                if not negated(masked, [span], list(objs)):
+                    out.append((rel, self._title_mention(0, title or "", schema), spec.domain[0], *objs[span]))
         return out
 
     @staticmethod
