@@ -66,6 +66,7 @@ from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.mentions import continues, ends_longer, modifies_noun
+from kgr.extract.notices import notice
 from kgr.extract.phrases import title_mention, written_in
 from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
@@ -298,6 +299,7 @@ class RulesExtractor:
             label = _LICENSE_LINE.search(sentence) if title else None
             found_here = [] if label is None or not title else \
                 list(self._license_line(sentence, label.start(), mentions, title, schema))  # also before boilerplate
+            found_here += self._notice(masked, mentions, title, schema, comp) if label is None else []
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
                 found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
                 found_here += self._written_in(masked, mentions, title, schema)
@@ -381,6 +383,21 @@ class RulesExtractor:
                 if not negated(masked, [span], list(objs)):
                     out.append((rel, self._title_mention(0, title or "", schema), spec.domain[0], *objs[span]))
         return out
+
+    def _notice(self, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema, comp: _Compiled):
+        """``<S> <relation of the trigger "under the terms of"> <licence>`` from a free-software licence
+        notice (:func:`kgr.extract.notices.notice`; its subject, or the title for "This program")."""
+        for rel, _ in comp.trigger_rel.get("under the terms of", []):
+            spec = schema.relation_types[rel]
+            lics = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
+            got = notice(masked, sorted(lics)) if spec.domain else None
+            if got is None or (got[0] is None and not title):
+                continue
+            st = spec.domain[0]
+            sm = self._title_mention(0, title or "", schema) if got[0] is None else \
+                Mention(*got[0], [st], {st: " ".join(masked[got[0][0]:got[0][1]].split())})
+            return [(rel, sm, st, *lics[got[1]])]
+        return []
 
     @staticmethod
     def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema):
