@@ -5,14 +5,15 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
 
 - :data:`SELF` (the sentence opening): a pronoun or definite description of the document ("It",
   "This package|library|project|module|tool|program|command", not "It is a …"); a subjectless entry
-  "Add/Added/Explicit/Full/Native/Initial support for X", "Hard/Add/New/Versioned … dependency on
+  "Add/Added/Explicit/Full/Native/Initial/Improved/Better/Fixed support for X", "Hard/Add/New/Versioned … dependency on
   X"; and a subjectless entry that opens with the relation's verb or noun: "Support for X",
   "Supports X", "Requires X", "Depends on X", "Compatible with X", "Works with X", "Runs on X",
   "Make compatible with X" (the imperative of a changelog: "Make compatible with Python 2.5").
-- :func:`feature_objects`: "Added / Initial / Official / Experimental / Basic / Full / Native / Better /
-  Fixed / Improved / Verified / Enabled [one or two words] <X> [version] support" — the feature noun
-  after its object; a fixed or improved feature is one the software has — states ``<title> SUPPORTS
-  X`` ("Added official Python 3.6 support.", "Fixed TLS support on Windows.").
+- :func:`feature_objects`: an opening "[Added / Initial / Official / Experimental / Basic / Full /
+  Native / Better / Fixed / Improved / Verified / Enabled [one or two words]] <X> [version] support"
+  — the feature noun after its object; a fixed or improved feature is one the software has — states
+  ``<title> SUPPORTS X`` ("Added official Python 3.6 support.", "Fixed TLS support on Windows.",
+  "- Python 3.12 support (Thanks Peter!)", "SSL support is provided by OpenSSL.").
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
@@ -28,13 +29,14 @@ from kgr.extract.cues import line_label
 __all__ = ["SELF", "feature_objects", "labelled"]
 
 SELF = re.compile(
-    r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)
+    r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
     |(?:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)
     |(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b))
     |Make(?=\s+compatible\s+with\b)
     |(?=(?:Support\s+for|Supports|Requires?|Depends?\s+on|Compatible\s+with|Works\s+with|Runs\s+on)\s))""",
     re.VERBOSE)
-_FEATURE_OPEN = re.compile(r"\s*(?:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|Fixes|Fixed|Improve|Improves|Improved|Verified|Enable|Enables|Enabled)\s+(?:[a-z][\w-]*\s+){0,2}$")
+_FEATURE_OPEN = re.compile(r"\s*(?:(?:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|Fixes|Fixed|"
+                           r"Improve|Improves|Improved|Verified|Enable|Enables|Enabled)\s+(?:[a-z][\w-]*\s+){0,2})?$")
 _FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support\b(?!\s+(?:for|of)\b)")
 
 
