@@ -56,6 +56,9 @@ _MODIFIES_NEXT = re.compile(
 #: "the Foo *bindings* depend on" (two finite verbs do not stand side by side, so the -s word is a noun).
 _PLURAL_HEAD = re.compile(r"\s+(?!(?:is|was|has|does|its|this|thus|also|always|perhaps|as|us|yes|plus|less|unless|"
                           r"news|series|always|sometimes|nevertheless)\s)[a-z]{3,}s\s+")
+#: ... and a plural noun in -s right before a plural auxiliary: "Current *releases are* licensed under" (a
+#: verb in -s is never followed by "are"), so the capitalised word before it modifies that noun.
+_PLURAL_SUBJECT = re.compile(_PLURAL_HEAD.pattern + r"(?:are|were|have|had|do|did)\b")
 _PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
 _ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
 #: Words between a trigger and its object that make the object another noun's: a relative pronoun, a
@@ -91,7 +94,8 @@ def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: 
     gap = text[end:ts]
     if _PRONOUN.search(gap) or _PREPOSITION_BEFORE.search(text, 0, start):
         return False
-    if _MODIFIES_NEXT.match(gap) or (_PLURAL_HEAD.fullmatch(gap) and not trigger.split()[0].casefold().endswith("s")):
+    if _MODIFIES_NEXT.match(gap) or _PLURAL_SUBJECT.match(gap) or (
+            _PLURAL_HEAD.fullmatch(gap) and not trigger.split()[0].casefold().endswith("s")):
         return False
     if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \
             and not (own and not gap.strip()):
