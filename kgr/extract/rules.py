@@ -105,7 +105,9 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
                          r"information|tickets?|requests?|contracts?|issues?|questions?|channels?|lists?|notices?|"
                          r"agreements?|fees?|keys?|servers?|contracts?|plans?|engineers?)\b", re.IGNORECASE)
 #: A "License: X" line of a README or package description (its subject is the document's).
-_LICENSE_LINE = re.compile(r"(?:^|(?<=\s))\W{0,3}Licen[cs]e:\s")
+_LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
+#: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
+_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)[ \t]*(?:\n[ \t]*[-=~^*#]{3,}[ \t]*)?\s*")
 
 
 @dataclass
@@ -283,6 +285,7 @@ class RulesExtractor:
         offsets: dict[Mention, int] = {}  # offset in the chunk
 
         all_mentions: list[Mention] = []
+        under_heading = False  # the sentence before was a "License" heading
         skip = changelog_spans(chunk_text, tuple(headings or ()))
         for s0, e0 in (se for se in sentence_spans(chunk_text) if not any(a <= se[0] < b for a, b in skip)):
             sentence = chunk_text[s0:e0]
@@ -297,9 +300,11 @@ class RulesExtractor:
             for m in mentions:
                 offsets[m] = s0 + m.start
             label = _LICENSE_LINE.search(sentence) if title else None
-            found_here = [] if label is None or not title else \
-                list(self._license_line(sentence, label.start(), mentions, title, schema))  # also before boilerplate
-            found_here += self._notice(masked, mentions, title, schema, comp) if label is None else []
+            at = label.start() if label is not None else (0 if under_heading and title else None)
+            found_here = [] if at is None or not title else \
+                list(self._license_line(sentence, at, mentions, title, schema, label is None))  # also before boilerplate
+            under_heading = _LICENSE_HEADING.fullmatch(sentence) is not None
+            found_here += self._notice(masked, mentions, title, schema, comp) if at is None else []
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
                 found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
                 found_here += self._written_in(masked, mentions, title, schema)
@@ -400,15 +405,15 @@ class RulesExtractor:
         return []
 
     @staticmethod
-    def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema):
+    def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema, opened: bool = False):
         """``LICENSED_UNDER`` from the document (``title``) to each licence of a "License: …" line's
-        licence expression (:func:`kgr.extract.ends.license_chain`)."""
+        licence expression, or of the sentence after a "License" heading (``opened``; :func:`kgr.extract.ends.license_chain`)."""
         spec = schema.relation_types.get("LICENSED_UNDER")
         if spec is None or not spec.domain:
             return
         me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
         licences = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
-        for span in license_chain(sentence, sorted(licences), at):
+        for span in license_chain(sentence, sorted(licences), at, opened):
             m, t = licences[span]
             yield "LICENSED_UNDER", me, spec.domain[0], m, t
 
