@@ -14,8 +14,8 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
   — the feature noun after its object; a fixed or improved feature is one the software has — states
   ``<title> SUPPORTS X`` ("Added official Python 3.6 support.", "Fixed TLS support on Windows.",
   "- Python 3.12 support (Thanks Peter!)", "SSL support is provided by OpenSSL.").
-- The opening word may be lowercase ("- add support for …") and follow the entry's version ("0.2.0
-  Added support for Google Auth."); "It" and "This …" must be capitalised.
+- The opening word may be lowercase ("- add support for C++Builder 3"); "It" and "This …" must be
+  capitalised.
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
@@ -30,16 +30,14 @@ from kgr.extract.cues import line_label
 
 __all__ = ["SELF", "feature_objects", "labelled"]
 
-#: A changelog entry's leading version ("0.2.0 Added support for …").
-_VERSION = r"(?:v?\d+(?:\.\d+)+:?\s+)?"
 SELF = re.compile(
-    r"""\s*""" + _VERSION + r"""(?:(?i:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
+    r"""\s*(?:(?i:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
     |(?i:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)
     |(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b))
     |(?i:Make)(?=\s+compatible\s+with\b)
     |(?=(?i:Support\s+for|Supports|Requires?|Depends?\s+on|Compatible\s+with|Works\s+with|Runs\s+on)\s))""",
     re.VERBOSE)
-_FEATURE_OPEN = re.compile(r"\s*" + _VERSION + r"(?:(?i:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|"
+_FEATURE_OPEN = re.compile(r"\s*(?:(?i:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|"
                            r"Fixes|Fixed|Improve|Improves|Improved|Verified|Enable|Enables|Enabled)\s+(?:[a-z][\w-]*\s+){0,2})?$")
 _FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support\b(?!\s+(?:for|of)\b)")
 
