@@ -13,7 +13,10 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
   Native / Better / Fixed / Improved / Verified / Enabled [one or two words]] <X> [version] support"
   — the feature noun after its object; a fixed or improved feature is one the software has — states
   ``<title> SUPPORTS X`` ("Added official Python 3.6 support.", "Fixed TLS support on Windows.",
-  "- Python 3.12 support (Thanks Peter!)", "SSL support is provided by OpenSSL.").
+  "- Python 3.12 support (Thanks Peter!)", "SSL support is provided by OpenSSL."); not when "support"
+  modifies a noun ("JSON support files", "Python 2 support policy"), and a bare "<X> support" only
+  with something after it (an item or heading "Python 2 support" names a topic: the entries under it
+  may well drop it).
 - The opening word may be lowercase ("- add support for C++Builder 3"); "It" and "This …" must be
   capitalised.
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
@@ -39,7 +42,13 @@ SELF = re.compile(
     re.VERBOSE)
 _FEATURE_OPEN = re.compile(r"\s*(?:(?i:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|"
                            r"Fixes|Fixed|Improve|Improves|Improved|Verified|Enable|Enables|Enabled)\s+(?:[a-z][\w-]*\s+){0,2})?$")
-_FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support\b(?!\s+(?:for|of)\b)")
+#: After the name (and its version): the noun "support", then the end of the entry, punctuation or a word that
+#: does not make "support" a modifier ("JSON support files", "Python 2 support policy") or take an object ("for").
+_FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support(?=\s*(?:[.,;!(]|$)|\s+(?:and|or|on|in|with|"
+                           r"under|via|is|was|has|have|now|from|by|through|when)\b)")
+#: A bare "<X> support" (no opening verb) only with something after it: a list item or heading that is
+#: nothing but "Python 2 support" names a topic (the entries under it may drop it).
+_BARE_END = re.compile(r"\s*$")
 
 
 def labelled(sentence: str) -> bool:
@@ -61,8 +70,13 @@ def feature_objects(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int
     [(17, 27)]
     >>> feature_objects("Add Python support for the build", [(4, 10)])
     []
+    >>> feature_objects("  Python 2 support", [(2, 10)]), feature_objects("  Python 2 support.", [(2, 10)])
+    ([], [(2, 10)])
+    >>> feature_objects("  JSON support files from the JSON Schema Specifications", [(2, 6)])
+    []
     """
     for s, e in spans:
-        if _FEATURE_OPEN.fullmatch(masked, 0, s) and _FEATURE_NOUN.match(masked, e):
+        opening, noun = _FEATURE_OPEN.fullmatch(masked, 0, s), _FEATURE_NOUN.match(masked, e)
+        if opening and noun and (masked[:s].strip() or not _BARE_END.fullmatch(masked, noun.end())):
             return [(s, e)]
     return []

@@ -96,6 +96,17 @@ def test_added_x_support_states_the_title_supports_x(text, title, triple):
     assert triple in triples(text, title)
 
 
+@pytest.mark.parametrize("text,title", [
+    ("JSON support files from the `JSON Schema Specifications <https://json-schema.org/specification.html>`_ "
+     "(metaschemas, vocabularies, etc.)", "jsonschema-specifications"),   # "support" modifies "files"
+    ("_Python 2 support policy: https://pip.pypa.io/en/latest/development/release-process/", "pip"),
+    ("* Python 2 support", "msgpack"),  # a topic: the entries under it say "no longer supports Python 2"
+])
+def test_support_as_a_modifier_or_a_topic_states_nothing(text, title):
+    # unannotated PyPI READMEs (site-packages METADATA), read when checking the rule above
+    assert not triples(text, title)
+
+
 def test_a_dropped_feature_is_not_supported():
     assert not triples("- Drop Python 2.7 support.", "jedi")
     # a negation after a comma is another clause (fifth cdv0, gold: blinker SUPPORTS Python)
