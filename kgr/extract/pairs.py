@@ -29,7 +29,7 @@ class Mention:
     possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
     modifier: bool = False  # before a product noun ("an SQL database engine"): no end of a closed type
     part: bool = False  # the last word of a longer unknown name ("Kernel TLS"): no relation end (kgr.extract.mentions)
-    own: bool = False  # the document's title standing for "It", "Add …" (rules extractor, ``_SELF``)
+    own: bool = False  # the document's title standing for "It", "Add …" (:data:`kgr.extract.carried.SELF`)
 
 
 def resolve_overlaps(cands: list[tuple[int, int, int, Mention]]) -> list[Mention]:

@@ -38,6 +38,10 @@ How it reads a chunk
      name between, not a modifier of a noun);
      licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
      first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
+   - with a title, it stands for the subject a sentence leaves out ("It supports", "Add support
+     for", "Requires X", "Added X support": :mod:`kgr.extract.carried`), and a "License:" label or
+     heading names its licence; the free-software notice names its own (:mod:`kgr.extract.notices`).
+   - a known name that starts, ends or runs into a longer name is none (:mod:`kgr.extract.mentions`).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
    types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
    knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
