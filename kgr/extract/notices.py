@@ -22,7 +22,7 @@ import re
 __all__ = ["notice"]
 
 _NOTICE = re.compile(
-    r"\W*(?P<subject>[^\s;,:]+(?:\s+[^\s;,:]+){0,3}?)\s+(?:is|are)\s+free\s+software\s*[;,:]\s*"
+    r"\s*\W{0,3}(?P<subject>[^\s;,:]+(?:\s+[^\s;,:]+){0,3}?)\s+(?:is|are)\s+free\s+software\s*[;,:]\s*"
     r"(?:you\s+can\s+redistribute\s+(?:it|them)\s+and/or\s+modify\s+(?:it|them)\s+|(?:and\s+)?(?:is\s+)?distributed\s+)?"
     r"under\s+the\s+terms\s+of\s+(?:the\s+)?", re.IGNORECASE)
 _SELF = re.compile(r"This\s+(?:program|library|package|software|module)", re.IGNORECASE)

@@ -111,7 +111,7 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
 #: A "License: X" line of a README or package description (its subject is the document's).
 _LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
 #: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
-_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)[ \t]*(?:\n[ \t]*[-=~^*#]{3,}[ \t]*)?\s*")
+_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
 
 
 @dataclass

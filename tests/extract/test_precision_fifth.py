@@ -9,6 +9,7 @@ free-software licence notice, the "License" heading."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,18 @@ def test_a_license_heading_names_the_documents_licence():
     readme = "# libcbor\n\nA CBOR library.\n\n## License\n\nThe MIT License (MIT)\n\nCopyright (c) 2014 Pavel.\n"
     assert ("libcbor", "LICENSED_UNDER", "MIT") in triples(readme, "libcbor")
     assert not triples("## License\n\nSome files are under the BSD license.\n", "libcbor")
+
+
+@pytest.mark.parametrize("line", [
+    "=" * 20_000,                                    # the notice's opening: a run of non-word characters
+    "!" * 20_000 + " is free software; you can redistribute it",
+    "License" + " " * 20_000 + "x",                  # the "License" heading
+    "*" * 20_000 + " Python support" * 100,          # markup blanked to spaces before many names
+    "Added " + "Python 3 support, " * 200,
+    "other Python " * 300,
+])
+def test_the_new_rules_take_linear_time_on_a_long_line(line):
+    # a first version of the notice pattern took 80 s on 30,000 "=" (main: 0.1 s)
+    t0 = time.perf_counter()
+    RulesExtractor().extract(line, SCHEMA, guidance=WIDEN, title="pkg")
+    assert time.perf_counter() - t0 < 5.0
