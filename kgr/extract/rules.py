@@ -275,9 +275,10 @@ class RulesExtractor:
 
         ``title``, the document's title when a loader knows it, is the name of a sentence-initial
         "It" / "This package|library|project|module|tool|program|command" (typed as the first
-        relation domain type it fits; "It is a …" is left alone), and the missing subject of a
-        list item or changelog entry "Add/Added/Explicit/Full/Native/Initial support for X" and
-        the subject of a "License: X" line. ``headings``, those in force at the chunk's start (``(level,
+        relation domain type it fits; "It is a …" is left alone), the missing subject of a list
+        item or changelog entry ("Add support for X", "Requires X", "Added X support";
+        :mod:`kgr.extract.carried`, not after a line label) and the subject of a "License: X" line
+        or of the licence under a "License" heading. ``headings``, those in force at the chunk's start (``(level,
         words)``, :func:`kgr.text.headings.trail`), and the chunk's own tell its changelog sections, not read.
         """
         comp = self._compiled(schema)
