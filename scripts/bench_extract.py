@@ -2,6 +2,7 @@
 
     python scripts/bench_extract.py [--data tests/data/extract] [--sample first|context|third|fourth|fifth]
                                     [--split all|tune|heldout|blind] [--lexicon with|without|both] [--titles] [--json] [--errors]
+    python scripts/bench_extract.py --summary [--json]
 
 ``--sample first`` (default) scores ``sample.jsonl`` (splits ``tune`` / ``heldout``); ``--sample context``
 scores ``sample_context.jsonl`` (splits ``tune`` / ``blind``; its blind split is tuning material since the
@@ -9,8 +10,11 @@ third sample exists), per split, per kind and per relation, and the blind split'
 its densest sentence (the blind sentence with the most gold triples: curl's list of 21 protocols,
 ``dqx25``); ``--sample third`` scores ``sample_third.jsonl`` (one split, ``blind``; tuning material since the
 fourth sample exists, so its errors are listed); ``--sample fourth`` scores ``sample_fourth.jsonl`` (one
-split, ``blind``: its errors are never listed), and so does ``--sample fifth`` (``sample_fifth.jsonl``). ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and
-without it (``KGR_NO_LEXICON``), in one process.
+split, ``blind``: its errors are never listed); ``--sample fifth`` scores ``sample_fifth.jsonl`` (its rows say
+``blind``, as committed, but it is tuning material since issue 32's sixth round, so its errors are listed).
+``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and without it
+(``KGR_NO_LEXICON``), in one process. ``--summary`` scores every committed sample (all its sentences), with
+and without the word list, with and without titles, in one run: one line each, aggregate counts only.
 
 Each sentence of the sample is one chunk, run through the ingestion loop's
 extraction rounds exactly as ``kgr ingest`` runs them (:class:`kgr.ingest.drafting.ChunkDrafter`:
@@ -25,7 +29,7 @@ and asterisks removed, a leading "the" and a trailing version number dropped), w
 ``subject_alt`` / ``object_alt`` spellings count as the same name. Precision = correct / predicted,
 recall = gold matched / gold, micro-averaged over the sentences of a split; per relation the same
 with only that relation's triples. ``--errors`` lists the wrong and the missed triples (of the tune
-split only unless ``--split`` says otherwise, the only split of a one-split sample; never of the fourth or fifth sample).
+split only unless ``--split`` says otherwise, the only split of a one-split sample; never of a blind sample).
 """
 
 from __future__ import annotations
@@ -53,12 +57,12 @@ from kgr.model.schema import load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = {"first": "sample.jsonl", "context": "sample_context.jsonl", "third": "sample_third.jsonl",
-           "fourth": "sample_fourth.jsonl", "fifth": "sample_fifth.jsonl"}
-SPLITS = {"first": ["tune", "heldout"], "context": ["tune", "blind"], "third": ["blind"], "fourth": ["blind"], "fifth": ["blind"]}
+           "fourth": "sample_fourth.jsonl", "fifth": "sample_fifth.jsonl", "sixth": "sample_sixth.jsonl"}
+SPLITS = {"first": ["tune", "heldout"], "context": ["tune", "blind"], "third": ["blind"], "fourth": ["blind"], "fifth": ["blind"], "sixth": ["blind"]}
 #: Samples whose errors are never listed: held out from all tuning (the second sample's blind split
-#: became tuning material once the third sample was committed, the third once the fourth was; see
-#: docs/extract.md).
-BLIND = {"fourth", "fifth"}
+#: became tuning material once the third sample was committed, the third once the fourth was, the fifth
+#: in issue 32's sixth round; see docs/extract.md).
+BLIND = {"fourth", "sixth"}
 _VERSION = re.compile(r"\s+v?\d+(?:\.\d+)*[+x]?$")
 
 
@@ -172,6 +176,45 @@ def _print(name: str, result: dict) -> None:
                   f"{_fmt(c['precision']):>9} {_fmt(c['recall']):>6}")
 
 
+def _run(rows: list[dict], schema, rounds: int, titles: bool, mode: str) -> list[list[tuple]]:
+    """Predictions with (``mode`` "with") or without the word list (``KGR_NO_LEXICON``)."""
+    if mode == "without":
+        os.environ["KGR_NO_LEXICON"] = "1"
+    else:
+        os.environ.pop("KGR_NO_LEXICON", None)
+    lexicon._frequencies.cache_clear()  # noqa: SLF001 - the word list is read once per process
+    return asyncio.run(predict(rows, schema, rounds, titles))
+
+
+def summary(data: Path, rounds: int, as_json: bool) -> None:
+    """Every committed sample (all splits together), both installs, with and without titles, in one run.
+
+    Only aggregate counts are printed, so a blind sample may be scored here too.
+    """
+    schema = load_schema(data / "schema.json")
+    os.environ.pop("KGR_NO_LEXICON", None)
+    lexicon._frequencies.cache_clear()  # noqa: SLF001
+    has = lexicon.has_lexicon()
+    lines = []
+    for name, fname in SAMPLES.items():
+        if not (data / fname).exists():
+            continue
+        rows = [json.loads(line) for line in (data / fname).read_text(encoding="utf-8").splitlines() if line]
+        for mode in ("with", "without"):
+            for titles in (True, False):
+                c = score(rows, _run(rows, schema, rounds, titles, mode))[0]["all"]
+                lines.append({"sample": name, "blind": name in BLIND, "word_list": mode == "with", "titles": titles, **c})
+    if as_json:
+        print(json.dumps(lines, indent=2))
+        return
+    print(f"sample   split  install          titles  predicted correct  gold found  precision recall"
+          + ("" if has else "   (nlp extra not installed: 'with' = default)"))
+    for x in lines:
+        inst = "kgr[nlp]" if x["word_list"] else "default"
+        print(f"{x['sample']:8} {'blind' if x['blind'] else 'tune':6} {inst:16} {'yes' if x['titles'] else 'no':6} "
+              f"{x['predicted']:9} {x['correct']:7} {x['gold']:5} {x['found']:5}  {_fmt(x['precision']):>9} {_fmt(x['recall']):>6}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=ROOT / "tests" / "data" / "extract")
@@ -184,7 +227,12 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the tables as JSON")
     ap.add_argument("--errors", action="store_true",
                     help="list wrong and missed triples of the chosen split (the tune split if 'all'; never blind)")
+    ap.add_argument("--summary", action="store_true",
+                    help="one table: every sample, with and without the word list, with and without titles")
     args = ap.parse_args()
+    if args.summary:
+        summary(args.data, args.rounds, args.json)
+        return
     schema = load_schema(args.data / "schema.json")
     path = args.data / SAMPLES[args.sample]
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

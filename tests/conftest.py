@@ -33,6 +33,11 @@ from kgr.connect import connect
 from kgr.store.admin import init_store, reset
 from kgr.store.connection import Graph, Neo4jSettings
 
+#: ``data/`` holds test data and the scripts that drew the annotated samples from this machine's files:
+#: provenance, not tests. Collected for doctests, the older scripts re-ran their draws at import (4.5 min
+#: of every suite run, files written where their first argument pointed).
+collect_ignore = ["data"]
+
 #: A user's connection settings, removed from the environment so that no test can touch that database.
 USER_NEO4J = {k: os.environ.pop(k) for k in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
               if k in os.environ}

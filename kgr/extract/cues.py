@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["mask_markup", "is_boilerplate", "negated", "clause_bounds", "BOUNDARY"]
+__all__ = ["mask_markup", "line_label", "is_boilerplate", "negated", "clause_bounds", "BOUNDARY"]
 
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _LABEL = re.compile(r"^\s*(?:[-*+•]\s+)?(?:\[[^\]]{1,40}\]\s*)?[\w./+-]+(?:\s[\w./+-]+)?:\s+(?=\S)")
@@ -62,6 +62,17 @@ def mask_markup(sentence: str) -> str:
     if m and len(out) - m.end() > 12:  # a label before a clause, not a sentence that is a label
         out = " " * m.end() + out[m.end():]
     return out
+
+
+def line_label(sentence: str) -> bool:
+    """Whether ``sentence`` opens with a line label (``d/control: ``, ``pstree: ``) that
+    :func:`mask_markup` blanks."""
+    out = _MARKUP.sub(lambda m: " " * len(m.group(0)), sentence)
+    m = _LIST_MARKER.match(out)
+    if m:
+        out = " " * m.end() + out[m.end():]
+    m = _LABEL.match(out)
+    return m is not None and len(out) - m.end() > 12
 
 
 def is_boilerplate(sentence: str) -> bool:

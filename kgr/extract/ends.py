@@ -56,6 +56,9 @@ _MODIFIES_NEXT = re.compile(
 #: "the Foo *bindings* depend on" (two finite verbs do not stand side by side, so the -s word is a noun).
 _PLURAL_HEAD = re.compile(r"\s+(?!(?:is|was|has|does|its|this|thus|also|always|perhaps|as|us|yes|plus|less|unless|"
                           r"news|series|always|sometimes|nevertheless)\s)[a-z]{3,}s\s+")
+#: ... and a plural noun in -s right before a plural auxiliary: "Current *releases are* licensed under" (a
+#: verb in -s is never followed by "are"), so the capitalised word before it modifies that noun.
+_PLURAL_SUBJECT = re.compile(_PLURAL_HEAD.pattern + r"(?:are|were|have|had|do|did)\b")
 _PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
 _ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
 #: Words between a trigger and its object that make the object another noun's: a relative pronoun, a
@@ -68,7 +71,8 @@ _LIST_REST = re.compile(r"(?:[\s,;/&]|\b(?:and|or|the|a|an|v?\d[\w.]*)\b)*", re.
 _BY_FIRST = re.compile(r"^\s*by\b", re.IGNORECASE)
 _SAME_AS = re.compile(r"\bsame\b[^,;:]*\bas\s*$", re.IGNORECASE)
 _CHAIN_GAP = re.compile(r"\s*(?:,|\bor\b|\band\b|\bwith\b|/|\|)?\s*(?:(?:the|later|any)\s+)*", re.IGNORECASE)
-_CHAIN_OPEN = re.compile(r"\W{0,3}Licen[cs]e:\s*(?:(?:your\s+)?choice\s+of\s+)?", re.IGNORECASE)
+_CHAIN_OPEN = re.compile(r"(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e(?=\s))\s*(?:(?:your\s+)?choice\s+of\s+)?", re.IGNORECASE)
+_CHAIN_START = re.compile(r"\s*")
 _PART = re.compile(r"\b(?:this|these|those|some|the\s+following)\s+(?:files?|scripts?|source\s+files?|source\s+code|"
                    r"code|portions?|parts?|fonts?|icons?|images?|documentation|manual|headers?|tests?|examples?)\b|"
                    r"\bportions?\s+of\b", re.IGNORECASE)
@@ -91,7 +95,8 @@ def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: 
     gap = text[end:ts]
     if _PRONOUN.search(gap) or _PREPOSITION_BEFORE.search(text, 0, start):
         return False
-    if _MODIFIES_NEXT.match(gap) or (_PLURAL_HEAD.fullmatch(gap) and not trigger.split()[0].casefold().endswith("s")):
+    if _MODIFIES_NEXT.match(gap) or _PLURAL_SUBJECT.match(gap) or (
+            _PLURAL_HEAD.fullmatch(gap) and not trigger.split()[0].casefold().endswith("s")):
         return False
     if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \
             and not (own and not gap.strip()):
@@ -116,9 +121,10 @@ def right_object_ok(text: str, te: int, start: int, others: list[tuple[int, int]
     return _RIGHT_GAP_STOP.search(gap) is None and _SAME_AS.search(text, 0, te) is None
 
 
-def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0) -> list[tuple[int, int]]:
-    """Of the licence mentions ``spans`` (sorted) of a "License: …" label at ``label``, those of its
-    licence expression.
+def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0, opened: bool = False) -> list[tuple[int, int]]:
+    """Of the licence mentions ``spans`` (sorted) of a "License: …" label (or a Markdown heading "##
+    License" before the text) at ``label``, those of its licence expression; ``opened``: the text
+    follows a "License" heading of its own, and the expression opens it.
 
     >>> t = "License: GPL-3+ On Debian systems the full text of the GNU General Public License is in"
     >>> license_chain(t, [(9, 14), (51, 77)])
@@ -127,8 +133,10 @@ def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0) -> li
     [(9, 12), (16, 24)]
     >>> license_chain("License: LGPL This file may be redistributed under the LGPL.", [(9, 13), (55, 59)])
     []
+    >>> license_chain("## License The MIT License (MIT)", [(15, 26)]), license_chain("The MIT License (MIT)", [(4, 15)], 0, True)
+    ([(15, 26)], [(4, 15)])
     """
-    m = _CHAIN_OPEN.match(text, label)
+    m = (_CHAIN_START if opened else _CHAIN_OPEN).match(text, label)
     if m is None or _PART.search(text, label):
         return []
     at, out = m.end(), []

@@ -28,7 +28,8 @@ class Mention:
     shape: str = "other"  # a guess's name shape (kgr.extract.guesses)
     possessive: bool = False  # followed by "'s": a modifier ("Turing's methods"), never a relation end
     modifier: bool = False  # before a product noun ("an SQL database engine"): no end of a closed type
-    own: bool = False  # the document's title standing for "It", "Add …" (rules extractor, ``_SELF``)
+    part: bool = False  # the last word of a longer unknown name ("Kernel TLS"): no relation end (kgr.extract.mentions)
+    own: bool = False  # the document's title standing for "It", "Add …" (:data:`kgr.extract.carried.SELF`)
 
 
 def resolve_overlaps(cands: list[tuple[int, int, int, Mention]]) -> list[Mention]:
@@ -59,7 +60,7 @@ def mark_possessives(text: str, mentions: list[Mention]) -> list[Mention]:
 def fits(m: Mention, allowed: list[str], widened: list[str] | None, roles: Roles) -> str | None:
     """The first of ``m``'s types that ``allowed`` accepts; a guess gets its one type
     (:func:`kgr.extract.guesses.guess_type`), which ``allowed`` must accept."""
-    if m.possessive:
+    if m.possessive or m.part:
         return None
     if m.guess:
         t = guess_type(m.shape, allowed, widened or [], roles)

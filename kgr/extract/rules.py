@@ -38,6 +38,10 @@ How it reads a chunk
      name between, not a modifier of a noun);
      licence boilerplate asserts nothing, and markup, list markers and changelog labels are blanked
      first (offsets kept). Each relation keeps the span of its sentence (``result.spans``).
+   - with a title, it stands for the subject a sentence leaves out ("It supports", "Add support
+     for", "Requires X", "Added X support": :mod:`kgr.extract.carried`), and a "License:" label or
+     heading names its licence; the free-software notice names its own (:mod:`kgr.extract.notices`).
+   - a known name that starts, ends or runs into a longer name is none (:mod:`kgr.extract.mentions`).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
    types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
    knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
@@ -59,11 +63,15 @@ from typing import Any
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
+from kgr.extract.carried import SELF, feature_objects, labelled
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
+from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
-from kgr.extract.phrases import modifier_of_product, title_mention, written_in
+from kgr.extract.mentions import continues, ends_longer, modifies_noun
+from kgr.extract.notices import notice
+from kgr.extract.phrases import title_mention, written_in
 from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
@@ -78,17 +86,8 @@ _CODE = re.compile(r"`+[^`]+`+")
 _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
 #: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
 MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
-#: A known name directly followed by a capitalised word is the start of a longer, unknown name
-#: ("JSON Object Signing and Encryption", "Python Package Index"): not a mention of the known one.
-_NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
-#: A known name run into a longer word: a hyphenated compound ("X Window System-specific",
-#: "C-extensions") or a longer name ("C" of "C++11", "C#"): not a mention of the known one.
-_RUN_ON = re.compile(r"-[a-z]|[+#]")
 #: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
 _RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
-#: A sentence opening with a pronoun or a definite description of the document's own subject.
-_SELF = re.compile(r"""\s*(?:(?:Add|Adds|Added|Explicit|Full|Native|Initial)(?=\s+support\s+for\b)|(?:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)|(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b)))""",
-                   re.VERBOSE)
 #: After a trigger noun: what provides it is not its subject.
 _PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
 #: Between a trigger and its right end: a coordinator first ("formats that PIL supports and ANSI
@@ -110,7 +109,9 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
                          r"information|tickets?|requests?|contracts?|issues?|questions?|channels?|lists?|notices?|"
                          r"agreements?|fees?|keys?|servers?|contracts?|plans?|engineers?)\b", re.IGNORECASE)
 #: A "License: X" line of a README or package description (its subject is the document's).
-_LICENSE_LINE = re.compile(r"(?:^|(?<=\s))\W{0,3}Licen[cs]e:\s")
+_LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
+#: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
+_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
 
 
 @dataclass
@@ -177,54 +178,6 @@ def _compile(schema: KGSchema) -> _Compiled:
         alts = sorted(trigger_rel, key=lambda s: (-len(s), s))
         trig_re = re.compile(r"(?<!\w)(?:" + "|".join(_phrase_regex(a) for a in alts) + r")(?!\w)", re.IGNORECASE)
     return _Compiled(gaz, surfaces, patterns, trig_re, trigger_rel, schema.alias_map(), schema_roles(schema))
-
-
-_ASKS_MORE = re.compile(
-    r"\b(?:extract|missing|more|add|link|lag|under|insufficient|low|candidate|not extracted)", re.IGNORECASE
-)
-_SAYS_ENOUGH = re.compile(
-    r"no further extraction|\bcomplete\b|\badequate\b|\bexcellent\b|\bexceeds\b|\bdrop\b|\bremove\b|"
-    r"\babsent\b|not in the schema|outside the schema",
-    re.IGNORECASE,
-)
-
-
-def guided_types(schema: KGSchema, guidance: list[str] | None) -> list[str]:
-    """Entity types the guidance asks to widen (see the module docstring), in schema order.
-
-    Only recommendations that ask for more extraction count (they mention extracting, adding,
-    linking, missing or candidate items, and do not say the extraction is adequate, complete or
-    excessive, or ask to drop something). Entity types named in them, and the domain and range types
-    of relation types named in them, are widened; every type when they name none.
-
-    >>> s = KGSchema.model_validate({"entity_types": {"Person": {}, "Machine": {}, "Place": {}},
-    ...     "relation_types": {"BORN_IN": {"domain": ["Person"], "range": ["Place"]}}})
-    >>> guided_types(s, ["Extract Machine entities: none extracted yet."])
-    ['Machine']
-    >>> guided_types(s, ["Extract BORN_IN relations: none extracted yet."])
-    ['Person', 'Place']
-    >>> guided_types(s, ["Candidate entity mentions not extracted yet: 'Z3'"])
-    ['Person', 'Machine', 'Place']
-    >>> guided_types(s, ["Density is adequate: no further extraction needed."])
-    []
-    >>> guided_types(s, None)
-    []
-    """
-    asking = [g for g in guidance or [] if _ASKS_MORE.search(g) and not _SAYS_ENOUGH.search(g)]
-    if not asking:
-        return []
-    text = "\n".join(asking)
-    wanted: set[str] = set()
-    for etype in schema.entity_types:
-        if re.search(rf"(?<![A-Za-z0-9]){re.escape(etype)}(?:s|es)?(?![A-Za-z0-9])", text, re.IGNORECASE):
-            wanted.add(etype)
-    for rel, spec in schema.relation_types.items():
-        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(rel)}(?![A-Za-z0-9_])", text, re.IGNORECASE):
-            wanted.update(spec.domain or schema.entity_types)
-            wanted.update(spec.range or schema.entity_types)
-    if not wanted:
-        wanted = set(schema.entity_types)
-    return [t for t in schema.entity_types if t in wanted]
 
 
 class RulesExtractor:
@@ -296,10 +249,11 @@ class RulesExtractor:
                     continue
                 reported = comp.aliases.get((etype, canon), surface)
                 cands.append((s, e, 1, Mention(s, e, [etype], {etype: reported})))
-        kept = [m for m in resolve_overlaps(cands) if not _NAME_GOES_ON.match(text, m.end)
-                and not (_RUN_ON.match(text, m.end) and text[m.end - 1].isalpha())]
+        resolved = resolve_overlaps(cands)
+        name_ends = {m.end for m in resolved}
+        kept = [m for m in resolved if not continues(text, m.start, m.end)]
         for m in kept:
-            m.modifier = modifier_of_product(text, m.end)
+            m.modifier, m.part = modifies_noun(text, m.start, m.end), ends_longer(text, m.start, m.end, name_ends)
         return mark_possessives(text, kept)
 
     @staticmethod
@@ -321,9 +275,10 @@ class RulesExtractor:
 
         ``title``, the document's title when a loader knows it, is the name of a sentence-initial
         "It" / "This package|library|project|module|tool|program|command" (typed as the first
-        relation domain type it fits; "It is a …" is left alone), and the missing subject of a
-        list item or changelog entry "Add/Added/Explicit/Full/Native/Initial support for X" and
-        the subject of a "License: X" line. ``headings``, those in force at the chunk's start (``(level,
+        relation domain type it fits; "It is a …" is left alone), the missing subject of a list
+        item or changelog entry ("Add support for X", "Requires X", "Added X support";
+        :mod:`kgr.extract.carried`, not after a line label) and the subject of a "License: X" line
+        or of the licence under a "License" heading. ``headings``, those in force at the chunk's start (``(level,
         words)``, :func:`kgr.text.headings.trail`), and the chunk's own tell its changelog sections, not read.
         """
         comp = self._compiled(schema)
@@ -335,25 +290,30 @@ class RulesExtractor:
         offsets: dict[Mention, int] = {}  # offset in the chunk
 
         all_mentions: list[Mention] = []
+        under_heading = False  # the sentence before was a "License" heading
         skip = changelog_spans(chunk_text, tuple(headings or ()))
         for s0, e0 in (se for se in sentence_spans(chunk_text) if not any(a <= se[0] < b for a, b in skip)):
             sentence = chunk_text[s0:e0]
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
-            own = _SELF.match(masked) if title else None
+            own = SELF.match(masked) if title and not labelled(sentence) else None
             if own is not None and title:
                 mentions.insert(0, self._title_mention(own.end(), title, schema))
             else:
                 mentions = self._own_name(masked, mentions, title, schema)
-            all_mentions.extend(mentions)
+            all_mentions.extend(m for m in mentions if not m.part)
             for m in mentions:
                 offsets[m] = s0 + m.start
             label = _LICENSE_LINE.search(sentence) if title else None
-            found_here = [] if label is None or not title else \
-                list(self._license_line(sentence, label.start(), mentions, title, schema))  # also before boilerplate
+            at = label.start() if label is not None else (0 if under_heading and title else None)
+            found_here = [] if at is None or not title else \
+                list(self._license_line(sentence, at, mentions, title, schema, label is None))  # also before boilerplate
+            under_heading = _LICENSE_HEADING.fullmatch(sentence) is not None
+            found_here += self._notice(masked, mentions, title, schema, comp) if at is None else []
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
                 found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
                 found_here += self._written_in(masked, mentions, title, schema)
+                found_here += self._features(masked, mentions, title, schema, comp) if own is None else []
             for rel, sm, st, om, ot in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
@@ -409,7 +369,7 @@ class RulesExtractor:
         spec = schema.relation_types.get("WRITTEN_IN")
         if spec is None or not spec.domain or not spec.range:
             return []
-        langs = {(m.start, m.end): (m, t) for m in mentions if not m.guess and not m.possessive
+        langs = {(m.start, m.end): (m, t) for m in mentions if not (m.guess or m.possessive or m.part)
                  for t in m.types[:1] if t in spec.range}
         subs = {(m.start, m.end): (m, t) for m in mentions if not m.guess
                 for t in [next((t for t in m.types if t in spec.domain), None)] if t is not None}
@@ -421,16 +381,44 @@ class RulesExtractor:
                 out.append(("WRITTEN_IN", sm, st, lm, lt))
         return out
 
+    def _features(self, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema, comp: _Compiled):
+        """``<title> <relation of the trigger "support"> X`` from "Added [official] X support"
+        (:func:`kgr.extract.carried.feature_objects`), not negated, not after a line label."""
+        out = []
+        for rel, _ in comp.trigger_rel.get("support", []) if title else []:
+            spec = schema.relation_types[rel]
+            objs = {(m.start, m.end): (m, t) for m in mentions if not (m.guess or m.possessive or m.part)
+                    for t in m.types[:1] if t in spec.range}
+            for span in feature_objects(masked, sorted(objs)) if spec.domain else []:
+                if not negated(masked, [span], list(objs)):
+                    out.append((rel, self._title_mention(0, title or "", schema), spec.domain[0], *objs[span]))
+        return out
+
+    def _notice(self, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema, comp: _Compiled):
+        """``<S> <relation of the trigger "under the terms of"> <licence>`` from a free-software licence
+        notice (:func:`kgr.extract.notices.notice`; its subject, or the title for "This program")."""
+        for rel, _ in comp.trigger_rel.get("under the terms of", []):
+            spec = schema.relation_types[rel]
+            lics = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
+            got = notice(masked, sorted(lics)) if spec.domain else None
+            if got is None or (got[0] is None and not title):
+                continue
+            st = spec.domain[0]
+            sm = self._title_mention(0, title or "", schema) if got[0] is None else \
+                Mention(*got[0], [st], {st: " ".join(masked[got[0][0]:got[0][1]].split())})
+            return [(rel, sm, st, *lics[got[1]])]
+        return []
+
     @staticmethod
-    def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema):
+    def _license_line(sentence: str, at: int, mentions: list[Mention], title: str, schema: KGSchema, opened: bool = False):
         """``LICENSED_UNDER`` from the document (``title``) to each licence of a "License: …" line's
-        licence expression (:func:`kgr.extract.ends.license_chain`)."""
+        licence expression, or of the sentence after a "License" heading (``opened``; :func:`kgr.extract.ends.license_chain`)."""
         spec = schema.relation_types.get("LICENSED_UNDER")
         if spec is None or not spec.domain:
             return
         me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
-        licences = {(m.start, m.end): (m, t) for m in mentions for t in m.types[:1] if t in spec.range}
-        for span in license_chain(sentence, sorted(licences), at):
+        licences = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
+        for span in license_chain(sentence, sorted(licences), at, opened):
             m, t = licences[span]
             yield "LICENSED_UNDER", me, spec.domain[0], m, t
 

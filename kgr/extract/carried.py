@@ -1,0 +1,82 @@
+"""Where the document's title is the subject a sentence leaves out (rules extractor, with a title).
+
+A changelog entry, a README list item or a package description often names no subject: "Add
+support for X", "Requires Y", "It supports Z". The title stands for it:
+
+- :data:`SELF` (the sentence opening): a pronoun or definite description of the document ("It",
+  "This package|library|project|module|tool|program|command", not "It is a …"); a subjectless entry
+  "Add/Added/Explicit/Full/Native/Initial/Improved/Better/Fixed support for X", "Hard/Add/New/Versioned … dependency on
+  X"; and a subjectless entry that opens with the relation's verb or noun: "Support for X",
+  "Supports X", "Requires X", "Depends on X", "Compatible with X", "Works with X", "Runs on X",
+  "Make compatible with X" (the imperative of a changelog: "Make compatible with Python 2.5").
+- :func:`feature_objects`: an opening "[Added / Initial / Official / Experimental / Basic / Full /
+  Native / Better / Fixed / Improved / Verified / Enabled [one or two words]] <X> [version] support"
+  — the feature noun after its object; a fixed or improved feature is one the software has — states
+  ``<title> SUPPORTS X`` ("Added official Python 3.6 support.", "Fixed TLS support on Windows.",
+  "- Python 3.12 support (Thanks Peter!)", "SSL support is provided by OpenSSL."); not when "support"
+  modifies a noun ("JSON support files", "Python 2 support policy"), and a bare "<X> support" only
+  with something after it (an item or heading "Python 2 support" names a topic: the entries under it
+  may well drop it).
+- The opening word may be lowercase ("- add support for C++Builder 3"); "It" and "This …" must be
+  capitalised.
+- :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
+  support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
+  the label names the component the entry speaks of, which is not the document (precision first:
+  the extractor abstains rather than guess whether the label is a program, a file or a category).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kgr.extract.cues import line_label
+
+__all__ = ["SELF", "feature_objects", "labelled"]
+
+SELF = re.compile(
+    r"""\s*(?:(?i:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
+    |(?i:Hard|Add|Added|New|Versioned|Strict|Runtime)(?=\s+(?:build-)?dependenc(?:y|ies)\s+on\b)
+    |(?:It|This\s+(?:package|library|project|module|tool|program|command))(?=\s+(?!is\s+(?:a|an|the|not)\b))
+    |(?i:Make)(?=\s+compatible\s+with\b)
+    |(?=(?i:Support\s+for|Supports|Requires?|Depends?\s+on|Compatible\s+with|Works\s+with|Runs\s+on)\s))""",
+    re.VERBOSE)
+_FEATURE_OPEN = re.compile(r"\s*(?:(?i:Add|Adds|Added|Initial|Official|Experimental|Basic|Full|Native|Better|Fix|"
+                           r"Fixes|Fixed|Improve|Improves|Improved|Verified|Enable|Enables|Enabled)\s+(?:[a-z][\w-]*\s+){0,2})?$")
+#: After the name (and its version): the noun "support", then the end of the entry, punctuation or a word that
+#: does not make "support" a modifier ("JSON support files", "Python 2 support policy") or take an object ("for").
+_FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support(?=\s*(?:[.,;!(]|$)|\s+(?:and|or|on|in|with|"
+                           r"under|via|is|was|has|have|now|from|by|through|when)\b)")
+#: A bare "<X> support" (no opening verb) only with something after it: a list item or heading that is
+#: nothing but "Python 2 support" names a topic (the entries under it may drop it).
+_BARE_END = re.compile(r"\s*$")
+
+
+def labelled(sentence: str) -> bool:
+    """Whether ``sentence`` (unmasked) is a changelog line opening with a label (rules above).
+
+    >>> labelled("* dselect: Require the Dpkg modules for the ftp access method.")
+    True
+    >>> labelled("* Requires Java 7, supports Java 8, 9, 10.")
+    False
+    """
+    return line_label(sentence)
+
+
+def feature_objects(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Of the name ``spans`` in ``masked``, the one an opening "Added [official] X support" names as
+    the feature added (rule above), as a one-item list, else empty.
+
+    >>> feature_objects("  Added official Python 3.6 support.", [(17, 27)])
+    [(17, 27)]
+    >>> feature_objects("Add Python support for the build", [(4, 10)])
+    []
+    >>> feature_objects("  Python 2 support", [(2, 10)]), feature_objects("  Python 2 support.", [(2, 10)])
+    ([], [(2, 10)])
+    >>> feature_objects("  JSON support files from the JSON Schema Specifications", [(2, 6)])
+    []
+    """
+    for s, e in sorted(spans)[:1]:  # the entry's first name (one match over the line: linear time)
+        opening, noun = _FEATURE_OPEN.fullmatch(masked, 0, s), _FEATURE_NOUN.match(masked, e)
+        if opening and noun and (masked[:s].strip() or not _BARE_END.fullmatch(masked, noun.end())):
+            return [(s, e)]
+    return []

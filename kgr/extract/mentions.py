@@ -1,0 +1,89 @@
+"""Whether a known name found in a sentence is a mention of it (rules extractor, step 2), and whether
+it modifies a noun.
+
+A gazetteer match is a name's mention only when it is not part of a longer name or word:
+
+- **followed by a capitalised word** it starts a longer, unknown name ("JSON Object Signing and
+  Encryption", "Python Package Index");
+- **run into a longer word**: a hyphenated compound ("X Window System-specific", "C-extensions") or a
+  longer name ("C" of "C++11", "C#");
+- **preceded by a capitalised word inside the sentence** it ends a longer, unknown name: English
+  writes a multi-word proper name with each word capitalised, so a capitalised word that does not
+  open the sentence (or a clause, a list item) and is no known name itself is that name's first word
+  ("Added support for Kernel TLS", "Linux Kernel TLS data-path": not TLS). Determiners and
+  other function words that a title-case heading capitalises ("The MIT License", "Support For")
+  are not name words.
+
+A known name that is a mention may still **modify a noun** and so be no relation end of a closed
+type (:func:`kgr.extract.pairs.fits`): a standard or a language directly before a product noun
+(:func:`kgr.extract.phrases.modifier_of_product`), or after *other* / *another*, determiners that
+need a common noun as head — "pip supports other Python packaging tools" speaks of tools, not of
+Python (a language's name takes no "other").
+"""
+
+from __future__ import annotations
+
+import re
+
+from kgr.extract.phrases import modifier_of_product
+
+__all__ = ["continues", "ends_longer", "modifies_noun"]
+
+#: A known name directly followed by a capitalised word is the start of a longer, unknown name.
+_NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
+#: A known name run into a longer word.
+_RUN_ON = re.compile(r"-[a-z]|[+#]")
+#: Before a known name (a window of the text ending at it): a capitalised word, and before it a
+#: word of the same sentence (not a sentence, clause or list opening: ``. : ; ( * -`` or the start).
+_NAME_BEFORE = re.compile(r"[\w,)]\s+([A-Z][a-z]+)\s$")
+#: Capitalised words that are no part of a name: determiners, pronouns, prepositions and conjunctions
+#: a title-case heading capitalises.
+_FUNCTION = frozenset(
+    "The A An This That These Those Its Our Your Their His Her My All Any Both Each Every No Some "
+    "And Or Nor But For With Without In On Of To By From At As Into Over Under Via Per Than".split())
+#: A determiner that needs a common noun as its head, then the name.
+_OTHER_BEFORE = re.compile(r"(?:^|\s)(?:other|another)\s+$", re.IGNORECASE)
+_NOUN_NEXT = re.compile(r"\s+[a-z][\w-]*")
+
+
+def continues(text: str, start: int, end: int) -> bool:
+    """Whether the known name at ``text[start:end]`` starts a longer name or runs into a longer word
+    (rules above): no mention.
+
+    >>> continues("JSON Object Signing and Encryption", 0, 4)
+    True
+    >>> continues("C++11 support", 0, 1)
+    True
+    >>> continues("Added support for TLS 1.3.", 18, 21)
+    False
+    """
+    return _NAME_GOES_ON.match(text, end) is not None or (_RUN_ON.match(text, end) is not None and text[end - 1].isalpha())
+
+
+def ends_longer(text: str, start: int, end: int, name_ends: frozenset[int] | set[int] = frozenset()) -> bool:
+    """Whether the known name at ``text[start:end]`` is the last word of a longer, unknown name (rules
+    above): a mention that is no relation end and over which no other name may be guessed.
+    ``name_ends``: where other known names end (a capitalised word that is one is its own name: "the
+    Debian Python interpreter").
+
+    >>> ends_longer("Added support for Kernel TLS (KTLS).", 25, 28)
+    True
+    >>> ends_longer("The MIT License (MIT)", 4, 15)
+    False
+    """
+    lo = max(0, start - 40)
+    m = _NAME_BEFORE.search(text[lo:start])
+    return m is not None and m.group(1) not in _FUNCTION and lo + m.end(1) not in name_ends
+
+
+def modifies_noun(text: str, start: int, end: int) -> bool:
+    """Whether the name at ``text[start:end]`` modifies a noun after it (rules above).
+
+    >>> modifies_noun("how pip supports other Python packaging tools", 23, 29)
+    True
+    >>> modifies_noun("pip supports Python 3.8", 13, 19)
+    False
+    """
+    if modifier_of_product(text, end):
+        return True
+    return _OTHER_BEFORE.search(text[max(0, start - 12):start]) is not None and _NOUN_NEXT.match(text, end) is not None
