@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import re
 
-from kgr.text.headings import headings, push
+from kgr.text.headings import MD_LINK, headings, push
 
 __all__ = ["is_changelog_heading", "changelog_spans"]
 
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*_`]+|:[a-z_]+:")  # emphasis, code marks, :emoji: shortcodes
 _WORDS = re.compile(
     r"(?:change\s*-?\s*log|changes|release\s+notes|release\s+history|history|version\s+history|"
@@ -40,7 +39,7 @@ _VERSION = re.compile(r"\[?(?:(?:version|release|v)\s*)?v?\d+(?:\.\d+)+[\w.+-]*\
 
 
 def _words(heading: str) -> str:
-    text = _MARKS.sub("", _LINK.sub(r"\1", heading))
+    text = _MARKS.sub("", MD_LINK.sub(r"\1", heading))
     return re.sub(r"^[^\w\[]+", "", " ".join(text.split()))  # leading emoji and symbols
 
 

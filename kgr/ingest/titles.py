@@ -39,6 +39,8 @@ import re
 from pathlib import PurePath
 from typing import Any
 
+from kgr.text.headings import FENCE, MD_LINK, TAGS
+
 __all__ = ["document_title", "is_tagline", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
 
 #: How far into a document its heading is looked for (characters).
@@ -59,14 +61,11 @@ _ATX = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
 #: line's length, a paragraph-long line is common), this one reads a line once.
 _SETEXT = re.compile(r"^(?=[^\n]*?\w)([^\n]+)\n[ \t]{0,3}=+[ \t]*$", re.M)
 _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
-_TAGS = re.compile(r"<[^>]{0,500}>")
-_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")  # emphasis and code marks; "stack_data" keeps its "_"
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)  # a shell comment is no heading
 
 
 def _clean(raw: str) -> str | None:
-    text = _MARKS.sub("", _MD_LINK.sub(r"\1", _TAGS.sub(" ", html.unescape(raw))))
+    text = _MARKS.sub("", MD_LINK.sub(r"\1", TAGS.sub(" ", html.unescape(raw))))
     text = " ".join(text.split()).strip(" :-|")
     if not text or len(text) > MAX_TITLE or not any(c.isalnum() for c in text):
         return None
@@ -124,7 +123,7 @@ def document_title(document: Any) -> str | None:
         return title
     stem = PurePath(document.path).name.split(".")[0] if document.path else ""
     stem = "" if stem.lower() in GENERIC_STEMS else stem
-    if title := _heading(_FENCE.sub("", head)):
+    if title := _heading(FENCE.sub("", head)):  # a shell comment in a fence is no heading
         if stem and title.casefold().startswith(stem.casefold() + " "):
             return title[:len(stem)]  # "Pydantic Validation" in pydantic.md: the name, not its product line
         return title

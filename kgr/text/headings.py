@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["Heading", "headings", "trail", "push"]
+__all__ = ["Heading", "headings", "trail", "push", "FENCE", "TAGS", "MD_LINK"]
 
 #: Level of a setext / reST underline character (others: 5).
 UNDERLINE_LEVEL = {"=": 1, "#": 1, "*": 1, "-": 2, "~": 3, "^": 4}
@@ -33,8 +33,12 @@ _ATX = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 #: long line costs linear time (a regex spanning two lines backtracked quadratically on a 23 kB line).
 _UNDERLINE = re.compile(r"[ \t]{0,3}([=#*~^\"'`:.+_-])\1{2,}[ \t]*")
 _HTML = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1\s*>", re.I | re.S)
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)
-_TAGS = re.compile(r"<[^>]{0,500}>")
+#: A fenced code block (to its closing fence or the end): what it holds is no heading.
+FENCE = re.compile(r"^[ \t]{0,3}(```|~~~).*?(?:^[ \t]{0,3}\1|\Z)", re.M | re.S)
+#: An HTML tag (bounded, so a stray "<" costs linear time).
+TAGS = re.compile(r"<[^>]{0,500}>")
+#: A Markdown link or image; group 1 is its text.
+MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+|]|\d+[.)])\s")
 
 
@@ -49,7 +53,7 @@ class Heading(NamedTuple):
 
 def headings(text: str) -> list[Heading]:
     """The headings of ``text`` in order (forms and levels in the module docstring)."""
-    fenced = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+    fenced = [(m.start(), m.end()) for m in FENCE.finditer(text)]
 
     def in_fence(i: int) -> bool:
         return any(a <= i < b for a, b in fenced)
@@ -66,7 +70,7 @@ def headings(text: str) -> list[Heading]:
             found[prev_at] = Heading(prev_at, at + len(line), UNDERLINE_LEVEL.get(m.group(1), 5), prev.strip())
         prev, prev_at, at = line, at, at + len(line) + 1
     for m in _HTML.finditer(text):
-        words = " ".join(_TAGS.sub(" ", m.group(2)).split())
+        words = " ".join(TAGS.sub(" ", m.group(2)).split())
         if words and not in_fence(m.start()):
             found.setdefault(m.start(), Heading(m.start(), m.end(), int(m.group(1)), words))
     return [found[k] for k in sorted(found)]
