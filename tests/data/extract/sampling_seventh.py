@@ -36,7 +36,13 @@ taken. All sentences are ``blind``. Licences: the first ``License:`` line of a D
 copyright file (none when that line starts a licence text), the distribution's licence metadata
 (``License`` / ``License-Expression``, else its licence classifiers) for Python projects.
 
-    python tests/data/extract/sampling_seventh.py [OUT_DIR]     # writes OUT_DIR/sample_seventh.jsonl
+A second draw (``--extend``, seed 7778, run once after the first draw was annotated and committed,
+before the extractor ran on either) adds *dense* sentences: 13 ``htmldoc`` asked (12 found) and 12
+``manpage`` (``pkginfo`` has no dense sentence left), none of the first draw's, with the caps counted over both
+draws; its rows are appended to the file (ids with ``s`` where the first draw's have ``t``).
+
+    python tests/data/extract/sampling_seventh.py [OUT_DIR]            # writes OUT_DIR/sample_seventh.jsonl
+    python tests/data/extract/sampling_seventh.py --extend [OUT_DIR]   # writes OUT_DIR/sample_seventh_ext.jsonl
 """
 import ast
 import glob
@@ -72,7 +78,10 @@ def _functions(script, names, ns):
     exec(compile(ast.Module(body=defs, type_ignores=[]), script, "exec"), ns)  # noqa: S102 - our own file
 
 
-rng = random.Random(SEED)
+EXTEND = "--extend" in sys.argv
+#: the second draw (``--extend``): up to 25 more *dense* sentences of the two kinds that have them left
+EXTEND_N = {"htmldoc": 13, "manpage": 12}
+rng = random.Random(SEED + 1 if EXTEND else SEED)
 ns = {"glob": glob, "gzip": gzip, "os": os, "re": re, "subprocess": subprocess, "sentence_spans": sentence_spans,
       "rng": rng}
 _functions("sampling_context.py", ["_alt", "cue", "good", "deb_license", "mentions_title", "para_sentences"], ns)
@@ -187,7 +196,8 @@ def pkginfo_docs():
             continue
         seen.add(_key(m.group(1)))
         lic = re.search(r"^License(?:-Expression)?:\s*(\S.*)$", head, re.M)
-        lic = lic.group(1).strip() if lic and lic.group(1).strip() != "UNKNOWN" and len(lic.group(1).split()) <= 12 else ""
+        lic = lic.group(1).strip() if lic else ""
+        lic = lic if lic != "UNKNOWN" and len(lic.split()) <= 12 else ""
         if not lic:
             lic = ", ".join(c.split(" :: ")[-1] for c in re.findall(r"^Classifier:\s*(License :: .*)$", head, re.M))
         lic = f"{lic} ({m.group(1)} {v.group(1) if v else ''} metadata)" if lic else "see the package's licence file"
@@ -227,30 +237,47 @@ TESTS = {"random": lambda s, t: True, "cue": lambda s, t: cue(s),
          "dense": lambda s, t: TRIG.search(s) is not None and (NAME.search(s) is not None or mentions_title(s, t))}
 #: kind, id letter, documents, sentences asked for (STRATA_N), most sentences from one title (None: no limit beyond 2
 #: per document); the metadata files are few (30 projects), so that kind asks for fewer and takes what they give
-KINDS = (("htmldoc", "h", htmldoc_docs, 60, 6), ("pkginfo", "p", pkginfo_docs, 46, None), ("manpage", "m", man_docs, 60, None))
+KINDS = (("htmldoc", "h", htmldoc_docs, 60, 6), ("pkginfo", "p", pkginfo_docs, 46, None),
+         ("manpage", "m", man_docs, 60, None))
+
+
+def _first_draw():
+    """The committed first draw's rows (``--extend`` adds to it and counts its documents)."""
+    return [json.loads(line) for line in open(os.path.join(HERE, "sample_seventh.jsonl"), encoding="utf-8")][:155]
 
 
 def main(out_dir):
-    taken = set(old_text)
+    first = _first_draw() if EXTEND else []
+    taken = set(old_text) | {" ".join(r["text"].split()) for r in first}
     rows = []
     for kind, letter, make, size, per_title in KINDS:
+        if EXTEND and kind not in EXTEND_N:
+            continue
         docs = [(src, lic, title, [(s, c) for s, c in sents if good(s)])
                 for src, lic, title, sents in make() if src not in old_sources]
         per_doc: dict = {}
-        picked = [(name, c) for name, n in STRATA_N[size] for c in draw(docs, n, TESTS[name], taken, per_doc, per_title)]
+        for r in first:  # the caps (2 a document, per_title a package) hold over both draws
+            if r["kind"] == kind:
+                per_doc[r["source"]] = per_doc.get(r["source"], 0) + 1
+                per_doc[("title", r["title"])] = per_doc.get(("title", r["title"]), 0) + 1
+        strata = (("dense", EXTEND_N[kind]),) if EXTEND else STRATA_N[size]
+        picked = [(name, c) for name, n in strata for c in draw(docs, n, TESTS[name], taken, per_doc, per_title)]
         order = list(range(len(picked)))
         rng.shuffle(order)
         for k, i in enumerate(order):
             stratum, (src, lic, title, s, c) = picked[i]
-            rows.append({"id": f"{letter}{dict(random='', cue='q', dense='d')[stratum]}t{k}", "kind": kind,
+            sid = f"{letter}{dict(random='', cue='q', dense='d')[stratum]}{'s' if EXTEND else 't'}{k}"
+            rows.append({"id": sid, "kind": kind,
                          "stratum": stratum, "split": "blind", "source": src, "source_license": lic, "title": title,
                          "context": c, "text": s, "triples": []})
         print(kind, "documents", len(docs), "picked", len(picked), file=sys.stderr)
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "sample_seventh.jsonl"), "w", encoding="utf-8") as fh:
+    with open(os.path.join(out_dir, "sample_seventh_ext.jsonl" if EXTEND else "sample_seventh.jsonl"), "w",
+              encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/xt")
+    args = [a for a in sys.argv[1:] if a != "--extend"]
+    main(args[0] if args else "/tmp/xt")
