@@ -277,6 +277,11 @@ class _Moves:
                               "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
                               "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
 
+    def drop_sources(self) -> list[str]:
+        """The sources of DROP's live pending edges that this merge moves or rejects (recorded on DROP
+        as ``merged_sources``: what an unmerge moves back, :mod:`kgr.store.unmerge`)."""
+        return sorted({v["source"] for e in [*self.movers, *self.loops] for v in _votes_of(e)})
+
     def report(self) -> list[MergedEdge]:
         """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""
         fate = {r["old_key"]: ("moved" if r["created"] else "retired" if r["key"] == r["old_key"]
@@ -329,7 +334,9 @@ def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float,
     moves.move_pending(tx)
     moves.move_promoted(tx)
     aliases = _merged_aliases(ents[keep], ents[drop])
-    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
+    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version,
+                                          "sources": moves.drop_sources(),
+                                          "added": [a for a in aliases if a not in ents[keep]["aliases"]]})[0]
     report = moves.report()
     decisions = moves.decisions(report)
     if decisions:
