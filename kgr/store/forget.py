@@ -137,9 +137,11 @@ def _locked_edges(tx: Tx, forgotten: set[str]) -> list[dict]:
 def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), chunks: Sequence[str] = (),
            quorum: int = 2, dry_run: bool = False, now: float | None = None, redecide: bool = True) -> ForgetReport:
     """Forget ``documents`` (by id), ``chunks`` (by id; chunk ids that do not exist are ignored) and
-    ``sources`` as one version (semantics in the module docstring). With ``redecide`` (default), the
-    merges into the entities whose evidence changed are then undone as a second version
-    (:func:`kgr.store.unmerge.unmerge`), for the next resolution to re-decide on what is left.
+    ``sources`` as one version (semantics in the module docstring). With ``redecide`` (default), when
+    the forget changed the evidence of a merged entity, every merge of that entity's type is then
+    undone as a second version (:func:`kgr.store.unmerge.unmerge`), for the next resolution to
+    re-decide on what is left (the resolution's model is fitted on the whole type: re-deciding one
+    cluster among merged ones would see a population unlike a fresh ingest's).
 
     Raises
     ------
@@ -160,8 +162,10 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
     except _DryRun as done:
         return done.report
     if report.kept_touched and redecide:
+        # every merge of the touched types: a resolution re-decides them on a population like a fresh one's
         report.unmerge_version, report.unmerged = unmerge(
-            graph, report.kept_touched, reason=f"unmerge after forget (version {report.version})", now=ts)
+            graph, types={k.partition(":")[0] for k in report.kept_touched},
+            reason=f"unmerge after forget (version {report.version})", now=ts)
     return report
 
 

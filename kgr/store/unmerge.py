@@ -59,16 +59,17 @@ def origins(drops: list[dict]) -> dict[str, list[str]]:
     return out
 
 
-def unmerge(graph: Graph, keeps: Collection[str], *, reason: str = "", now: float | None = None) -> tuple[
-        int | None, list[str]]:
-    """Undo every merge into the entities ``keeps`` as one version (module docstring); returns the
-    version (None when nothing was merged into them) and the keys of the entities unmerged."""
+def unmerge(graph: Graph, keeps: Collection[str] = (), *, types: Collection[str] = (), reason: str = "",
+            now: float | None = None) -> tuple[int | None, list[str]]:
+    """Undo every merge into the entities ``keeps``, or with ``types`` every merge of an entity of
+    those types, as one version (module docstring); returns the version (None when there was no
+    such merge) and the keys of the entities unmerged."""
     ts = time.time() if now is None else now
-    keeps = sorted(set(keeps))
-    if not keeps:
+    keeps, types = sorted(set(keeps)), sorted(set(types))
+    if not keeps and not types:
         return None, []
     try:
-        return graph.write_unit(lambda tx: _unmerge_unit(tx, keeps, reason, ts))
+        return graph.write_unit(lambda tx: _unmerge_unit(tx, keeps, types, reason, ts))
     except _Nothing:
         return None, []
 
@@ -77,9 +78,9 @@ class _Nothing(Exception):
     """Nothing is merged into the given entities: the unit rolls back (no version is spent)."""
 
 
-def _unmerge_unit(tx: Tx, keeps: list[str], reason: str, now: float) -> tuple[int | None, list[str]]:
+def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: float) -> tuple[int | None, list[str]]:
     version, old_hash = open_version(tx)  # the version lock first, then entities, as a merge takes them
-    drops = tx.run("unmerge_read", {"keeps": keeps})
+    drops = tx.run("unmerge_read", {"keeps": keeps, "types": types}, by_type=bool(types))
     if not drops:
         raise _Nothing()
     tx.run("merge_lock_entities", {"keys": sorted({d["keep"] for d in drops})})
