@@ -48,7 +48,7 @@ def _resolved(graph, triples) -> None:
     resolve(graph, SCHEMA, apply_splits=False)
 
 
-def test_forgetting_the_motivating_document_undoes_the_merge_and_rollback_restores_it(graph):
+def test_forgetting_the_motivating_document_undoes_the_merge_as_a_fresh_resolution_would(graph):
     kg = Engine(graph, schema=SCHEMA)
     _resolved(graph, MOTIVATED + _background())
     assert _merged(graph).get(GRENE) == GREEN  # the merge m1 motivated
