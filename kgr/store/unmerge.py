@@ -24,6 +24,9 @@ as a fresh resolution of the remaining corpus would:
 The version (kind ``unmerge``) is reversible like any: a rollback to the version before restores
 the promoted edge set (the pending edges stay where the unmerge put them, like a merge's).
 
+**Not undone.** A hand merge (``kgr merge``: a person's decision, kept like a label) and a merge
+made before merges recorded their sources have no ``merged_sources``: they stay.
+
 **Not recovered.** A source that voted on both DROP's and KEEP's edges before the merge (it named
 both) is DROP's only: its votes on KEEP's own edges move with it. A source staged under DROP's name
 *after* the merge landed on KEEP directly (staging follows ``merged_into``) and is not in

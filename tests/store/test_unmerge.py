@@ -8,6 +8,7 @@ import pytest
 from kgr.model.canonical import entity_key
 from kgr.store.admin import reset
 from kgr.store.forget import forget
+from kgr.store.merge import merge_entities
 from kgr.engine import Engine, promote_by_quorum
 from kgr.store.resolve import resolve
 from kgr.store.versions import list_versions, promoted_edges, rollback
@@ -112,6 +113,15 @@ def test_forgetting_another_document_leaves_the_merge(graph):
     assert after["d1"] == {(GREEN, "WORKS_AS", "Occupation:nurse"), (GREEN, "LIVES_IN", "Place:hobart")}
     assert "k2" not in after and "jacob grene" in _aliases(graph, GREEN)
     check_hash(graph)
+
+
+def test_a_hand_merge_is_not_undone_by_a_forget(graph):
+    stage(graph, MOTIVATED + _background(), schema=SCHEMA)
+    merge_entities(graph, GREEN, GRENE)  # kgr merge: a person's decision
+    rep = Engine(graph, schema=SCHEMA).forget(sources=["m1"], quorum=1)
+    assert rep.merges_touched == [] and rep.unmerge_version is None and rep.remerge_versions == []
+    assert _merged(graph) == {GRENE: GREEN}
+    assert votes_by_source(graph)["d1"] == {(GREEN, "WORKS_AS", "Occupation:nurse"), (GREEN, "LIVES_IN", "Place:hobart")}
 
 
 def _state(graph) -> dict:
