@@ -34,6 +34,11 @@ edited document does with the chunks the edit removed.
   mentioning them, no entity merged into them) among the endpoints of changed edges and the
   entities the forgotten chunks mentioned are deleted.
 
+- **Merges.** Entities merged (by a resolution) into an entity whose votes or mentions the forget
+  removed are listed (``merges_touched``); after the forget commits, every resolution merge of their
+  types is undone as a second version (:mod:`kgr.store.unmerge`, ``unmerge_version``), for the next
+  resolution to re-decide on what is left (``redecide=False``: not done).
+
 The content hash moves by the retired keys (:func:`~kgr.store.versions.add_terms`), so a rollback
 to a snapshot before the forget restores the promoted edge set and hash exactly. ``dry_run=True``
 runs the same transaction and rolls it back: the report says what would change, the store does
