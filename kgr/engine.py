@@ -308,8 +308,17 @@ class Engine:
 
     def forget(self, documents: Sequence[str] = (), sources: Sequence[str] = (), *, quorum: int = 2,
                dry_run: bool = False) -> forget.ForgetReport:
-        """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`)."""
-        return forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
+        """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`); the merges
+        that lost evidence are undone (:mod:`kgr.store.unmerge`) and re-decided by a resolution of
+        their entities' types (merges only; ``remerge_version``)."""
+        rep = forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
+        if rep.unmerged:
+            from kgr.store.resolve import resolve
+
+            for etype in sorted({k.partition(":")[0] for k in rep.unmerged}):
+                res = resolve(self.graph, self.schema, etype=etype, embed=self.embed, apply_splits=False)
+                rep.remerge_versions += [res.version] if res.version is not None else []
+        return rep
 
     # -- context slices for agents ------------------------------------------------------------------
     def schema_version(self) -> str:

@@ -248,6 +248,11 @@ def forget(ids: Annotated[list[str], typer.Argument(metavar="ID...", help=(
         out.print(f"{head} {r.sources} source(s) of {len(r.documents)} document(s): {r.votes_removed} votes, "
                   f"{r.chunks_removed} chunks; {r.edges_changed} edges changed, {r.edges_removed} removed, "
                   f"{r.promoted_retired} promoted retired, {len(r.entities_removed)} entities removed", markup=False)
+        if r.merges_touched:
+            out.print(f"{len(r.merges_touched)} merge(s) lost evidence: " + (
+                "would be re-decided" if r.dry_run else f"version {r.unmerge_version} unmerged {len(r.unmerged)}, "
+                f"re-decided by resolution version(s) {r.remerge_versions or 'none (no merge made again)'}"),
+                markup=False)
 
     emit(rep, json_, human)
 

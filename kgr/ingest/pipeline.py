@@ -188,7 +188,7 @@ def ingest(
     job.run(paths)
     if cfg.prune:
         job.prune(paths)
-    if cfg.resolve and job.pipe.staged.new_votes:
+    if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged):  # new votes, or merges a forget undid
         job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
                                                  apply_splits=cfg.resolve_splits)
     job.promote_backlog()
@@ -212,6 +212,7 @@ class _Job:
                  tick: Callable[[str, float], None], promote: Callable[[], RoundSummary] | None):
         self.graph, self.cfg, self.tick, self.promote = graph, cfg, tick, promote
         self.report = IngestReport()
+        self.unmerged: list[str] = []
         self.started = time.perf_counter()
         self.rounds: list[int] = []
         self.since_promotion = 0
@@ -332,7 +333,8 @@ class _Job:
         if rep.version is not None:
             self.report.forget_versions.append(rep.version)
         self.report.promoted_retracted += rep.promoted_retired
-        if rep.entities_removed:
+        self.unmerged += rep.unmerged  # merges the forget undid: the resolution at the end re-decides them
+        if rep.entities_removed or rep.unmerged:
             self.pipe.forget_names()
 
     def prune(self, paths: Sequence[str | Path]) -> None:

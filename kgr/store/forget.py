@@ -34,6 +34,11 @@ edited document does with the chunks the edit removed.
   mentioning them, no entity merged into them) among the endpoints of changed edges and the
   entities the forgotten chunks mentioned are deleted.
 
+- **Merges.** Entities merged (by a resolution) into an entity whose votes or mentions the forget
+  removed are listed (``merges_touched``); after the forget commits, every resolution merge of their
+  types is undone as a second version (:mod:`kgr.store.unmerge`, ``unmerge_version``), for the next
+  resolution to re-decide on what is left (``redecide=False``: not done).
+
 The content hash moves by the retired keys (:func:`~kgr.store.versions.add_terms`), so a rollback
 to a snapshot before the forget restores the promoted edge set and hash exactly. ``dry_run=True``
 runs the same transaction and rolls it back: the report says what would change, the store does
@@ -57,6 +62,7 @@ from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_staged_edges
 from kgr.store.staging import MAX_INLINE_VOTES
+from kgr.store.unmerge import unmerge
 from kgr.store.versions import add_terms, close_version, open_version
 from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
 
@@ -80,6 +86,13 @@ class ForgetReport(BaseModel):
     retired_keys: list[str] = Field(default_factory=list)
     entities_removed: list[str] = Field(default_factory=list, description="keys of entities nothing needed any more")
     hash: str = ""
+    merges_touched: list[str] = Field(default_factory=list, description=(
+        "keys of entities merged into an entity whose evidence the forget changed: their merges are re-decided"))
+    kept_touched: list[str] = Field(default_factory=list, description="the entities those were merged into")
+    unmerge_version: int | None = Field(None, description="the version that undid those merges (kgr.store.unmerge)")
+    unmerged: list[str] = Field(default_factory=list, description="keys of the entities that version unmerged")
+    remerge_versions: list[int] = Field(default_factory=list, description=(
+        "the resolutions that re-decided them (Engine.forget; kgr ingest's own resolution step does it there)"))
 
 
 class _DryRun(Exception):
@@ -127,9 +140,13 @@ def _locked_edges(tx: Tx, forgotten: set[str]) -> list[dict]:
 
 
 def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str] = (), chunks: Sequence[str] = (),
-           quorum: int = 2, dry_run: bool = False, now: float | None = None) -> ForgetReport:
+           quorum: int = 2, dry_run: bool = False, now: float | None = None, redecide: bool = True) -> ForgetReport:
     """Forget ``documents`` (by id), ``chunks`` (by id; chunk ids that do not exist are ignored) and
-    ``sources`` as one version (semantics in the module docstring).
+    ``sources`` as one version (semantics in the module docstring). With ``redecide`` (default), when
+    the forget changed the evidence of a merged entity, every merge of that entity's type is then
+    undone as a second version (:func:`kgr.store.unmerge.unmerge`), for the next resolution to
+    re-decide on what is left (the resolution's model is fitted on the whole type: re-deciding one
+    cluster among merged ones would see a population unlike a fresh ingest's).
 
     Raises
     ------
@@ -146,9 +163,22 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
         raise KgrValidationError("quorum must be >= 1", field="quorum")
     ts = time.time() if now is None else now
     try:
-        return graph.write_unit(lambda tx: _forget_unit(tx, documents, chunks, sources, quorum, dry_run, ts))
+        report = graph.write_unit(lambda tx: _forget_unit(tx, documents, chunks, sources, quorum, dry_run, ts))
     except _DryRun as done:
         return done.report
+    if report.kept_touched and redecide:
+        # every merge of the touched types: a resolution re-decides them on a population like a fresh one's
+        report.unmerge_version, report.unmerged = unmerge(
+            graph, types={k.partition(":")[0] for k in report.kept_touched},
+            reason=f"unmerge after forget (version {report.version})", now=ts)
+    return report
+
+
+def _touched_merges(tx: Tx, rows: list[dict], docs: list[dict]) -> list[dict]:
+    """The merges (``{key, keep}``) into the entities at the edges that lost votes or mentioned by the
+    forgotten chunks: the merges whose evidence the forget changed."""
+    keys = {k for r in rows for k in (r["s_key"], r["o_key"])} | {k for d in docs for k in d["mentioned"]}
+    return tx.run("forget_touched_merges", {"keys": sorted(keys)}) if keys else []
 
 
 def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources: list[str], quorum: int,
@@ -183,6 +213,7 @@ def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources:
                                         "retired": r["key"] in retired, "quorum": quorum})} for r in rows]
     if decisions:
         tx.run("record_decisions", {"rows": decisions, "version": version, "now": ts})
+    touched = _touched_merges(tx, rows, docs)
     prov = tx.run("forget_provenance", {"chunks": chunks, "documents": documents})[0]
     candidates = {k for r in rows if r["delete_edge"] for k in (r["s_key"], r["o_key"])}
     candidates |= {k for d in docs for k in d["mentioned"]}
@@ -193,7 +224,8 @@ def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources:
         dry_run=dry_run, version=None if dry_run else version, documents=documents, sources=len(forgotten),
         chunks_removed=int(prov["chunks"]), votes_removed=sum(r["forgotten"] for r in rows),
         edges_changed=sum(1 for r in rows if not r["delete_edge"]), edges_removed=sum(1 for r in rows if r["delete_edge"]),
-        promoted_retired=len(retired), retired_keys=sorted(retired), entities_removed=sorted(removed), hash=new_hash)
+        promoted_retired=len(retired), retired_keys=sorted(retired), entities_removed=sorted(removed), hash=new_hash,
+        merges_touched=sorted({t["key"] for t in touched}), kept_touched=sorted({t["keep"] for t in touched}))
     if dry_run:
         raise _DryRun(report)
     return report

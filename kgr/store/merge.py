@@ -277,6 +277,11 @@ class _Moves:
                               "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,
                               "votes": u["votes"] if u else None, "confidence": u["confidence"] if u else None})
 
+    def drop_sources(self) -> list[str]:
+        """The sources of DROP's live pending edges that this merge moves or rejects (recorded on DROP
+        as ``merged_sources``: what an unmerge moves back, :mod:`kgr.store.unmerge`)."""
+        return sorted({v["source"] for e in [*self.movers, *self.loops] for v in _votes_of(e)})
+
     def report(self) -> list[MergedEdge]:
         """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""
         fate = {r["old_key"]: ("moved" if r["created"] else "retired" if r["key"] == r["old_key"]
@@ -318,18 +323,22 @@ def _merged_aliases(k: dict, d: dict) -> list[str]:
     return aliases[:MAX_ALIASES] if len(k["aliases"]) < MAX_ALIASES else list(k["aliases"])
 
 
-def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float,
-                reason: str) -> tuple[MergeResult, list[str], list[str]]:
+def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float, reason: str,
+                record: bool = True) -> tuple[MergeResult, list[str], list[str]]:
     """The merge of ``drop`` into ``keep`` inside an open write unit whose version is ``version``
     (several merges and splits share one version in ``kgr resolve``). Returns the result (``hash``
-    empty: the caller closes the version) and the promoted edge keys created and retired."""
+    empty: the caller closes the version) and the promoted edge keys created and retired. With
+    ``record`` (resolution's merges), DROP records what an unmerge needs (:mod:`kgr.store.unmerge`);
+    a hand merge (``kgr merge``) does not, so a forget never undoes it."""
     ents = {r["key"]: r for r in tx.run("merge_lock_entities", {"keys": sorted((keep, drop))})}
     _check_pair(ents, keep, drop)
     moves = _Moves(keep, drop, version, reason)
     moves.move_pending(tx)
     moves.move_promoted(tx)
     aliases = _merged_aliases(ents[keep], ents[drop])
-    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version})[0]
+    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version,
+                                          "sources": moves.drop_sources() if record else None,
+                                          "added": [a for a in aliases if a not in ents[keep]["aliases"]]})[0]
     report = moves.report()
     decisions = moves.decisions(report)
     if decisions:
@@ -366,7 +375,7 @@ def merge_entities(graph: Graph, keep: str, drop: str, *, now: float | None = No
 
     def unit(tx: Tx) -> MergeResult:
         version, old_hash = open_version(tx)
-        res, created, retired = merge_in_tx(tx, keep, drop, version=version, now=ts, reason=reason)
+        res, created, retired = merge_in_tx(tx, keep, drop, version=version, now=ts, reason=reason, record=False)
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="merge", now=ts, note=reason,
                       promoted=len(created), retired=len(retired))

@@ -1,0 +1,108 @@
+"""Unmerge: the entities merged into some kept entities restored with their own sources' votes, as one version.
+
+A merge (:mod:`kgr.store.merge`) records on the dropped entity DROP what undoing it needs:
+``merged_sources`` (the sources of the votes it moved to KEEP) and ``merged_aliases`` (the aliases
+KEEP gained). When a forget (:mod:`kgr.store.forget`) removes votes at KEEP or the chunks that
+mentioned it, the merges into KEEP lose evidence that motivated them; :func:`unmerge` then undoes
+**every** merge into each such KEEP, so that the next resolution (``kgr resolve``, the step at the end
+of ``kgr ingest``, or :meth:`kgr.engine.Engine.forget`) re-decides them on the remaining evidence,
+as a fresh resolution of the remaining corpus would:
+
+- a source belongs to the DROP whose ``merged_sources`` hold it, the earliest-merged one when
+  several do (an entity merged into DROP before DROP was merged carries its sources into DROP's list);
+  the others stay with KEEP;
+- each DROP is no longer merged (``merged_into`` removed, ``unmerged_at_version`` set), KEEP loses
+  the aliases DROP's merges gave it, DROP's merge tombstones are deleted and its rejected self-loops
+  are pending again;
+- the votes of DROP's sources move from KEEP's edges back to DROP, exactly as a split moves them
+  (:func:`kgr.store.split.move_sources_many`: every per-vote field carried, promoted edges moved
+  when all their votes move, the content hash updated term by term); a KEEP edge left with no vote
+  is deleted (a fresh staging would not have it);
+- a DROP whose every source was forgotten gets no vote back: it is gone with its evidence (an
+  orphan is deleted like a forget's).
+
+The version (kind ``unmerge``) is reversible like any: a rollback to the version before restores
+the promoted edge set (the pending edges stay where the unmerge put them, like a merge's).
+
+**Not undone.** A hand merge (``kgr merge``: a person's decision, kept like a label) and a merge
+made before merges recorded their sources have no ``merged_sources``: they stay.
+
+**Not recovered.** A source that voted on both DROP's and KEEP's edges before the merge (it named
+both) is DROP's only: its votes on KEEP's own edges move with it. A source staged under DROP's name
+*after* the merge landed on KEEP directly (staging follows ``merged_into``) and is not in
+``merged_sources``: it stays with KEEP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+
+from kgr.store.connection import Graph, Tx
+from kgr.store.split import Move, move_sources_many
+from kgr.store.versions import add_terms, close_version, open_version
+
+__all__ = ["unmerge", "origins"]
+
+
+def origins(drops: list[dict]) -> dict[str, list[str]]:
+    """The sources each DROP gets back: those in its ``sources``, the earliest-merged DROP (by ``at``,
+    then key) winning a source several hold.
+
+    >>> origins([{"key": "P:b", "sources": ["s1", "s2"], "at": 7}, {"key": "P:a", "sources": ["s1"], "at": 3}])
+    {'P:a': ['s1'], 'P:b': ['s2']}
+    """
+    owner: dict[str, str] = {}
+    for d in sorted(drops, key=lambda d: (d["at"], d["key"])):
+        for s in d["sources"]:
+            owner.setdefault(s, d["key"])
+    out: dict[str, list[str]] = {d["key"]: [] for d in sorted(drops, key=lambda d: d["key"])}
+    for s, k in sorted(owner.items()):
+        out[k].append(s)
+    return out
+
+
+def unmerge(graph: Graph, keeps: Collection[str] = (), *, types: Collection[str] = (), reason: str = "",
+            now: float | None = None) -> tuple[int | None, list[str]]:
+    """Undo every merge into the entities ``keeps``, or with ``types`` every merge of an entity of
+    those types, as one version (module docstring); returns the version (None when there was no
+    such merge) and the keys of the entities unmerged."""
+    ts = time.time() if now is None else now
+    keeps, types = sorted(set(keeps)), sorted(set(types))
+    if not keeps and not types:
+        return None, []
+    try:
+        return graph.write_unit(lambda tx: _unmerge_unit(tx, keeps, types, reason, ts))
+    except _Nothing:
+        return None, []
+
+
+class _Nothing(Exception):
+    """Nothing is merged into the given entities: the unit rolls back (no version is spent)."""
+
+
+def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: float) -> tuple[int | None, list[str]]:
+    version, old_hash = open_version(tx)  # the version lock first, then entities, as a merge takes them
+    drops = tx.run("unmerge_read", {"keeps": keeps, "types": types}, by_type=bool(types))
+    if not drops:
+        raise _Nothing()
+    tx.run("merge_lock_entities", {"keys": sorted({d["keep"] for d in drops})})
+    live = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"]}
+            for e in tx.run("merge_wave_read_edges", {"drops": sorted({d["keep"] for d in drops})})
+            if e["props"].get("status") != "merged"]
+    tx.run("unmerge_entities", {"rows": [{"drop": d["key"], "keep": d["keep"], "aliases": d["aliases"]}
+                                         for d in drops], "version": version})
+    why = reason or "unmerge"
+    keep_of = {d["key"]: d["keep"] for d in drops}
+    own = origins(drops)
+    moves = [Move(keep_of[k], k, tuple(sources), f"{why}: {k} unmerged from {keep_of[k]}")
+             for k, sources in own.items() if sources]
+    moved = move_sources_many(tx, moves, version=version, now=now)
+    if live:
+        tx.run("unmerge_drop_emptied", {"rows": live})
+    tx.run("forget_orphans", {"keys": sorted({*keep_of, *keep_of.values()})})
+    new_hash = add_terms(old_hash, added=moved.created, removed=moved.retired)
+    close_version(tx, version, new_hash, kind="unmerge", now=now,
+                  note=f"{why}: {len(drops)} entities unmerged from {len(set(keep_of.values()))}",
+                  promoted=len(moved.created), retired=len(moved.retired))
+    return version, sorted(keep_of)

@@ -1,0 +1,97 @@
+"""Re-ingestion with entity resolution on (issue 30, "merges outlive their evidence"): a corpus
+ingested with resolution, edited (the document behind a merge deleted, others edited and deleted)
+and re-ingested with ``prune``, ends as a fresh ingest of the final corpus: the same entities and
+merges, staged evidence, promoted set and hash. Real Neo4j, a scripted extractor, the quorum policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgr.extract.base import ExtractionResult
+from kgr.ingest.config import IngestConfig
+from kgr.ingest.pipeline import ingest
+from kgr.model.kg import ExtractedKG
+from kgr.model.schema import KGSchema
+from kgr.promotion.policies import make_policy
+from kgr.store.admin import reset
+from kgr.store.rounds import run_round
+from tests.ingest.test_reingest import _state
+from tests.support.people import SCHEMA, people_records
+
+pytestmark = pytest.mark.neo4j
+
+_RELS = (("BORN_ON", "Date"), ("LIVES_IN", "Place"), ("WORKS_AS", "Occupation"))
+
+
+class Scripted:
+    """Reads the record a document spells out: ``name | dob | place | job`` (``-``: not said)."""
+
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        name, *values = (x.strip() for x in chunk_text.strip().split("|"))
+        said = [(rel, otype, v) for (rel, otype), v in zip(_RELS, values) if v != "-"]
+        kg = ExtractedKG.model_validate({
+            "entities": {"Person": [name], **{otype: [v] for _, otype, v in said}},
+            "relations": {rel: [{"subject": name, "object": v}] for rel, _, v in said}})
+        return ExtractionResult(kg=kg, extractor="scripted")
+
+
+#: jacob green (k1, k2) and jacob grene (d1) share nothing but a close name; m1 says jacob green is
+#: a nurse in hobart, as d1 says of jacob grene: the document behind their merge.
+JACOB = {"k1": "jacob green | - | bondi | pilot", "k2": "jacob green | - | bondi | -",
+         "d1": "jacob grene | - | hobart | nurse", "m1": "jacob green | - | hobart | nurse"}
+
+
+def _docs() -> dict[str, str]:
+    people = {r["id"]: f"{r['name']} | {r['dob']} | {r['place']} | {r['job']}" for r in people_records(10, 3, seed=3)[3:]}
+    return {**people, **JACOB}
+
+
+def _write(root: Path, docs: dict[str, str]) -> None:
+    for f in root.glob("*.txt"):
+        if f.stem not in docs:
+            f.unlink()
+    for name, text in docs.items():
+        (root / f"{name}.txt").write_text(text + "\n", encoding="utf-8")
+
+
+def _ingest(graph, root: Path, *, prune: bool = False):
+    cfg = IngestConfig(max_rounds=1, concurrency=1, resolve=True, prune=prune)
+    policy = make_policy("quorum", quorum=2)  # the default (calibrated) policy promotes nothing on so few facts
+    return ingest(graph, [root], SCHEMA, config=cfg, extractor=Scripted(),
+                  promote=lambda: run_round(graph, policy, schema=SCHEMA))
+
+
+def _merges(graph) -> set[tuple[str, str]]:
+    return {(r["key"], r["into"]) for r in graph.driver.execute_query(
+        "MATCH (e:Entity) WHERE e.merged_into IS NOT NULL RETURN e.key AS key, e.merged_into AS into").records}
+
+
+def test_reingest_with_resolution_equals_a_fresh_ingest(graph, tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    first = _docs()
+    reset(graph)
+    _write(root, first)
+    _ingest(graph, root)
+    assert ("Person:jacob grene", "Person:jacob green") in _merges(graph)  # m1's merge
+    final = {k: v for k, v in first.items() if k not in ("m1", "r3-2", "r5-0")}  # m1 and two others deleted
+    # one edited: its old chunk is forgotten, the new one staged. (Not a document whose entity the
+    # forget leaves without a source: the new chunk's name would then be linked by the drafting step's
+    # fuzzy look-up to a surviving near-namesake, which a fresh ingest does not do: docs/ingest.md.)
+    final["k1"] = "jacob green | - | bondi | chemist"
+    _write(root, final)
+    report = _ingest(graph, root, prune=True)
+    assert report.documents_pruned == 3
+    incremental, merges = _state(graph), _merges(graph)
+    reset(graph)
+    _ingest(graph, root)
+    assert ("Person:jacob grene", "Person:jacob green") not in _merges(graph)  # nothing left to merge them
+    assert merges == _merges(graph)
+    scratch = _state(graph)
+    assert len(scratch.get("promoted", ())) > 10 and len(merges) > 10
+    for k in sorted(set(incremental) | set(scratch)):
+        assert incremental.get(k) == scratch.get(k), (k, incremental.get(k, set()) ^ scratch.get(k, set())
+                                                       if k != "hash" else None)
+

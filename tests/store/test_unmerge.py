@@ -1,0 +1,130 @@
+"""Merges re-decided when their evidence is forgotten (kgr.store.unmerge via kgr.store.forget, and
+Engine.forget's re-resolution): real Neo4j, staged triples of a small population of people."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgr.model.canonical import entity_key
+from kgr.store.admin import reset
+from kgr.store.forget import forget
+from kgr.store.merge import merge_entities
+from kgr.engine import Engine, promote_by_quorum
+from kgr.store.resolve import resolve
+from kgr.store.versions import list_versions, promoted_edges, rollback
+from kgr.store.staging import stage
+from tests.store.test_resolve import T, check_hash, votes_by_source
+from tests.support.people import SCHEMA, people_records, person_triples
+
+pytestmark = pytest.mark.neo4j
+
+GREEN, GRENE = entity_key("Person", "jacob green"), entity_key("Person", "jacob grene")
+
+
+def _background():
+    return [t for r in people_records(10, 3, seed=3)[3:] for t in person_triples(r)]
+
+
+#: "jacob green" (k1: lives in bondi, a pilot) and "jacob grene" (d1: a nurse in hobart) are close in
+#: name only; m1 says jacob green is a nurse in hobart too: the shared neighbours behind their merge
+#: (resolution merges them with m1 and keeps them apart without it).
+MOTIVATED = [T("jacob green", "LIVES_IN", "bondi", "Place", "k1"), T("jacob green", "WORKS_AS", "pilot", "Occupation", "k1"),
+             T("jacob grene", "WORKS_AS", "nurse", "Occupation", "d1"), T("jacob grene", "LIVES_IN", "hobart", "Place", "d1"),
+             T("jacob green", "WORKS_AS", "nurse", "Occupation", "m1"), T("jacob green", "LIVES_IN", "hobart", "Place", "m1")]
+#: a second, unremarkable document about jacob green (not what motivated the merge)
+EXTRA = [T("jacob green", "LIVES_IN", "bondi", "Place", "k2")]
+
+
+def _merged(graph) -> dict[str, str]:
+    return {r["key"]: r["into"] for r in graph.driver.execute_query(
+        "MATCH (e:Entity) WHERE e.merged_into IS NOT NULL RETURN e.key AS key, e.merged_into AS into").records}
+
+
+def _aliases(graph, key: str) -> list[str]:
+    return sorted(graph.driver.execute_query("MATCH (e:Entity {key: $k}) RETURN e.aliases AS a", k=key).records[0]["a"])
+
+
+def _resolved(graph, triples) -> None:
+    stage(graph, triples, schema=SCHEMA)
+    resolve(graph, SCHEMA, apply_splits=False)
+
+
+def test_forgetting_the_motivating_document_undoes_the_merge_as_a_fresh_resolution_would(graph):
+    kg = Engine(graph, schema=SCHEMA)
+    _resolved(graph, MOTIVATED + _background())
+    assert _merged(graph).get(GRENE) == GREEN  # the merge m1 motivated
+    promote_by_quorum(graph, quorum=1)
+    rep = kg.forget(sources=["m1"], quorum=1)
+    assert GRENE not in _merged(graph)  # undone, and the re-decision did not merge them again
+    assert rep.merges_touched == [GRENE] and rep.unmerge_version == rep.version + 1
+    assert GRENE in rep.unmerged and all(k.startswith("Person:") for k in rep.unmerged)  # the type's merges
+    assert next(v.kind for v in list_versions(graph, 10) if v.version == rep.unmerge_version) == "unmerge"
+    after = votes_by_source(graph)
+    assert after["d1"] == {(GRENE, "WORKS_AS", "Occupation:nurse"), (GRENE, "LIVES_IN", "Place:hobart")}
+    assert after["k1"] == {(GREEN, "LIVES_IN", "Place:bondi"), (GREEN, "WORKS_AS", "Occupation:pilot")}
+    assert "m1" not in after and _aliases(graph, GREEN) == ["jacob green"]
+    check_hash(graph)
+    unmerged_state = _state(graph)
+    # the graph is what staging and resolving the remaining evidence from scratch gives
+    reset(graph)
+    _resolved(graph, [t for t in MOTIVATED if t.source != "m1"] + _background())
+    promote_by_quorum(graph, quorum=1)
+    assert {k: v for k, v in unmerged_state.items() if k != "promoted"} == \
+        {k: v for k, v in _state(graph).items() if k != "promoted"}
+    assert unmerged_state["promoted"] == _state(graph)["promoted"]
+
+
+def test_rollback_of_the_unmerge_restores_the_merged_promoted_graph(graph):
+    _resolved(graph, MOTIVATED + _background())
+    promote_by_quorum(graph, quorum=1)
+    rep = forget(graph, sources=["m1"], quorum=1)  # the store-level forget: unmerges, does not re-resolve
+    assert GRENE in rep.unmerged and rep.unmerge_version == rep.version + 1
+    merged = {(e.subject_key, e.relation, e.object_key) for e in promoted_edges(graph, rep.version)}
+    now = {(e.subject_key, e.relation, e.object_key) for e in promoted_edges(graph)}
+    assert (GREEN, "WORKS_AS", "Occupation:nurse") in merged and (GRENE, "WORKS_AS", "Occupation:nurse") not in merged
+    assert (GRENE, "WORKS_AS", "Occupation:nurse") in now and (GREEN, "WORKS_AS", "Occupation:nurse") not in now
+    assert (GREEN, "LIVES_IN", "Place:bondi") in now  # k1's facts stay
+    h_unmerged = check_hash(graph)
+    rb = rollback(graph, rep.version)
+    assert {(e.subject_key, e.relation, e.object_key) for e in promoted_edges(graph)} == merged
+    assert rb.hash == check_hash(graph) == current_state_hash(graph, rep.version) != h_unmerged
+
+
+def current_state_hash(graph, version: int) -> str:
+    return next(v.hash for v in list_versions(graph, 50) if v.version == version)
+
+
+def test_forgetting_another_document_leaves_the_merge(graph):
+    kg = Engine(graph, schema=SCHEMA)
+    _resolved(graph, MOTIVATED + EXTRA + _background())
+    assert _merged(graph).get(GRENE) == GREEN
+    before = _merged(graph)
+    # a document about other people: the jacob merge is re-decided with its type's, and stays
+    other = next(s for s in votes_by_source(graph) if s.startswith("r"))
+    rep = kg.forget(sources=[other])
+    assert GRENE not in rep.merges_touched and GRENE in rep.unmerged and _merged(graph).get(GRENE) == GREEN
+    assert {k: v for k, v in _merged(graph).items() if k.startswith("Person:jacob")} == \
+        {k: v for k, v in before.items() if k.startswith("Person:jacob")}
+    # a document about jacob green that did not motivate the merge: re-decided, and merged again
+    rep = kg.forget(sources=["k2"])
+    assert GRENE in rep.merges_touched and GRENE in rep.unmerged and rep.remerge_versions
+    assert _merged(graph).get(GRENE) == GREEN
+    after = votes_by_source(graph)
+    assert after["d1"] == {(GREEN, "WORKS_AS", "Occupation:nurse"), (GREEN, "LIVES_IN", "Place:hobart")}
+    assert "k2" not in after and "jacob grene" in _aliases(graph, GREEN)
+    check_hash(graph)
+
+
+def test_a_hand_merge_is_not_undone_by_a_forget(graph):
+    stage(graph, MOTIVATED + _background(), schema=SCHEMA)
+    merge_entities(graph, GREEN, GRENE)  # kgr merge: a person's decision
+    rep = Engine(graph, schema=SCHEMA).forget(sources=["m1"], quorum=1)
+    assert rep.merges_touched == [] and rep.unmerge_version is None and rep.remerge_versions == []
+    assert _merged(graph) == {GRENE: GREEN}
+    assert votes_by_source(graph)["d1"] == {(GREEN, "WORKS_AS", "Occupation:nurse"), (GREEN, "LIVES_IN", "Place:hobart")}
+
+
+def _state(graph) -> dict:
+    from tests.ingest.test_reingest import _state as state
+
+    return state(graph)
