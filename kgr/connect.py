@@ -2,13 +2,15 @@
 
 ``NEO4J_URI`` (with ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) names a server; when it
 is unset, kgr's managed local Neo4j (:mod:`kgr.runtime`) is started, or reused when it runs. This is
-the one place that knows both the store and the runtime, which do not import each other.
+the one place that knows both the store and the runtime, which do not import each other (it also
+gives the Graph kgr's cache directory, for the promoted graph kept between processes).
 """
 
 from __future__ import annotations
 
 from kgr.errors import KgrNeo4jUnavailable
 from kgr.runtime import ManagedNeo4j, ensure_running
+from kgr.runtime.config import default_cache_dir
 from kgr.store.connection import Graph, Neo4jSettings, open_graph
 
 #: ``Graph`` and ``Neo4jSettings`` are re-exported: the types a caller above the engine (the server) passes around.
@@ -34,4 +36,6 @@ def connect(settings: Neo4jSettings | None = None, *, start_managed: bool = True
         if not status.running:
             raise KgrNeo4jUnavailable("the managed Neo4j is not running (start it with `kgr neo4j start`)")
         settings = settings.model_copy(update={"uri": status.bolt_uri, "password": None})
-    return open_graph(settings)
+    graph = open_graph(settings)
+    graph.cache_dir = default_cache_dir() / "promoted"
+    return graph

@@ -4,13 +4,14 @@
 Usage::
 
     git archive <old commit> | tar -x -C /tmp/old && ln -s /tmp/old/cypher /tmp/old/kgr/cypher
-    python scripts/bench_promotion_ab.py --variants old=/tmp/old,new=$PWD --trials 3 [--bytecode]
+    python scripts/bench_promotion_ab.py --variants old=/tmp/old,new=$PWD --trials 3 [--bytecode] [--fresh-cache new]
 
 Seeds ``--edges`` pinned promoted edges (as ``bench_promotion.py --speed`` does; ``--reuse`` keeps a
 seeded store), then per trial and variant (ABBA order): stages the same ``--cands`` candidates (two
 sources each), runs ``kgr promote --json`` as a new process with ``PYTHONPATH`` = the variant's tree
 (wall time, the settle's timings, the store hash), then ``kgr promote`` again (nothing new), then
-forgets the two sources (back to the seeded state). Prints medians and the new/old wall ratio. It
+forgets the two sources (back to the seeded state). ``--fresh-cache NAME`` gives that variant's processes
+an empty ``KGR_CACHE_DIR`` (a first process on this promoted graph: nothing kept on disk). Prints medians and the new/old wall ratio. It
 WIPES the database it is pointed at (unless ``--reuse``).
 """
 import argparse
@@ -44,6 +45,8 @@ ap.add_argument("--variants", required=True, help="name=tree,name=tree (a tree h
 ap.add_argument("--bytecode", action="store_true", help="kgr processes with compiled bytecode (a cache dir)")
 ap.add_argument("--stage", action="store_true", help="stage the candidates and stop")
 ap.add_argument("--forget", action="store_true", help="forget s1, s2 and stop")
+ap.add_argument("--fresh-cache", default="", help="variants whose kgr processes start with an empty KGR_CACHE_DIR "
+                "(no promoted graph kept on disk from an earlier process)")
 ap.add_argument("--out")
 a = ap.parse_args()
 variants = dict(v.split("=") for v in a.variants.split(","))
@@ -87,8 +90,13 @@ if a.bytecode:
                        stdout=subprocess.DEVNULL)
 
 
-def cli(path, *args):
-    e = {**env, "PYTHONPATH": path}
+fresh_cache = set(filter(None, a.fresh_cache.split(",")))
+
+
+def cli(name, *args):
+    e = {**env, "PYTHONPATH": variants[name]}
+    if name in fresh_cache:
+        e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "kgr.cli", *args, "--json"], env=e, capture_output=True, text=True, cwd=tmp)
     wall = time.perf_counter() - t0
@@ -104,8 +112,8 @@ for trial in range(a.trials):
     order = names if trial % 2 == 0 else names[::-1]
     for name in order:
         stage(graph, [bp._assert(t, s) for t in fresh[:a.cands] for s in ("s1", "s2")], schema=sch)
-        wall, rep = cli(variants[name], "promote", "--schema", str(schema))
-        wn, noop = cli(variants[name], "promote", "--schema", str(schema))
+        wall, rep = cli(name, "promote", "--schema", str(schema))
+        wn, noop = cli(name, "promote", "--schema", str(schema))
         r = {"wall": wall, "cands": rep["candidates"], "per_s": rep["candidates"] / wall, "timings": rep["timings"],
              "promoted": rep["promoted"], "held": rep.get("held"), "hash": rep.get("hash"),
              "noop_wall": wn, "noop_settle": sum(noop.get("timings", {}).values()), "noop_version": noop.get("version"),

@@ -73,6 +73,9 @@ class RoundContext:
         Current promoted edges that carry a score :math:`\\hat p`.
     promoted_expected_false : float
         :math:`\\sum (1 - \\hat p)` over those.
+    created_at : float or None
+        When the store was initialised (seconds since the epoch): with ``hash``, what identifies the
+        promoted graph across processes (:mod:`kgr.store.promoted_disk`). None when not read.
     """
 
     version: int
@@ -81,6 +84,7 @@ class RoundContext:
     promoted: int = 0
     promoted_scored: int = 0
     promoted_expected_false: float = 0.0
+    created_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,19 @@ class CalibratedPolicy:
         return self._features
 
     # -- the seam -------------------------------------------------------------------------------
+    def prepare(self, context: RoundContext) -> None:
+        """Import what :meth:`decide` needs (the evidence stack over numpy and scipy, ~0.5-1 s in a new
+        process; scikit-learn only when the store holds labels). The store calls it in a thread while
+        a settle's reads wait for the database (:func:`kgr.store.settle.read_settle`)."""
+        import kgr.evidence.features  # noqa: F401
+        import kgr.evidence.graph  # noqa: F401
+        import kgr.evidence.latent  # noqa: F401
+        import kgr.promotion.certificate  # noqa: F401
+        import kgr.promotion.outcome  # noqa: F401
+
+        if context.labels:
+            import kgr.evidence.scorer  # noqa: F401
+
     def plan(self, context: RoundContext, state: str | None) -> RoundRequest:
         st = load_state(state)
         settled = st.settled_version if st.config == self.config.digest() else None

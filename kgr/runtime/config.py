@@ -25,7 +25,7 @@ from pydantic import (
 
 from kgr.errors import KgrValidationError
 
-__all__ = ["BROWSER_VERSION", "MIN_JAVA_MAJOR", "NEO4J_VERSION", "Neo4jStatus", "RuntimeConfig"]
+__all__ = ["BROWSER_VERSION", "MIN_JAVA_MAJOR", "NEO4J_VERSION", "Neo4jStatus", "RuntimeConfig", "default_cache_dir"]
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
@@ -50,7 +50,8 @@ def _env_port(name: str, default: int) -> int:
         raise KgrValidationError(f"must be a TCP port number, got {raw!r}", field=name) from None
 
 
-def _default_cache_dir() -> Path:
+def default_cache_dir() -> Path:
+    """kgr's cache directory: ``$KGR_CACHE_DIR``, else ``$XDG_CACHE_HOME/kgr``, else ``~/.cache/kgr``."""
     if os.environ.get("KGR_CACHE_DIR", "").strip():
         return Path(os.environ["KGR_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache"
@@ -78,7 +79,7 @@ class RuntimeConfig(BaseModel):
 
     neo4j_version: Annotated[str, Field(pattern=r"^5\.[0-9]+\.[0-9]+$")] = NEO4J_VERSION
     browser_version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] = BROWSER_VERSION
-    cache_dir: Path = Field(default_factory=_default_cache_dir)
+    cache_dir: Path = Field(default_factory=default_cache_dir)
     home: Path = Field(default_factory=_default_home)
     host: str = "127.0.0.1"
     bolt_port: Port = Field(default_factory=lambda: _env_port("KGR_NEO4J_BOLT_PORT", 7687))

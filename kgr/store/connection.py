@@ -30,6 +30,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import neo4j
@@ -138,6 +139,9 @@ class Graph:
         self.database = database
         self.uri = uri
         self.settings = settings
+        #: Where this Graph's caches between processes live (:mod:`kgr.store.promoted_disk`); None
+        #: keeps them in memory only. :func:`kgr.connect.connect` sets ``$KGR_CACHE_DIR``.
+        self.cache_dir: Path | None = None
         self.closed = False  # set by close(); background readers check it before they start
         self._before_close: list[Callable[[], None]] = []
 

@@ -3,6 +3,8 @@
 :func:`kgr.store.rounds.read_round` and :func:`kgr.store.settle.read_settle` both read the promoted
 graph through :data:`PROMOTED_CACHE` (one ``round_promoted_read`` per store version); a round that
 promotes moves the cached copy forward (:meth:`PromotedGraphCache.advance`) instead of re-reading.
+A settle needs only the structure (:meth:`PromotedGraphCache.structure`), which is also kept on disk
+between processes when the Graph names a cache directory (:mod:`kgr.store.promoted_disk`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgr.model.promotion import EdgeList, RoundContext
+from kgr.store import promoted_disk
 from kgr.store.connection import Graph
 
 __all__ = ["PromotedGraphCache", "PROMOTED_CACHE"]
@@ -51,6 +54,29 @@ class PromotedGraphCache:
         types = {k: k.partition(":")[0] for k in set(subject) | set(obj)}
         with self._lock:
             self._by_store[self._store(graph)] = _Cached(ctx.version, ctx.hash, edges, types)
+        return edges, types, False
+
+    def structure(self, graph: Graph, ctx: RoundContext) -> tuple[EdgeList, dict[str, str], bool]:
+        """The promoted edges' keys, subjects, relations and objects at ``ctx`` (weights 1, no scores),
+        their types, and whether it was a hit: from this process's copy, else from the disk copy of
+        this state (``graph.cache_dir``, when set and ``ctx.created_at`` is known), else read (and
+        then saved to disk)."""
+        with self._lock:
+            hit = self._by_store.get(self._store(graph))
+        if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
+            return hit.edges, hit.types, True
+        directory = getattr(graph, "cache_dir", None)
+        if directory is None or ctx.created_at is None:
+            return self.get(graph, ctx)
+        ident = (graph.uri, graph.database, ctx.created_at, ctx.hash)
+        saved = promoted_disk.load(directory, *ident)
+        if saved is not None:
+            key, subject, relation, obj = saved
+            return (EdgeList(subject, relation, obj, [1.0] * len(key), key),
+                    {k: k.partition(":")[0] for k in set(subject) | set(obj)}, True)
+        edges, types, _ = self.get(graph, ctx)
+        promoted_disk.save(directory, *ident, list(edges.key), list(edges.subject), list(edges.relation),
+                           list(edges.object))
         return edges, types, False
 
     def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,

@@ -35,10 +35,12 @@ promotions, so ``kgr promote --until-done`` reads it once.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import time
 import uuid
+from collections.abc import Callable
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.model.decisions import CutReport, EdgeDecision, RoundSummary
@@ -98,13 +100,16 @@ def read_context(graph: Graph, policy: str, *, cache: PromotedGraphCache | None 
     if not rows:
         raise KgrNotFound("the store is not initialised: run `kgr init`")
     r = rows[0]
-    ctx = RoundContext(version=int(r["version"]), hash=r["hash"], labels=int(r["labels"]))
+    created = r.get("created_at")
+    ctx = RoundContext(version=int(r["version"]), hash=r["hash"], labels=int(r["labels"]),
+                       created_at=None if created is None else float(created))
     if not counts:
         return ctx, r["state"]
     edges, _, _ = (cache or PROMOTED_CACHE).get(graph, ctx)
     scores = [x for x in edges.score if x is not None]
     ctx = RoundContext(version=ctx.version, hash=ctx.hash, labels=ctx.labels, promoted=len(edges),
-                       promoted_scored=len(scores), promoted_expected_false=float(sum(1.0 - x for x in scores)))
+                       promoted_scored=len(scores), promoted_expected_false=float(sum(1.0 - x for x in scores)),
+                       created_at=ctx.created_at)
     return ctx, r["state"]
 
 
@@ -144,10 +149,12 @@ def _background(graph: Graph, n: int, salt: int, skip: set[str], pool: list[tupl
 
 
 def read_round(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
-               cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
-    """Read what ``request`` asks for (see the module docstring); typed rows, no dicts."""
+               cache: PromotedGraphCache | None = None, now: float | None = None,
+               prepare: Callable[[], None] | None = None) -> RoundInputs:
+    """Read what ``request`` asks for (see the module docstring); typed rows, no dicts. A settle runs
+    ``prepare`` (the policy's imports) in a thread while it waits for the database."""
     if request.settle:
-        return read_settle(graph, request, context, schema=schema, cache=cache, now=now)
+        return read_settle(graph, request, context, schema=schema, cache=cache, now=now, prepare=prepare)
     if request.limit < 1:
         raise KgrValidationError("limit must be >= 1", field="max_candidates_per_round")
     params = {"limit": request.limit, "epoch": request.epoch}
@@ -345,7 +352,9 @@ def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGr
     t0 = time.perf_counter()
     context, state = read_context(graph, policy.name, cache=cache, counts=getattr(policy, "counts", True))
     request = policy.plan(context, state)
-    inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now)
+    prepare = getattr(policy, "prepare", None)
+    inputs = read_round(graph, request, context, schema=schema, cache=cache, now=now,
+                        prepare=None if prepare is None else functools.partial(prepare, context))
     timings["read"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     decisions = policy.decide(inputs, state)

@@ -20,6 +20,7 @@ Reads only; the writes go through :func:`kgr.store.rounds.write_round`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs, RoundRequest
@@ -47,16 +48,22 @@ def settle_row(row: list) -> CandidateRow:
 
 
 def read_settle(graph: Graph, request: RoundRequest, context: RoundContext, *, schema: KGSchema | None = None,
-                cache: PromotedGraphCache | None = None, now: float | None = None) -> RoundInputs:
-    """The inputs of a settle (see the module docstring)."""
+                cache: PromotedGraphCache | None = None, now: float | None = None,
+                prepare: Callable[[], None] | None = None) -> RoundInputs:
+    """The inputs of a settle (see the module docstring). When there is something to settle,
+    ``prepare`` (the policy's imports, :meth:`kgr.promotion.settle.CalibratedPolicy.prepare`) runs
+    in a thread while the reads wait for the database: a new process pays for both at once."""
     ts = time.time() if now is None else now
     if request.settled_version is not None and request.settled_version == context.version \
             and not graph.read("settle_dirty")[0]["dirty"]:
         return RoundInputs(candidates=(), schema=schema, context=context, now=ts, nothing_new=True)
-    with ThreadPoolExecutor(1) as pool:  # the promoted graph is read (or found cached) while the rows are
-        promoted_read = pool.submit((cache or PROMOTED_CACHE).get, graph, context)
+    with ThreadPoolExecutor(2) as pool:  # the promoted graph is read (or found cached) while the rows are
+        promoted_read = pool.submit((cache or PROMOTED_CACHE).structure, graph, context)
+        prepared = pool.submit(prepare) if prepare is not None else None
         rows = tuple(settle_row(r) for r in graph.read_value("settle_rows_read"))
         promoted, ptypes, _ = promoted_read.result()
+        if prepared is not None:
+            prepared.result()
     managed = {c.key for c in rows}
     keep = [i for i, k in enumerate(promoted.key) if k not in managed]
     pinned = EdgeList([promoted.subject[i] for i in keep], [promoted.relation[i] for i in keep],

@@ -5,6 +5,7 @@ labels certify the cut; more labels never cost acceptance."""
 from __future__ import annotations
 
 import random
+import threading
 import time
 import warnings
 
@@ -242,3 +243,27 @@ def test_more_labels_never_cost_acceptance_at_a_fixed_target(graph):
     for (_, a0, _), (_, a1, _) in zip(rows, rows[1:]):
         assert a1 >= a0 - 0.03, rows
     assert rows[-1][1] > rows[0][1] + 0.1, rows                   # and labels do buy acceptance
+
+
+def test_a_settle_prepares_its_imports_during_the_reads_only_when_it_has_work(graph):
+    """A new process overlaps the policy's imports with the settle's reads (prepare runs in a thread
+    of read_settle); a settle with nothing new skips it, so it stays a cheap no-op."""
+    from kgr.promotion.settle import CalibratedPolicy
+    from kgr.store.rounds import run_round
+
+    class Recording(CalibratedPolicy):
+        calls: list[tuple[str, int]] = []
+
+        def prepare(self, context):
+            self.calls.append((threading.current_thread().name, context.version))
+            super().prepare(context)
+
+    assertions, _ = town(people=40)
+    fresh(graph)
+    stage(graph, assertions, schema=SCHEMA)
+    policy = Recording()
+    first = run_round(graph, policy, schema=SCHEMA)
+    assert first.version is not None and len(Recording.calls) == 1
+    assert Recording.calls[0][0] != threading.main_thread().name
+    again = run_round(graph, policy, schema=SCHEMA)
+    assert again.version is None and len(Recording.calls) == 1

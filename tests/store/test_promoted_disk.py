@@ -1,0 +1,126 @@
+"""The promoted graph's structure kept on disk between processes (kgr.store.promoted_disk).
+
+A settle in a new process reads the structure from disk when the promoted graph is the one saved
+(same store, same content hash), never otherwise; a damaged or foreign file is a miss.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kgr.engine import Engine
+from kgr.model.promotion import EdgeDecision
+from kgr.model.schema import KGSchema
+from kgr.model.triples import TripleAssertion
+from kgr.store import promoted_disk
+from kgr.store.admin import init_store, reset
+from kgr.store.promotion import apply_decisions, candidates
+from kgr.store.rounds import PROMOTED_CACHE, read_context
+from kgr.store.staging import stage
+
+SCHEMA = KGSchema.model_validate({
+    "entity_types": {"Person": {}, "Organization": {}},
+    "relation_types": {"WORKS_AT": {"domain": ["Person"], "range": ["Organization"]},
+                       "KNOWS": {"domain": ["Person"], "range": ["Person"]}},
+})
+IDENT = ("bolt://h:1", "neo4j", 1700000000.5, "ab" * 32)
+COLS = (["k1", "k2"], ["Person:a", "Person:b"], ["KNOWS", "WORKS_AT"], ["Person:b", "Organization:o"])
+
+
+def test_a_saved_state_loads_back_and_only_under_its_own_identity(tmp_path):
+    promoted_disk.save(tmp_path, *IDENT, *COLS)
+    assert promoted_disk.load(tmp_path, *IDENT) == tuple(COLS)
+    uri, db, created, h = IDENT
+    assert promoted_disk.load(tmp_path, uri, db, created + 1.0, h) is None  # a reset store
+    assert promoted_disk.load(tmp_path, uri, db, created, "cd" * 32) is None  # other promoted edges
+    assert promoted_disk.load(tmp_path, "bolt://h:2", db, created, h) is None  # another server
+    assert promoted_disk.load(tmp_path, uri, "other", created, h) is None
+
+
+def test_a_damaged_or_foreign_file_is_a_miss(tmp_path):
+    promoted_disk.save(tmp_path, *IDENT, *COLS)
+    (path,) = tmp_path.glob("*.json")
+    path.write_text(path.read_text()[:-10], encoding="utf-8")  # cut short
+    assert promoted_disk.load(tmp_path, *IDENT) is None
+    body = {"format": 1, "uri": IDENT[0], "database": IDENT[1], "created_at": IDENT[2], "hash": IDENT[3],
+            "key": ["k1"], "subject": [], "relation": [], "object": []}  # columns of unequal length
+    path.write_text(json.dumps(body), encoding="utf-8")
+    assert promoted_disk.load(tmp_path, *IDENT) is None
+    path.write_text(json.dumps({**body, "hash": "ef" * 32, "subject": ["a"], "relation": ["R"], "object": ["b"]}),
+                    encoding="utf-8")  # a file that claims another identity than its name's
+    assert promoted_disk.load(tmp_path, *IDENT) is None
+
+
+def test_older_states_of_a_database_are_pruned_and_a_write_failure_is_ignored(tmp_path):
+    uri, db, created, _ = IDENT
+    for i in range(promoted_disk.KEEP + 3):
+        promoted_disk.save(tmp_path, uri, db, created + i, f"{i:064x}", *COLS)
+    promoted_disk.save(tmp_path, "bolt://other:1", db, created, IDENT[3], *COLS)
+    assert len(list(tmp_path.glob("*.json"))) == promoted_disk.KEEP + 1
+    newest = promoted_disk.KEEP + 2
+    assert promoted_disk.load(tmp_path, uri, db, created + newest, f"{newest:064x}") is not None
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    promoted_disk.save(blocker / "sub", *IDENT, *COLS)  # a directory that cannot exist: no exception
+    assert not list(tmp_path.glob(".promoted-*"))
+
+
+def _assert(s: str, r: str, o: str, src: str) -> TripleAssertion:
+    ot = "Organization" if r == "WORKS_AT" else "Person"
+    return TripleAssertion(subject=s, subject_type="Person", relation=r, object=o, object_type=ot, source=src,
+                           confidence=0.9)
+
+
+def _seed(graph, n: int) -> None:
+    """``n`` promoted edges from another policy (pinned: no score), as one version."""
+    stage(graph, [_assert(f"p{i}", "WORKS_AT", f"org{i % 7}", "seed") for i in range(n)], schema=SCHEMA)
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key,
+                                         action="promote", reason="seed") for r in candidates(graph)])
+
+
+def _server_structure(graph) -> set[tuple[str, str, str, str]]:
+    key, s, r, o, _, _ = graph.read_value("round_promoted_read")
+    return set(zip(key, s, r, o))
+
+
+@pytest.mark.neo4j
+def test_a_new_process_settles_on_the_saved_structure_and_never_on_another_stores(graph, tmp_path, monkeypatch):
+    monkeypatch.setattr(graph, "cache_dir", tmp_path)
+    init_store(graph, SCHEMA)
+    _seed(graph, 40)
+    PROMOTED_CACHE.clear()
+    stage(graph, [_assert(f"p{i}", "KNOWS", f"p{i + 1}", f"d{i % 3}") for i in range(12)], schema=SCHEMA)
+    Engine(graph, schema=SCHEMA).promote()  # reads the promoted graph from the server, saves it
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    ctx, _ = read_context(graph, "calibrated", counts=False)
+    saved = promoted_disk.load(tmp_path, graph.uri, graph.database, ctx.created_at, ctx.hash)
+    assert saved is not None and set(zip(*saved)) == _server_structure(graph)
+
+    # a new process (empty memory cache) with new evidence: the promoted graph is not read again
+    PROMOTED_CACHE.clear()
+    read_value = graph.read_value
+
+    def no_promoted_read(template, *args, **kwargs):
+        if template == "round_promoted_read":
+            raise AssertionError("the promoted graph was read from the server")
+        return read_value(template, *args, **kwargs)
+
+    monkeypatch.setattr(graph, "read_value", no_promoted_read)
+    stage(graph, [_assert(f"p{i}", "KNOWS", f"p{i + 2}", f"e{i % 3}") for i in range(12)], schema=SCHEMA)
+    summary = Engine(graph, schema=SCHEMA).promote()
+    assert summary.candidates >= 12
+    monkeypatch.setattr(graph, "read_value", read_value)
+
+    # a reset store with other promoted edges: the old file is never used for it
+    reset(graph)
+    PROMOTED_CACHE.clear()
+    init_store(graph, SCHEMA)
+    _seed(graph, 25)
+    PROMOTED_CACHE.clear()
+    ctx, _ = read_context(graph, "calibrated", counts=False)
+    edges, _, hit = PROMOTED_CACHE.structure(graph, ctx)
+    assert not hit
+    assert set(zip(edges.key, edges.subject, edges.relation, edges.object)) == _server_structure(graph)
+    assert len(edges) == 25
