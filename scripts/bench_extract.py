@@ -11,7 +11,10 @@ its densest sentence (the blind sentence with the most gold triples: curl's list
 ``dqx25``); ``--sample third`` scores ``sample_third.jsonl`` (one split, ``blind``; tuning material since the
 fourth sample exists, so its errors are listed); ``--sample fourth`` scores ``sample_fourth.jsonl`` (one
 split, ``blind``: its errors are never listed); ``--sample fifth`` scores ``sample_fifth.jsonl`` (its rows say
-``blind``, as committed, but it is tuning material since issue 32's sixth round, so its errors are listed).
+``blind``, as committed, but it is tuning material since issue 32's sixth round, so its errors are listed);
+``--sample sixth`` scores ``sample_sixth.jsonl`` (tuning material since the seventh sample was drawn).
+Predictions run with the extractor's abstention by path (:mod:`kgr.extract.paths`) unless
+``KGR_EXTRACT_ALL_PATHS=1``; ``predict(..., abstain=False, paths=[])`` gives every path's predictions.
 ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and without it
 (``KGR_NO_LEXICON``), in one process. ``--summary`` scores every committed sample (all its sentences), with
 and without the word list, with and without titles, in one run: one line each, aggregate counts only.

@@ -42,6 +42,8 @@ How it reads a chunk
      for", "Requires X", "Added X support": :mod:`kgr.extract.carried`), and a "License:" label or
      heading names its licence; the free-software notice names its own (:mod:`kgr.extract.notices`).
    - a known name that starts, ends or runs into a longer name is none (:mod:`kgr.extract.mentions`).
+   - each relation names its path (how it was read, :mod:`kgr.extract.paths`, ``RelationSpan.path``);
+     the extractor abstains from the paths the calibrated table does not keep (``abstain=False`` keeps all).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
    types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
    knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
