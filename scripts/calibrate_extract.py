@@ -16,7 +16,7 @@ kind of reading — carried (an end is the title) or in-sentence — on the samp
 (``tests/data/extract/blind_history.json``, ``scripts/blind_history.py``: each sample read by the
 extractor as it was while that sample was blind): the tuning samples' counts are fitted, the blind
 history says how such readings fare on unseen text. A path with a ``named`` end (the title as the
-sentence spells it) takes its guess-ended twin's estimate as prior instead. Every other path, and one never seen, abstains
+sentence spells it) takes its guess-ended twin's estimate as prior where that is higher. Every other path, and one never seen, abstains
 (:func:`kgr.extract.paths.abstains`). The Wilson lower bound (``--z``) is printed for reference. *Leave-one-sample-out*: for each sample, the table is derived from the other samples
 only and applied to that sample's predictions: the precision and recall that gives is the honest
 estimate of the rule on a sample it was not fitted to (printed per sample and pooled).
@@ -91,14 +91,14 @@ def twin(path: str) -> str | None:
 
 
 def estimates(counts: dict[str, Counter], prior: dict[bool, float], m: float) -> dict[str, float]:
-    """Each path's :func:`estimate`; its prior is its :func:`twin`'s estimate when the twin has a record (the
-    title as the sentence spells it is a name read in the sentence, as a guessed one is), else the blind
-    precision of its kind of reading (carried or in-sentence)."""
+    """Each path's :func:`estimate`; its prior is the blind precision of its kind of reading (carried or
+    in-sentence), or its :func:`twin`'s estimate when the twin has a record and that is higher (the title
+    as the sentence spells it is a name read in the sentence, at least as sure as a guessed one)."""
     est = {p: estimate(c["correct"] / 2, c["predicted"] / 2, prior[carried(p)], m) for p, c in counts.items()}
     for p, c in counts.items():
         t = twin(p)
         if t in est:
-            est[p] = estimate(c["correct"] / 2, c["predicted"] / 2, est[t], m)
+            est[p] = estimate(c["correct"] / 2, c["predicted"] / 2, max(est[t], prior[carried(p)]), m)
     return est
 
 

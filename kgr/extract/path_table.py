@@ -17,6 +17,7 @@ ENABLED: frozenset[str] = frozenset({
     'trigger/SUPPORTS/guess>known',
     'trigger/SUPPORTS/named>known',
     'trigger/SUPPORTS/title>known',
+    'trigger/WRITTEN_IN/named>known',
     'written/WRITTEN_IN/named>known',
 })
 
