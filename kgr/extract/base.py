@@ -131,6 +131,7 @@ class RelationSpan(BaseModel):
     object: str
     start: int = Field(ge=0)
     end: int = Field(ge=0)
+    path: str = ""  # how the rules extractor read it (kgr.extract.paths); "" for other extractors
 
 
 class ExtractionResult(BaseModel):

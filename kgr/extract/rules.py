@@ -42,6 +42,8 @@ How it reads a chunk
      for", "Requires X", "Added X support": :mod:`kgr.extract.carried`), and a "License:" label or
      heading names its licence; the free-software notice names its own (:mod:`kgr.extract.notices`).
    - a known name that starts, ends or runs into a longer name is none (:mod:`kgr.extract.mentions`).
+   - each relation names its path (how it was read, :mod:`kgr.extract.paths`, ``RelationSpan.path``);
+     the extractor abstains from the paths the calibrated table does not keep (``abstain=False`` keeps all).
 4. **Guidance** (recommendations from ``query_extraction_density`` and the other tools; which
    types, :func:`guided_types`) widens the search in a second pass: names no gazetteer or pattern
    knows may fill a trigger slot of those types (:mod:`kgr.extract.guesses`: name-like tokens,
@@ -71,6 +73,7 @@ from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
 from kgr.extract.mentions import continues, ends_longer, modifies_noun
 from kgr.extract.notices import notice
+from kgr.extract.paths import abstains, end_kind, path_of
 from kgr.extract.phrases import title_mention, written_in
 from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
@@ -196,9 +199,9 @@ class RulesExtractor:
 
     name = "rules"
 
-    def __init__(self, *, cache_size: int = 8):
+    def __init__(self, *, cache_size: int = 8, abstain: bool = True):
         self._cache: OrderedDict[str, _Compiled] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache_size, self.abstain = cache_size, abstain  # abstain: from the paths of kgr.extract.paths
 
     # -- compilation cache -------------------------------------------------------------------
     def _compiled(self, schema: KGSchema) -> _Compiled:
@@ -307,16 +310,19 @@ class RulesExtractor:
             label = _LICENSE_LINE.search(sentence) if title else None
             at = label.start() if label is not None else (0 if under_heading and title else None)
             found_here = [] if at is None or not title else \
-                list(self._license_line(sentence, at, mentions, title, schema, label is None))  # also before boilerplate
+                [(*f, "license", 0) for f in self._license_line(sentence, at, mentions, title, schema, label is None)]
             under_heading = _LICENSE_HEADING.fullmatch(sentence) is not None
-            found_here += self._notice(masked, mentions, title, schema, comp) if at is None else []
+            found_here += [(*f, "notice", 0) for f in self._notice(masked, mentions, title, schema, comp)] if at is None else []
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
-                found_here += self._sentence_relations(sentence, masked, mentions, comp, schema, widened)
-                found_here += self._written_in(masked, mentions, title, schema)
-                found_here += self._features(masked, mentions, title, schema, comp) if own is None else []
-            for rel, sm, st, om, ot in found_here:
+                found_here += [(*f[:5], "trigger", f[5]) for f in self._sentence_relations(sentence, masked, mentions, comp, schema, widened)]
+                found_here += [(*f, "written", 0) for f in self._written_in(masked, mentions, title, schema)]
+                found_here += [(*f, "feature", 0) for f in self._features(masked, mentions, title, schema, comp) if own is None]
+            for rel, sm, st, om, ot, producer, ts in found_here:
                 sname, oname = sm.names[st], om.names[ot]
                 if st == ot and canonical_name(sname) == canonical_name(oname) and not schema.allow_self_loops:
+                    continue
+                path = path_of(producer, rel, end_kind(sm, own is not None, masked[sm.end:ts]), end_kind(om, own is not None))
+                if self.abstain and abstains(path):
                     continue
                 typed.setdefault(sm, st)
                 typed.setdefault(om, ot)
@@ -326,7 +332,7 @@ class RulesExtractor:
                 lst = relations.setdefault(rel, [])
                 if pair not in lst:
                     lst.append(pair)
-                    spans.setdefault((rel, sname, oname), (s0, e0))
+                    spans.setdefault((rel, sname, oname), (s0, e0, path))
         for m in all_mentions:
             t = typed.get(m, m.types[0])
             found.append((offsets[m], t, m.names[t]))
@@ -341,8 +347,8 @@ class RulesExtractor:
                 for r, ps in clean.kg.relations.items() for p in ps}
         named = {(r, *kept[k]): sp for (r, sn, on), sp in spans.items() if (k := (r, canonical_name(sn), canonical_name(on))) in kept}
         return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
-                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b)
-                                       for (r, sn, on), (a, b) in named.items()])
+                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b, path=p)
+                                       for (r, sn, on), (a, b, p) in named.items()])
 
     @staticmethod
     def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:
@@ -465,7 +471,7 @@ class RulesExtractor:
                 for om, ot in objects:
                     if negated(masked, [(ts, te), (sm.start, sm.end), (om.start, om.end)], ends_at):
                         continue
-                    yield rel, sm, st, om, ot
+                    yield rel, sm, st, om, ot, ts
 
     @staticmethod
     def _triggers(sentence: str, comp: _Compiled, mentions: list[Mention]):

@@ -1,6 +1,9 @@
 """Rules made from the real-text check of issue 32 (43 PyPI READMEs, 45 staged edges, ~73 % right):
 changelog sections are not read, code identifiers, environment variables and dotfiles are no names,
-a plural noun before a trigger verb is the subject's head, and an H1 tagline is no title."""
+a plural noun before a trigger verb is the subject's head, and an H1 tagline is no title.
+
+These tests check the reading rules, so the extractor runs with ``abstain=False``: abstention by path
+(issue 32, seventh round) is tested in ``test_abstention.py``."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ WIDEN = ["Candidate entity mentions not extracted yet: extract more"]  # what th
 
 
 def triples(text: str, title: str | None = None, heads: tuple = ()) -> set[tuple[str, str, str]]:
-    r = RulesExtractor().extract(text, SCHEMA, guidance=WIDEN, title=title, **({"headings": heads} if heads else {}))
+    r = RulesExtractor(abstain=False).extract(text, SCHEMA, guidance=WIDEN, title=title, **({"headings": heads} if heads else {}))
     return {(p.subject, rel, p.object) for rel, ps in r.kg.relations.items() for p in ps}
 
 
@@ -89,7 +92,7 @@ def test_the_chunker_gives_each_chunk_the_headings_in_force_and_the_loop_passes_
     from kgr.ingest.drafting import ChunkDrafter
     from kgr.ingest.report import ChunkOutcome
 
-    drafter = ChunkDrafter(None, SCHEMA, RulesExtractor(), IngestConfig(max_rounds=3, concurrency=1),  # type: ignore[arg-type]
+    drafter = ChunkDrafter(None, SCHEMA, RulesExtractor(abstain=False), IngestConfig(max_rounds=3, concurrency=1),  # type: ignore[arg-type]
                            known_before=0.0)
     try:
         def staged(chunk):
@@ -163,7 +166,7 @@ def test_a_respelled_title_keeps_its_sentence_span():
     """The sanitizer spells the title "typer" as the chunk's "Typer"; the span must follow (it was
     dropped, and the vote quoted the chunk's start)."""
     text = "Typer is a library for building CLI applications.\n\nThis project is licensed under the terms of the MIT license."
-    r = RulesExtractor().extract(text, SCHEMA, title="typer")
+    r = RulesExtractor(abstain=False).extract(text, SCHEMA, title="typer")
     assert [(s.relation, s.subject, s.object, text[s.start:s.end]) for s in r.spans] == [
         ("LICENSED_UNDER", "Typer", "MIT", "This project is licensed under the terms of the MIT license.")]
 

@@ -54,14 +54,16 @@ def test_ingest_gives_the_offline_extractor_each_documents_title(graph, tmp_path
     (tmp_path / "flask").mkdir()
     (tmp_path / "flask" / "README.md").write_text(
         "# Flask\n\nFlask is a lightweight web application framework.\n\n"
-        "It is written in Python.\n\nLicense: BSD-3-Clause\n", encoding="utf-8")
-    (tmp_path / "notes.txt").write_text("It is written in Python.\n", encoding="utf-8")  # no title: no subject
+        "It supports Python 3.\n\nLicense: BSD-3-Clause\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("It supports Python 3.\n", encoding="utf-8")  # no title: no subject
     rep = ingest(graph, [tmp_path], SCHEMA, config=IngestConfig(max_rounds=1, concurrency=1))
     assert rep.chunks_processed == 2
     rows = graph.driver.execute_query(
         "MATCH (s:Entity)-[p:PENDING_REL]->(o:Entity) RETURN s.key AS s, p.type AS r, o.key AS o, p.sources AS src")
     staged = {(r["s"], r["r"], r["o"]) for r in rows.records}
-    assert staged == {("Software:flask", "WRITTEN_IN", "Language:python"),
+    # ("It is written in Python." was the sentence until the extractor abstained from a carried WRITTEN_IN
+    # read by a trigger: docs/extract.md, "Abstention by path"; "It supports" is a path it keeps)
+    assert staged == {("Software:flask", "SUPPORTS", "Language:python"),
                       ("Software:flask", "LICENSED_UNDER", "License:bsd 3 clause")}
     # nothing came from the untitled note: every vote's source is a chunk of the README
     readme_chunks = {r["id"] for r in graph.driver.execute_query(
