@@ -26,13 +26,12 @@ abstention off, to measure every path.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 
 from kgr.extract.path_table import BASIS, ENABLED, RELATIONS
 
-__all__ = ["end_kind", "path_of", "abstains", "wilson_lower"]
+__all__ = ["end_kind", "path_of", "abstains"]
 
 _WORD = re.compile(r"\w+")
 _LOWER_WORD = re.compile(r"[a-z]+")
@@ -88,18 +87,3 @@ def abstains(path: str) -> bool:
     subject, obj = ({e, "guess"} if e in ("known", "named") else {e} for e in ends.split(">"))
     return not any(path_of(producer, relation, a, b) in ENABLED for a in subject for b in obj)
 
-
-def wilson_lower(correct: int, n: int, z: float) -> float:
-    """Wilson score lower bound of a proportion ``correct / n`` at normal quantile ``z``.
-
-    ``(p + z²/2n − z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)``, ``p = correct / n``; 0 when ``n`` is 0.
-
-    >>> round(wilson_lower(10, 10, 1.2816), 3)
-    0.859
-    """
-    if n == 0:
-        return 0.0
-    p = correct / n
-    centre = p + z * z / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre - margin) / (1 + z * z / n)

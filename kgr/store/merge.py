@@ -282,6 +282,15 @@ class _Moves:
         as ``merged_sources``: what an unmerge moves back, :mod:`kgr.store.unmerge`)."""
         return sorted({v["source"] for e in [*self.movers, *self.loops] for v in _votes_of(e)})
 
+    def entity_row(self, keep: dict, drop: dict, *, record: bool = True) -> dict:
+        """The ``merge_*entities_write`` row of this merge, from the locked entity rows: KEEP's new
+        aliases (:func:`_merged_aliases`), and with ``record`` what an unmerge needs (the sources
+        moved, the aliases KEEP gained); without it ``sources`` is None (a hand merge)."""
+        aliases = _merged_aliases(keep, drop)
+        return {"keep": self.keep, "drop": self.drop, "aliases": aliases,
+                "sources": self.drop_sources() if record else None,
+                "added": [a for a in aliases if a not in keep["aliases"]]}
+
     def report(self) -> list[MergedEdge]:
         """One :class:`MergedEdge` per edge of DROP the merge touched, by old key."""
         fate = {r["old_key"]: ("moved" if r["created"] else "retired" if r["key"] == r["old_key"]
@@ -335,10 +344,8 @@ def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float, reaso
     moves = _Moves(keep, drop, version, reason)
     moves.move_pending(tx)
     moves.move_promoted(tx)
-    aliases = _merged_aliases(ents[keep], ents[drop])
-    ent = tx.run("merge_entities_write", {"keep": keep, "drop": drop, "aliases": aliases, "version": version,
-                                          "sources": moves.drop_sources() if record else None,
-                                          "added": [a for a in aliases if a not in ents[keep]["aliases"]]})[0]
+    row = moves.entity_row(ents[keep], ents[drop], record=record)
+    ent = tx.run("merge_entities_write", {**row, "version": version})[0]
     report = moves.report()
     decisions = moves.decisions(report)
     if decisions:
@@ -352,7 +359,7 @@ def merge_in_tx(tx: Tx, keep: str, drop: str, *, version: int, now: float, reaso
         votes_added=sum(r["_added"] for r in moves.rows),
         self_loops=sum(1 for m in report if m.outcome == "self_loop"),
         promoted_created=len(created), promoted_retired=len(retired),
-        mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=aliases,
+        mentions_moved=ent["mentions"], rerouted=ent["rerouted"], aliases=row["aliases"],
         hash="", edges=report,
     ), created, retired
 

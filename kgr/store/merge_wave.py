@@ -69,12 +69,8 @@ def _wave(tx: Tx, pairs: list[tuple[str, str]], version: int, now: float,
     for mv in moves:
         mv.done = [done[r["old_key"]] for r in mv.prow if r["old_key"] in done]
     if moves:
-        tx.run("merge_wave_entities_write", {"rows": [
-            {"keep": mv.keep, "drop": mv.drop, "aliases": _merged_aliases(ents[mv.keep], ents[mv.drop]),
-             "sources": mv.drop_sources(),
-             "added": [a for a in _merged_aliases(ents[mv.keep], ents[mv.drop]) if a not in ents[mv.keep]["aliases"]]}
-            for mv in moves],
-            "version": version})
+        tx.run("merge_wave_entities_write", {"rows": [mv.entity_row(ents[mv.keep], ents[mv.drop]) for mv in moves],
+                                             "version": version})
         ents_after_aliases(ents, moves)
     decisions = [d for mv in moves for d in mv.decisions(mv.report())]
     if decisions:

@@ -86,9 +86,10 @@ def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: 
     drops = tx.run("unmerge_read", {"keeps": keeps, "types": types}, by_type=bool(types))
     if not drops:
         raise _Nothing()
-    tx.run("merge_lock_entities", {"keys": sorted({d["keep"] for d in drops})})
+    kept = sorted({d["keep"] for d in drops})
+    tx.run("merge_lock_entities", {"keys": kept})
     live = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"]}
-            for e in tx.run("merge_wave_read_edges", {"drops": sorted({d["keep"] for d in drops})})
+            for e in tx.run("merge_wave_read_edges", {"drops": kept})
             if e["props"].get("status") != "merged"]
     tx.run("unmerge_entities", {"rows": [{"drop": d["key"], "keep": d["keep"], "aliases": d["aliases"]}
                                          for d in drops], "version": version})
