@@ -42,6 +42,7 @@ from kgr.store.aging import AgingConfig, AgingReport
 from kgr.store.export import JsonlExport
 from kgr.store.forget import ForgetReport
 from kgr.store.group_commit import GroupWriter
+from kgr.store.unmerge import resolution_due
 
 if TYPE_CHECKING:
     from kgr.extract.verify import Verifier  # imported where used: the promotion stack (scipy) costs ~2 s at start-up
@@ -310,12 +311,14 @@ class Engine:
                dry_run: bool = False) -> forget.ForgetReport:
         """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`); the merges
         that lost evidence are undone (:mod:`kgr.store.unmerge`) and re-decided by a resolution of
-        their entities' types (merges only; ``remerge_version``)."""
+        their entities' types, and of any type an earlier interrupted run left due
+        (:func:`kgr.store.unmerge.resolution_due`; merges only; ``remerge_versions``)."""
         rep = forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
-        if rep.unmerged:
+        due = set() if dry_run else set(resolution_due(self.graph))  # also what an interrupted forget left
+        if rep.unmerged or due:
             from kgr.store.resolve import resolve
 
-            for etype in sorted({k.partition(":")[0] for k in rep.unmerged}):
+            for etype in sorted({k.partition(":")[0] for k in rep.unmerged} | due):
                 res = resolve(self.graph, self.schema, etype=etype, embed=self.embed, apply_splits=False)
                 rep.remerge_versions += [res.version] if res.version is not None else []
         return rep

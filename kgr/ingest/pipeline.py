@@ -112,6 +112,7 @@ from kgr.model.schema import KGSchema
 from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
+from kgr.store.unmerge import resolution_due
 from kgr.store.resolve import resolve as resolve_entities
 from kgr.slices.anchors import embed_entities
 
@@ -188,7 +189,8 @@ def ingest(
     job.run(paths)
     if cfg.prune:
         job.prune(paths)
-    if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged):  # new votes, or merges a forget undid
+    if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged or resolution_due(graph)):
+        # new votes, or merges a forget undid (in this run or in one that stopped before resolving)
         job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
                                                  apply_splits=cfg.resolve_splits)
     job.promote_backlog()

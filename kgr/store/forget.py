@@ -35,9 +35,10 @@ edited document does with the chunks the edit removed.
   entities the forgotten chunks mentioned are deleted.
 
 - **Merges.** Entities merged (by a resolution) into an entity whose votes or mentions the forget
-  removed are listed (``merges_touched``); after the forget commits, every resolution merge of their
-  types is undone as a second version (:mod:`kgr.store.unmerge`, ``unmerge_version``), for the next
-  resolution to re-decide on what is left (``redecide=False``: not done).
+  removed are listed (``merges_touched``); every resolution merge of their types is then undone as a
+  second version committed in the forget's transaction (:mod:`kgr.store.unmerge`, ``unmerge_version``:
+  both or neither), and the types are recorded as due for the next resolution to re-decide on what
+  is left (``redecide=False``: not done).
 
 The content hash moves by the retired keys (:func:`~kgr.store.versions.add_terms`), so a rollback
 to a snapshot before the forget restores the promoted edge set and hash exactly. ``dry_run=True``
@@ -62,7 +63,7 @@ from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_staged_edges
 from kgr.store.staging import MAX_INLINE_VOTES
-from kgr.store.unmerge import unmerge
+from kgr.store.unmerge import unmerge_after
 from kgr.store.versions import add_terms, close_version, open_version
 from kgr.store.vote_lists import inline_votes, overflow_votes, per_vote_lists, to_lists
 
@@ -144,7 +145,7 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
     """Forget ``documents`` (by id), ``chunks`` (by id; chunk ids that do not exist are ignored) and
     ``sources`` as one version (semantics in the module docstring). With ``redecide`` (default), when
     the forget changed the evidence of a merged entity, every merge of that entity's type is then
-    undone as a second version (:func:`kgr.store.unmerge.unmerge`), for the next resolution to
+    undone as a second version in the same transaction (:func:`kgr.store.unmerge.unmerge_after`), for the next resolution to
     re-decide on what is left (the resolution's model is fitted on the whole type: re-deciding one
     cluster among merged ones would see a population unlike a fresh ingest's).
 
@@ -162,16 +163,21 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
     if quorum < 1:
         raise KgrValidationError("quorum must be >= 1", field="quorum")
     ts = time.time() if now is None else now
+
+    def unit(tx: Tx) -> ForgetReport:
+        report = _forget_unit(tx, documents, chunks, sources, quorum, dry_run, ts)
+        if report.kept_touched and redecide:
+            # every merge of the touched types, in the forget's own transaction (no crash leaves a
+            # forget without its unmerge): a resolution re-decides them on a population like a fresh one's
+            report.unmerge_version, report.unmerged = unmerge_after(
+                tx, types={k.partition(":")[0] for k in report.kept_touched},
+                reason=f"unmerge after forget (version {report.version})", now=ts)
+        return report
+
     try:
-        report = graph.write_unit(lambda tx: _forget_unit(tx, documents, chunks, sources, quorum, dry_run, ts))
+        return graph.write_unit(unit)
     except _DryRun as done:
         return done.report
-    if report.kept_touched and redecide:
-        # every merge of the touched types: a resolution re-decides them on a population like a fresh one's
-        report.unmerge_version, report.unmerged = unmerge(
-            graph, types={k.partition(":")[0] for k in report.kept_touched},
-            reason=f"unmerge after forget (version {report.version})", now=ts)
-    return report
 
 
 def _touched_merges(tx: Tx, rows: list[dict], docs: list[dict]) -> list[dict]:

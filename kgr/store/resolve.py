@@ -140,10 +140,15 @@ def resolve(graph: Graph, schema: KGSchema | None = None, *, etype: str | None =
     splits = rep.splits if apply_splits else []
     if not dry_run and (rep.merges or splits):
         version, new_hash = apply(graph, rep.merges, splits, [r for p in plans for r in p.review],
-                                  now=time.time() if now is None else now)
+                                  now=time.time() if now is None else now, decided=(etype,))
         rep.version, rep.hash = version, new_hash
     elif not dry_run:  # nothing to merge or split: only the review queue is brought up to date
-        graph.write_unit(lambda tx: _write_review(tx, [r for p in plans for r in p.review], None))
+
+        def review_only(tx: Tx) -> None:
+            _write_review(tx, [r for p in plans for r in p.review], None)
+            tx.run("resolve_due_clear", {"type": etype})
+
+        graph.write_unit(review_only)
     rep.seconds = round(time.perf_counter() - started, 3)
     return rep
 
@@ -153,8 +158,11 @@ def _top(items: list[PairEvidence]) -> list[PairEvidence]:
 
 
 def apply(graph: Graph, merges: Sequence[MergeProposal], splits: Sequence[SplitProposal],
-          review: Sequence[PairEvidence] = (), *, now: float, note: str = "") -> tuple[int, str]:
-    """Apply splits, then merges, and write the review candidates, as one version; ``(version, hash)``."""
+          review: Sequence[PairEvidence] = (), *, now: float, note: str = "",
+          decided: Sequence[str | None] = ()) -> tuple[int, str]:
+    """Apply splits, then merges, and write the review candidates, as one version; ``(version, hash)``.
+    ``decided``: the entity types (None: every type) this resolution re-decided, whose debt an unmerge
+    recorded is paid in the same transaction (:func:`kgr.store.unmerge.resolution_due`)."""
 
     def unit(tx: Tx) -> tuple[int, str]:
         version, old_hash = open_version(tx)
@@ -174,6 +182,8 @@ def apply(graph: Graph, merges: Sequence[MergeProposal], splits: Sequence[SplitP
         created += c
         retired += r
         _write_review(tx, review, version)
+        for etype in decided:
+            tx.run("resolve_due_clear", {"type": etype})
         new_hash = add_terms(old_hash, added=created, removed=retired)
         close_version(tx, version, new_hash, kind="resolve", now=now,
                       note=note or f"resolve: {len(merges)} merges, {len(splits)} splits",

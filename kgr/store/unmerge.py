@@ -42,7 +42,7 @@ from kgr.store.connection import Graph, Tx
 from kgr.store.split import Move, move_sources_many
 from kgr.store.versions import add_terms, close_version, open_version
 
-__all__ = ["unmerge", "origins"]
+__all__ = ["unmerge", "unmerge_after", "origins", "resolution_due"]
 
 
 def origins(drops: list[dict]) -> dict[str, list[str]]:
@@ -77,6 +77,17 @@ def unmerge(graph: Graph, keeps: Collection[str] = (), *, types: Collection[str]
         return None, []
 
 
+def unmerge_after(tx: Tx, *, types: Collection[str], reason: str, now: float) -> tuple[int | None, list[str]]:
+    """:func:`unmerge` of every recorded merge of ``types`` inside a write unit that already holds
+    the version lock (a forget's, :func:`kgr.store.forget.forget`): its own version, committed with
+    the caller's or not at all, so no crash can leave a forget without its unmerge."""
+    drops = tx.run("unmerge_read", {"keeps": [], "types": sorted(set(types))}, by_type=True) if types else []
+    if not drops:
+        return None, []
+    version, old_hash = open_version(tx)  # the lock is held: this only numbers the second version
+    return _undo(tx, drops, version, old_hash, reason, now)
+
+
 class _Nothing(Exception):
     """Nothing is merged into the given entities: the unit rolls back (no version is spent)."""
 
@@ -86,6 +97,12 @@ def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: 
     drops = tx.run("unmerge_read", {"keeps": keeps, "types": types}, by_type=bool(types))
     if not drops:
         raise _Nothing()
+    return _undo(tx, drops, version, old_hash, reason, now)
+
+
+def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, now: float) -> tuple[int, list[str]]:
+    """Undo the merges ``drops`` (rows of ``unmerge_read``) as version ``version`` (module docstring),
+    and record that a resolution of their types is due (:func:`resolution_due`)."""
     kept = sorted({d["keep"] for d in drops})
     tx.run("merge_lock_entities", {"keys": kept})
     live = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"]}
@@ -102,8 +119,18 @@ def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: 
     if live:
         tx.run("unmerge_drop_emptied", {"rows": live})
     tx.run("forget_orphans", {"keys": sorted({*keep_of, *keep_of.values()})})
+    tx.run("resolve_due_add", {"types": sorted({k.partition(":")[0] for k in keep_of})})
     new_hash = add_terms(old_hash, added=moved.created, removed=moved.retired)
     close_version(tx, version, new_hash, kind="unmerge", now=now,
                   note=f"{why}: {len(drops)} entities unmerged from {len(set(keep_of.values()))}",
                   promoted=len(moved.created), retired=len(moved.retired))
     return version, sorted(keep_of)
+
+
+def resolution_due(graph: Graph) -> list[str]:
+    """The entity types an unmerge left for a resolution to re-decide (``(:KgrState).resolve_due``):
+    written in the unmerge's own transaction and cleared by the next resolution of the type
+    (:func:`kgr.store.resolve.resolve`), so a process that stops between the two leaves the debt
+    recorded, and the next ``kgr ingest``, ``kgr resolve`` or forget pays it."""
+    rows = graph.read("resolve_due_read")
+    return list(rows[0]["types"]) if rows else []

@@ -95,3 +95,32 @@ def test_reingest_with_resolution_equals_a_fresh_ingest(graph, tmp_path):
         assert incremental.get(k) == scratch.get(k), (k, incremental.get(k, set()) ^ scratch.get(k, set())
                                                        if k != "hash" else None)
 
+
+
+def test_a_run_that_stops_between_the_unmerge_and_the_resolution_is_completed_by_the_next(graph, tmp_path, monkeypatch):
+    import kgr.ingest.pipeline as pipeline
+    from kgr.store.unmerge import resolution_due
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    reset(graph)
+    _write(root, _docs())
+    _ingest(graph, root)
+    final = {k: v for k, v in _docs().items() if k != "m1"}
+    _write(root, final)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("stopped before resolving")
+
+    monkeypatch.setattr(pipeline, "resolve_entities", crash)
+    with pytest.raises(RuntimeError, match="before resolving"):
+        _ingest(graph, root, prune=True)  # m1 forgotten and the Person merges undone, then the stop
+    assert resolution_due(graph) == ["Person"] and not _merges(graph)
+    monkeypatch.undo()
+    again = _ingest(graph, root, prune=True)  # nothing new to read or prune: the debt alone resolves
+    assert again.documents_pruned == 0 and again.resolution is not None and resolution_due(graph) == []
+    incremental, merges = _state(graph), _merges(graph)
+    reset(graph)
+    _ingest(graph, root)
+    assert merges == _merges(graph) and len(merges) > 10
+    assert incremental == _state(graph)

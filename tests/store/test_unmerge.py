@@ -128,3 +128,42 @@ def _state(graph) -> dict:
     from tests.ingest.test_reingest import _state as state
 
     return state(graph)
+
+
+def test_a_forget_and_its_unmerge_commit_together_or_not_at_all(graph, monkeypatch):
+    import kgr.store.unmerge as unmerge_module
+    from kgr.store.unmerge import resolution_due
+
+    _resolved(graph, MOTIVATED + _background())
+    promote_by_quorum(graph, quorum=1)
+    before, head = _state(graph), list_versions(graph, 1)[0].version
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("the process died inside the unmerge")
+
+    monkeypatch.setattr(unmerge_module, "move_sources_many", crash)
+    with pytest.raises(RuntimeError, match="died inside the unmerge"):
+        forget(graph, sources=["m1"], quorum=1)
+    # nothing of the forget landed: m1's votes, the merge and the version number are as they were
+    assert _state(graph) == before and _merged(graph).get(GRENE) == GREEN
+    assert list_versions(graph, 1)[0].version == head and "m1" in votes_by_source(graph)
+    assert resolution_due(graph) == []
+    monkeypatch.undo()
+    rep = forget(graph, sources=["m1"], quorum=1)  # the store-level forget: unmerges, leaves the type due
+    assert GRENE in rep.unmerged and resolution_due(graph) == ["Person"]
+    res = resolve(graph, SCHEMA, etype="Person", apply_splits=False)
+    assert resolution_due(graph) == [] and res.version is not None  # the other merges are made again
+
+
+def test_a_resolution_an_interrupted_forget_left_due_is_made_by_the_next_one(graph):
+    from kgr.store.unmerge import resolution_due
+
+    _resolved(graph, MOTIVATED + EXTRA + _background())
+    merged = _merged(graph)
+    assert merged.get(GRENE) == GREEN
+    forget(graph, sources=["k2"], quorum=1)  # the process stops here: unmerged, not yet re-resolved
+    assert resolution_due(graph) == ["Person"] and not _merged(graph)
+    other = next(s for s in votes_by_source(graph) if s.startswith("r"))
+    rep = Engine(graph, schema=SCHEMA).forget(sources=[other])  # a later forget pays the debt too
+    assert resolution_due(graph) == [] and rep.remerge_versions
+    assert _merged(graph).get(GRENE) == GREEN
