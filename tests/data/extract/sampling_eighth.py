@@ -251,8 +251,7 @@ def go_docs():
             dirs.setdefault(os.path.dirname(f), []).append(c)
     for d, comments in sorted(dirs.items()):
         title = os.path.relpath(d, GO)
-        title = title.replace("vendor/", "", 1) if title.startswith(("vendor/", "cmd/vendor/")) else title
-        title = title.replace("cmd/vendor/", "", 1)
+        title = re.sub(r"^(?:cmd/)?vendor/", "", title)  # vendored golang.org/x packages: their import path
         yield (f"Go 1.26.8 package {os.path.relpath(d, GO)}, package comment (/usr/local/go/src)",
                "BSD-3-Clause (Go LICENSE)", title, para_sentences("\n\n".join(comments)))
 
