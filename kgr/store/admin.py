@@ -12,6 +12,7 @@ from kgr.store.connection import Graph
 from kgr.store.cypher import validate_identifiers
 from kgr.store.slice_records import flush_slice_records
 from kgr.store.versions import ZERO_HASH, current_state
+from kgr.store.unmerge import resolution_due
 
 __all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset", "SchemaObject", "schema_objects"]
 
@@ -67,6 +68,9 @@ class StoreStatus(BaseModel):
         "a rollback across the merge, which restores promoted edges only"))
     schema_version: int | None = Field(None, description="version of the KG schema the graph keeps (kgr init --schema)")
     schema_hash: str | None = None
+    resolve_due: list[str] = Field(default_factory=list, description=(
+        "entity types whose merges a forget undid and no resolution has re-decided yet (a run stopped "
+        "between the two): the next kgr ingest, kgr resolve or forget resolves them"))
 
 
 def status(graph: Graph) -> StoreStatus:
@@ -78,7 +82,7 @@ def status(graph: Graph) -> StoreStatus:
         entities=row["entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
         decisions=row["decisions"], promoted=row["promoted"], promoted_on_merged=row["promoted_on_merged"],
         pending_by_status={s: n for s, n in row["pending_by_status"]},
-        schema_version=row["schema_version"], schema_hash=row["schema_hash"],
+        schema_version=row["schema_version"], schema_hash=row["schema_hash"], resolve_due=resolution_due(graph),
     )
 
 

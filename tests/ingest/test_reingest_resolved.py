@@ -99,6 +99,7 @@ def test_reingest_with_resolution_equals_a_fresh_ingest(graph, tmp_path):
 
 def test_a_run_that_stops_between_the_unmerge_and_the_resolution_is_completed_by_the_next(graph, tmp_path, monkeypatch):
     import kgr.ingest.pipeline as pipeline
+    from kgr.store.admin import status
     from kgr.store.unmerge import resolution_due
 
     root = tmp_path / "corpus"
@@ -115,7 +116,7 @@ def test_a_run_that_stops_between_the_unmerge_and_the_resolution_is_completed_by
     monkeypatch.setattr(pipeline, "resolve_entities", crash)
     with pytest.raises(RuntimeError, match="before resolving"):
         _ingest(graph, root, prune=True)  # m1 forgotten and the Person merges undone, then the stop
-    assert resolution_due(graph) == ["Person"] and not _merges(graph)
+    assert resolution_due(graph) == ["Person"] == status(graph).resolve_due and not _merges(graph)
     monkeypatch.undo()
     again = _ingest(graph, root, prune=True)  # nothing new to read or prune: the debt alone resolves
     assert again.documents_pruned == 0 and again.resolution is not None and resolution_due(graph) == []
