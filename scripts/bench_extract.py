@@ -101,7 +101,9 @@ class _Recording(ParsedRulesExtractor):
     path (:mod:`kgr.extract.paths`) of each relation it returns."""
 
     def __init__(self, abstain: bool = True):
-        super().__init__(abstain=abstain, client=PARSER["client"])
+        # with the parser, the path table is off unless --parser-abstain (kgr.extract.parsed)
+        super().__init__(abstain=abstain and (PARSER["client"] is None or PARSER.get("abstain", False)),
+                         client=PARSER["client"])
         self.seen: dict[tuple[str, str, str], str] = {}
 
     def extract(self, chunk_text, schema, *, guidance=None, title=None, headings=()):

@@ -59,7 +59,7 @@ CLASS_NOUNS = frozenset({"organization", "organisation", "project", "team", "fou
                          "tool", "toolkit", "application", "program", "engine", "community", "group", "company",
                          "corporation", "developers", "version", "versions", "specification", "spec", "codec",
                          "compiler", "interpreter", "runtime", "api", "bindings", "extension", "plugin", "system",
-                         "software", "suite", "utility", "utilities", "daemon", "client", "backend", "platform"})
+                         "software", "suite", "toolset", "utility", "utilities", "daemon", "client", "backend", "platform"})
 
 
 def _base(dep: str) -> str:
@@ -95,14 +95,21 @@ def _climb(p: Parse, tok: Token, stop: Token | None, labels: frozenset[str]) -> 
 
 
 def _down_path(p: Parse, top: Token, target: Token, depth: int = 3) -> list[Token] | None:
-    """The tokens from ``top`` down to ``target`` (both included) through :data:`_DOWN` labels, else None."""
+    """The tokens from ``target`` up to ``top`` (both included) through :data:`_DOWN` labels, else None.
+    A relative clause (``acl``) must hang from ``top`` itself ("X is a server which supports Y", not "X
+    standardized an API based on Y"); a relative pronoun the parser left as ``dep`` counts as one."""
     chain, cur = [target], target
     for _ in range(depth):
         if cur.i == top.i:
             return chain
-        if cur.dep not in _DOWN and _base(cur.dep) not in _DOWN or cur.head < 0:
+        up = p.parent(cur)
+        relative = cur.dep == "dep" and up is not None and (up.pos.startswith("W") or cur.pos.startswith("W"))
+        if up is None or not (relative or cur.dep in _DOWN or _base(cur.dep) in _DOWN):
             return None
-        cur = p.tokens[cur.head]
+        near = up.i == top.i or (_base(up.dep) == "nmod" and up.head == top.i and top.pos.startswith("NN"))
+        if (_base(cur.dep) == "acl" or relative) and not near and not up.pos.startswith("W"):
+            return None  # (an acl on an nmod of a nominal predicate: "a module for X built on Y", PP attachment)
+        cur = up
         chain.append(cur)
     return chain if cur.i == top.i else None
 
@@ -167,32 +174,38 @@ def veto(p: Parse, sentence: str, relation: str, subj: tuple[int, int] | None, o
     sh = p.head_of(*subj) if subj is not None and subj[1] > subj[0] else None
     if subj is not None and subj[1] > subj[0] and sh is None:
         return "subject not a token"
-    if sh is not None and len(p.covering(*subj)) == 1 and not sh.pos.startswith(_NOMINAL):
-        return f"subject head {sh.word} is {sh.pos}"
+    if sh is not None and len(p.covering(*subj)) == 1 and not sh.pos.startswith(_NOMINAL) and (
+            not sh.pos.startswith("JJ") or (sh.word[:1].isupper() and not any(t.pos[:1].isalpha() for t in p.tokens[:sh.i]))):
+        return f"subject head {sh.word} is {sh.pos}"  # "Drop", "Removed", "Unless"; "systemd" (JJ) is a name
     if trigger is None or trigger < 0:
         return _vetoed_tokens(p, sentence, [oh, *p.ancestors(oh)][:4])
     t = trigger_token(p, trigger)
     if t is None:
         return "trigger not a token"
     by_rel = relation.endswith("_BY")
-    if t.pos.startswith("JJ") and t.dep == "amod":  # "pure Python": the adjective's noun carries it
+    adjective = t.pos.startswith("JJ") and t.dep == "amod"
+    if adjective:  # "pure Python": the adjective's noun carries it
         t = p.parent(t) or t
     o = _climb(p, oh, t, frozenset({"conj", "appos", "flat", "nummod"}))
+    if o.i == t.i and not adjective:
+        return "the trigger is no predicate"  # "an API based on the System V API": "based on" parsed as a preposition
     o_up = [o, *p.ancestors(o)]
     o_chain = next((o_up[:k + 1] for k in range(1, 3) if len(o_up) > k and o_up[k].i == t.i), None)
     if o.i == t.i:
         o_chain = [o]
     if o_chain is None:
         return "object not attached to the trigger"
-    if len(o_chain) == 3 and (_base(o_chain[1].dep) not in ("nmod", "obl", "obj") or _base(o.dep) not in ("nmod", "obl")):
+    shared = len(o_chain) == 3 and o_chain[1].dep == "conj" and o_chain[1].pos.startswith("VB")  # "maintained and published by Y"
+    if len(o_chain) == 3 and not shared and (_base(o_chain[1].dep) not in ("nmod", "obl", "obj") or _base(o.dep) not in ("nmod", "obl")):
         return "object too far from the trigger"  # "support for JSON web tokens": JSON qualifies tokens
-    if by_rel != _is_agent(p, o_chain[-2] if len(o_chain) > 1 else o) and not (by_rel and t.dep == "acl"):
+    role = o if shared or len(o_chain) == 1 else o_chain[-2]
+    if by_rel != _is_agent(p, role) and not (by_rel and t.dep == "acl"):
         return "object in the wrong role"
-    if not by_rel and _base(o_chain[-2].dep if len(o_chain) > 1 else "") in ("nsubj", "csubj"):
+    if not by_rel and _base(role.dep) in ("nsubj", "csubj") and role.i != o.i or o.dep.startswith(("nsubj", "csubj")) and not by_rel:
         return "object is the subject"
     if sh is None:
-        others = [c for c in p.children(t, "nsubj") if not c.pos.startswith("PRP") and c.i != o.i
-                  and not carried[0] <= c.start < max(carried[1], carried[0] + 1)]
+        others = [c for c in [*p.children(t, "nsubj"), *p.children(t, "nmod:poss")] if not c.pos.startswith("PRP")
+                  and c.i != o.i and not carried[0] <= c.start < max(carried[1], carried[0] + 1)]
         if others:
             return f"the predicate's subject is {others[0].word}, not the title"
         return _vetoed_tokens(p, sentence, [t])

@@ -17,6 +17,7 @@ import threading
 from kgr.errors import KgrExtractionError, KgrRuntimeError
 from kgr.extract.base import ExtractionResult
 from kgr.extract.cues import mask_markup
+from kgr.extract.guesses import schema_roles
 from kgr.extract.parse_check import veto
 from kgr.extract.rules import RulesExtractor
 from kgr.model.kg import ExtractedKG
@@ -24,7 +25,7 @@ from kgr.model.schema import KGSchema
 from kgr.runtime.corenlp import CoreNLPConfig, CoreNLPServer
 from kgr.runtime.corenlp_client import ParseClient
 
-__all__ = ["PARSERS", "ParsedRulesExtractor", "parser_from_env", "shared_server"]
+__all__ = ["PARSERS", "ParsedRulesExtractor", "parser_from_env", "shared_server", "untyped_guess"]
 
 PARSERS = ("none", "corenlp")
 _SERVERS: dict[int, CoreNLPServer] = {}
@@ -50,6 +51,21 @@ def shared_server(config: CoreNLPConfig | None = None) -> CoreNLPServer:
     return server
 
 
+def untyped_guess(path: str, relation: str, schema: KGSchema) -> str | None:
+    """A guessed object (``…>guess``, ``…>word``) where the relation's range holds a closed type (one with a
+    gazetteer, never guessed) beside the open type a guess gets, persons and organizations aside (their
+    shape tells them): the guess may be of the closed type, and no parse tells ("Added support for
+    ReadableStream": a Standard, typed Software; the path table's ``trigger/SUPPORTS/title>guess``: 2 of 6)."""
+    spec = schema.relation_types.get(relation)
+    if spec is None or not path.endswith((">guess", ">word")):
+        return None
+    roles = schema_roles(schema)
+    kinds = [t for t in spec.range if t not in (roles.person, roles.organization)]
+    if len(kinds) < 2 or not any(t in roles.closed for t in kinds):
+        return None
+    return "guessed object of a several-typed range"
+
+
 class ParsedRulesExtractor(RulesExtractor):
     """:class:`RulesExtractor` whose triples a dependency parse must confirm (module docstring).
 
@@ -59,8 +75,9 @@ class ParsedRulesExtractor(RulesExtractor):
 
     name = "rules+corenlp"
 
-    def __init__(self, *, client: ParseClient | None = None, config: CoreNLPConfig | None = None, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, *, client: ParseClient | None = None, config: CoreNLPConfig | None = None,
+                 abstain: bool = False, **kwargs):
+        super().__init__(abstain=abstain, **kwargs)
         self._client, self._config = client, config
         self.vetoed: dict[str, int] = {}
         self.last_vetoes: list[tuple[str, str, str, str]] = []  # of the last chunk: (relation, subject, object, why)
@@ -91,7 +108,7 @@ class ParsedRulesExtractor(RulesExtractor):
         drop: set[tuple[str, str, str]] = set()
         self.last_vetoes = []
         for sp in res.spans:
-            why = self._veto(chunk_text, sp, parses.get((sp.start, sp.end)))
+            why = untyped_guess(sp.path, sp.relation, schema) or self._veto(chunk_text, sp, parses.get((sp.start, sp.end)))
             if why is not None:
                 drop.add((sp.relation, sp.subject, sp.object))
                 self.last_vetoes.append((sp.relation, sp.subject, sp.object, why))
