@@ -188,6 +188,12 @@ class CoreNLPServer:
             return self
         java = _java(self.config)
         install_corenlp(self.config, self.progress)
+        with file_lock(self.config.install_dir / f"server-{self.config.port}.lock"):  # one start per port at a time
+            if not self.ready():
+                self._spawn(java, timeout)
+        return self
+
+    def _spawn(self, java: str, timeout: float) -> None:
         t0 = time.monotonic()
         self.progress.say(f"Starting the Stanford CoreNLP server on {self.config.url} (log {self.config.log_path})...")
         with self.config.log_path.open("ab") as log:
@@ -207,7 +213,6 @@ class CoreNLPServer:
                                       f"(stopped); see {self.config.log_path}")
             time.sleep(0.25)
         self.start_seconds = time.monotonic() - t0
-        return self
 
     def alive(self) -> bool:
         """True when this object's server process runs (or another process's server answers)."""
