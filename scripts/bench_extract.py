@@ -2,7 +2,7 @@
 
     python scripts/bench_extract.py [--data tests/data/extract] [--sample first|context|third|fourth|fifth|sixth|seventh]
                                     [--split all|tune|heldout|blind] [--lexicon with|without|both] [--titles] [--json] [--errors]
-    python scripts/bench_extract.py --summary [--json]
+    python scripts/bench_extract.py --summary [--json] [--parser none|corenlp|both [--parser-abstain]]
 
 ``--sample first`` (default) scores ``sample.jsonl`` (splits ``tune`` / ``heldout``); ``--sample context``
 scores ``sample_context.jsonl`` (splits ``tune`` / ``blind``; its blind split is tuning material since the
@@ -13,7 +13,11 @@ fourth sample exists, so its errors are listed); ``--sample fourth`` scores ``sa
 split, ``blind``: its errors are never listed); ``--sample fifth`` scores ``sample_fifth.jsonl`` (its rows say
 ``blind``, as committed, but it is tuning material since issue 32's sixth round, so its errors are listed);
 ``--sample sixth`` scores ``sample_sixth.jsonl`` (tuning material since the seventh sample was drawn);
-``--sample seventh`` scores ``sample_seventh.jsonl`` (one split, ``blind``: its errors are never listed).
+``--sample seventh`` scores ``sample_seventh.jsonl`` (tuning material since the eighth sample was drawn;
+its errors are listed); ``--sample eighth`` scores ``sample_eighth.jsonl`` (blind: its errors are never listed).
+``--parser corenlp`` checks every triple with a dependency parse (:mod:`kgr.extract.parsed`; a Stanford
+CoreNLP server started for the run on ``KGR_CORENLP_PORT``): the path table's abstention gives way to the
+parse unless ``--parser-abstain``; ``--parser both`` runs without and with it.
 Predictions run with the extractor's abstention by path (:mod:`kgr.extract.paths`) unless
 ``KGR_EXTRACT_ALL_PATHS=1``; ``predict(..., abstain=False, paths=[])`` gives every path's predictions.
 ``--lexicon both`` runs the extractor twice, with the ``nlp`` extra's word list and without it
@@ -287,7 +291,10 @@ def main() -> None:
                     help="one table: every sample, with and without the word list, with and without titles")
     ap.add_argument("--parser", choices=["none", "corenlp", "both"], default="none",
                     help="check every triple with a dependency parse (Stanford CoreNLP server, started here), or both runs")
+    ap.add_argument("--parser-abstain", action="store_true",
+                    help="with --parser corenlp, keep the path table's abstention too (default: the parse replaces it)")
     args = ap.parse_args()
+    PARSER["abstain"] = args.parser_abstain
     parsers = ["none", "corenlp"] if args.parser == "both" else [args.parser]
     try:
         if args.summary:
