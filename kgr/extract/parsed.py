@@ -79,6 +79,7 @@ class ParsedRulesExtractor(RulesExtractor):
                  abstain: bool = False, **kwargs):
         super().__init__(abstain=abstain, **kwargs)
         self._client, self._config = client, config
+        self._owns_client = client is None
         self.vetoed: dict[str, int] = {}
         self.last_vetoes: list[tuple[str, str, str, str]] = []  # of the last chunk: (relation, subject, object, why)
 
@@ -101,10 +102,18 @@ class ParsedRulesExtractor(RulesExtractor):
         if not res.spans:
             return res
         sentences = list(dict.fromkeys((sp.start, sp.end) for sp in res.spans))
+        texts = [mask_markup(chunk_text[a:b]) for a, b in sentences]
         try:
-            parses = dict(zip(sentences, self.client.parse([mask_markup(chunk_text[a:b]) for a, b in sentences])))
+            try:
+                got = self.client.parse(texts)
+            except KgrRuntimeError:
+                if not self._owns_client:
+                    raise
+                self._client = None  # the server died: start it again once (shared_server sees it gone)
+                got = self.client.parse(texts)
         except KgrRuntimeError as exc:
             raise KgrExtractionError(f"dependency parser (CoreNLP): {exc}") from None
+        parses = dict(zip(sentences, got))
         drop: set[tuple[str, str, str]] = set()
         self.last_vetoes = []
         for sp in res.spans:

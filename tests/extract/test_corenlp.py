@@ -72,6 +72,16 @@ def test_confirmations(corenlp, sentence, relation, subj, obj, trigger):
     assert _veto(corenlp, sentence, relation, subj, obj, trigger) is None
 
 
+def test_offsets_are_the_sentence_text_even_past_astral_characters(corenlp):
+    """CoreNLP counts UTF-16 units; the client maps them back, and a batch comes back one parse a sentence."""
+    sentences = ["Flask 😀 depends on Werkzeug 𝔘.", "Removed support for Volapük.", "It\nsupports Python."]
+    parses = corenlp.parse(sentences)
+    assert len(parses) == 3
+    for sentence, parse in zip(sentences, parses):
+        assert parse.tokens and all(sentence[t.start:t.end] == t.word for t in parse.tokens), parse
+    assert [t.word for t in parses[0].tokens][-3:] == ["Werkzeug", "𝔘", "."]
+
+
 def test_extractor_keeps_what_the_parse_supports(corenlp):
     """End to end: the parser-checked extractor drops the rules extractor's triple from "SUSv1 standardized
     an API based on …" (read with every path on) and keeps "Flask depends on Werkzeug"."""
@@ -152,3 +162,13 @@ def test_the_parser_is_off_by_default(monkeypatch):
     with pytest.raises(KgrExtractionError, match="KGR_EXTRACT_PARSER='spacy'"):
         make_extractor()
     assert os.environ.get("KGR_EXTRACT_PARSER") == "spacy"
+
+
+def test_ingest_config_names_the_parser(monkeypatch):
+    from kgr.ingest.config import IngestConfig, make_extractor as for_config
+
+    monkeypatch.delenv("KGR_EXTRACT_PARSER", raising=False)
+    assert type(for_config(IngestConfig())) is RulesExtractor
+    assert type(for_config(IngestConfig(parser="corenlp"))) is ParsedRulesExtractor
+    monkeypatch.setenv("KGR_EXTRACT_PARSER", "corenlp")
+    assert type(for_config(IngestConfig(parser="none"))) is RulesExtractor  # the setting beats the environment
