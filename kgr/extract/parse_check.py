@@ -206,6 +206,10 @@ def veto(p: Parse, sentence: str, relation: str, subj: tuple[int, int] | None, o
     if sh is None:
         others = [c for c in [*p.children(t, "nsubj"), *p.children(t, "nmod:poss")] if not c.pos.startswith("PRP")
                   and c.i != o.i and not carried[0] <= c.start < max(carried[1], carried[0] + 1)]
+        up = p.parent(t)
+        if t.dep == "acl" and t.pos in ("VBN", "VBG") and up is not None \
+                and not carried[0] <= up.start < max(carried[1], carried[0] + 1):
+            others.append(up)  # a participle's subject is its noun: "utilities for CGI scripts written in Python"
         if others:
             return f"the predicate's subject is {others[0].word}, not the title"
         return _vetoed_tokens(p, sentence, [t])

@@ -51,6 +51,8 @@ def _veto(client: ParseClient, sentence: str, relation: str, subj: str | None, o
     ("Does Flask support Python 3?", "SUPPORTS", "Flask", "Python", "support", "question"),
     ("Pallets develops Jinja.", "DEVELOPED_BY", "Pallets", "Jinja", "develops", "wrong role"),
     ("SUSv1 standardized an API based on the System V API.", "DEPENDS_ON", "SUSv1", "System V API", "based", ""),
+    ("This module defines utilities for CGI scripts written in Python.", "WRITTEN_IN", None, "Python", "written",
+     "subject is scripts"),
 ])
 def test_vetoes(corenlp, sentence, relation, subj, obj, trigger, reason):
     why = _veto(corenlp, sentence, relation, subj, obj, trigger)
