@@ -1,8 +1,9 @@
-"""``kgr corenlp install|parse``: the optional dependency parser of the rules extractor (Stanford CoreNLP).
+"""``kgr corenlp install|parse|stop``: the optional dependency parser of the rules extractor (Stanford CoreNLP).
 
 ``install`` downloads the CoreNLP jars and English models with Maven into the cache once (about 480 MB;
 CI runs it before the tests); ``parse TEXT`` starts a server for the call, parses and stops it (to see
-what the extractor's checks read). Both print JSON with ``--json``; errors are one line on stderr.
+what the extractor's checks read); ``stop`` ends the servers left on the port (a process killed before
+it could stop its own). All print JSON with ``--json``; errors are one line on stderr.
 """
 
 from __future__ import annotations
@@ -55,3 +56,23 @@ def parse(text: Annotated[str, typer.Argument(help="One sentence (or several, on
             out.print("", markup=False)
 
     emit(rows, json_, human)
+
+
+@app.command()
+@errors_to_exit
+def stop(json_: JsonOpt = False) -> None:
+    """Stop every CoreNLP server listening on KGR_CORENLP_PORT (SIGTERM)."""
+    import os
+    import signal
+
+    from kgr.runtime.corenlp import CoreNLPConfig, find_servers
+
+    config = CoreNLPConfig()
+    pids = find_servers(config.port)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    emit({"port": config.port, "stopped": pids}, json_,
+         lambda v: out.print(f"CoreNLP on port {v['port']}: stopped {v['stopped'] or 'nothing'}", markup=False))

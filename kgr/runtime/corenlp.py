@@ -12,7 +12,9 @@ to it over HTTP as a separate process:
 
 :class:`CoreNLPServer` starts it (or uses one that already answers on the port), waits for
 ``/ready`` and stops it (SIGTERM, then SIGKILL); it is a child of the calling process, stopped by
-:meth:`CoreNLPServer.stop` or at the interpreter's exit, its output in ``<cache>/corenlp-<version>/server-<port>.log``.
+:meth:`CoreNLPServer.stop` or at the interpreter's exit (on Linux also when the process that started
+it from its main thread dies: ``PR_SET_PDEATHSIG``; ``kgr corenlp stop`` ends any other), its output in
+``<cache>/corenlp-<version>/server-<port>.log``.
 
 Environment: ``KGR_CORENLP_PORT`` (9042), ``KGR_CORENLP_HEAP`` (3g), ``KGR_CACHE_DIR``, ``KGR_JAVA``, ``KGR_MVN``.
 """
@@ -20,11 +22,13 @@ Environment: ``KGR_CORENLP_PORT`` (9042), ``KGR_CORENLP_HEAP`` (3g), ``KGR_CACHE
 from __future__ import annotations
 
 import atexit
+import ctypes
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -38,7 +42,7 @@ from kgr.runtime.files import file_lock, tail_log
 from kgr.runtime.jars import MARKER_FILE, copy_dependencies
 from kgr.runtime.progress import Progress
 
-__all__ = ["ANNOTATORS", "CORENLP_VERSION", "CoreNLPConfig", "CoreNLPServer", "install_corenlp"]
+__all__ = ["ANNOTATORS", "CORENLP_VERSION", "CoreNLPConfig", "CoreNLPServer", "find_servers", "install_corenlp"]
 
 CORENLP_VERSION = "4.5.10"
 #: What the server loads at start and runs per request (``ner`` measured no gain: docs/extract.md).
@@ -148,6 +152,27 @@ def _java(config: CoreNLPConfig) -> str:
     return java
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the server gets SIGTERM when the process that started it dies (even by SIGKILL)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def find_servers(port: int) -> list[int]:
+    """The pids of CoreNLP servers listening on ``port`` (Linux ``/proc``; [] elsewhere)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if SERVER_CLASS.encode() in args and b"-port" in args and args[args.index(b"-port") + 1:][:1] == [str(port).encode()]:
+            found.append(int(entry.name))
+    return found
+
+
 class CoreNLPServer:
     """One CoreNLP server on ``127.0.0.1:<port>``: :meth:`start` (idempotent), :meth:`stop`, :meth:`ready`.
 
@@ -199,8 +224,10 @@ class CoreNLPServer:
         with self.config.log_path.open("ab") as log:
             log.write(f"\n===== kgr: starting CoreNLP {self.config.version} at {time.ctime()} =====\n".encode())
             log.flush()
+            main = threading.current_thread() is threading.main_thread()
             self._proc = subprocess.Popen(self.command(java), stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, close_fds=True)
+                                          stderr=subprocess.STDOUT, close_fds=True,
+                                          preexec_fn=_die_with_parent if main else None)
         atexit.register(self.stop)
         while not self.ready():
             if self._proc.poll() is not None:

@@ -126,6 +126,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_find_servers_names_the_session_server(corenlp):
+    from kgr.runtime.corenlp import find_servers
+
+    port = int(corenlp.url.rsplit(":", 1)[1])
+    assert find_servers(port) and find_servers(_free_port()) == []
+
+
 def test_clear_error_when_java_is_missing(tmp_path):
     server = CoreNLPServer(CoreNLPConfig(port=_free_port(), java=str(tmp_path / "no-java")))
     with pytest.raises(KgrRuntimeError, match=r"no-java is not an executable: the CoreNLP parser needs Java"):
