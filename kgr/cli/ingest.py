@@ -121,6 +121,9 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
                help="rules (offline) or llm. Default: llm when --model is given, else rules.")] = None,
            model: Annotated[str | None, typer.Option(
                help="litellm model name (e.g. openai/gpt-4o-mini); implies --extractor llm.")] = None,
+           parser: Annotated[str | None, typer.Option(
+               help="rules extractor: none, or corenlp to check each triple with a dependency parse (a local "
+                    "Stanford CoreNLP server; ~480 MB of jars fetched once). Default: KGR_EXTRACT_PARSER, else none.")] = None,
            api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (the key comes from the provider's environment variable).")] = None,
            input_cost_per_token: Annotated[float | None, typer.Option(
                help="USD per prompt token, for a model litellm cannot price (with --output-cost-per-token).")] = None,
@@ -166,7 +169,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     hold no document kgr can read.
     """
     cfg = ingest_config(dict(
-        extractor=extractor, model=model, api_base=api_base, input_cost_per_token=input_cost_per_token,
+        extractor=extractor, model=model, parser=parser, api_base=api_base, input_cost_per_token=input_cost_per_token,
         output_cost_per_token=output_cost_per_token, timeout=timeout, max_attempts=max_attempts,
         concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,

@@ -22,7 +22,8 @@ app = typer.Typer(rich_markup_mode=None,
 )
 
 for _noun, _module in (("neo4j", "kgr.cli.neo4j"), ("snapshot", "kgr.cli.snapshot"), ("export", "kgr.cli.export"),
-                       ("review", "kgr.cli.review"), ("tool", "kgr.cli.tool"), ("slice", "kgr.cli.slice")):
+                       ("review", "kgr.cli.review"), ("tool", "kgr.cli.tool"), ("slice", "kgr.cli.slice"),
+                       ("corenlp", "kgr.cli.corenlp")):
     try:
         _sub = importlib.import_module(_module)
     except ImportError:  # an optional sub-app whose extra is missing

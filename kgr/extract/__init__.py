@@ -44,9 +44,14 @@ __all__ = [
 
 
 def make_extractor(
-    kind: Literal["rules", "llm"] | None = None, *, model: str | None = None, **llm_options: Any
+    kind: Literal["rules", "llm"] | None = None, *, model: str | None = None, parser: str | None = None,
+    **llm_options: Any
 ) -> Extractor:
     """The extractor for ``kind``; with ``kind=None``, ``llm`` when a ``model`` is given, else ``rules``.
+
+    ``parser`` (rules only): ``"corenlp"`` checks each triple with a dependency parse
+    (:class:`kgr.extract.parsed.ParsedRulesExtractor`; a local Stanford CoreNLP server started on first
+    use); ``None`` reads ``KGR_EXTRACT_PARSER`` (default ``"none"``).
 
     ``llm_options`` go to :class:`kgr.extract.llm.LLMExtractor` (``api_base``, ``api_key``, ``timeout``,
     ``retry``, ``max_concurrency``...).
@@ -62,6 +67,12 @@ def make_extractor(
     if kind is None:
         kind = "llm" if model else "rules"
     if kind == "rules":
+        from kgr.extract.parsed import ParsedRulesExtractor, parser_from_env
+
+        if (parser or parser_from_env()) == "corenlp":
+            return ParsedRulesExtractor()
+        if parser not in (None, "none"):
+            raise KgrExtractionError(f"unknown parser {parser!r}; choose 'none' or 'corenlp'")
         return RulesExtractor()
     if kind == "llm":
         if not model:

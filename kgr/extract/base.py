@@ -132,6 +132,9 @@ class RelationSpan(BaseModel):
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     path: str = ""  # how the rules extractor read it (kgr.extract.paths); "" for other extractors
+    #: rules extractor: chunk offsets [subject start, subject end, object start, object end, trigger start]
+    #: (-1: no trigger; a carried title's subject is empty or the words standing for it, "It")
+    anchors: list[int] = Field(default_factory=list)
 
 
 class ExtractionResult(BaseModel):

@@ -288,7 +288,7 @@ class RulesExtractor:
         widened = guided_types(schema, guidance)
         found: list[tuple[int, str, str]] = []  # (offset, type, name) of entities in relations
         relations: dict[str, list[dict[str, str]]] = {}
-        spans: dict[tuple[str, str, str], tuple[int, int]] = {}  # (relation, subject, object) -> sentence span
+        spans: dict[tuple[str, str, str], tuple] = {}  # (relation, subject, object) -> sentence span, path, anchors
         typed: dict[Mention, str] = {}  # type chosen through a relation
         offsets: dict[Mention, int] = {}  # offset in the chunk
 
@@ -332,7 +332,8 @@ class RulesExtractor:
                 lst = relations.setdefault(rel, [])
                 if pair not in lst:
                     lst.append(pair)
-                    spans.setdefault((rel, sname, oname), (s0, e0, path))
+                    anchors = [s0 + sm.start, s0 + sm.end, s0 + om.start, s0 + om.end, s0 + ts if producer == "trigger" else -1]
+                    spans.setdefault((rel, sname, oname), (s0, e0, path, anchors))
         for m in all_mentions:
             t = typed.get(m, m.types[0])
             found.append((offsets[m], t, m.names[t]))
@@ -347,8 +348,8 @@ class RulesExtractor:
                 for r, ps in clean.kg.relations.items() for p in ps}
         named = {(r, *kept[k]): sp for (r, sn, on), sp in spans.items() if (k := (r, canonical_name(sn), canonical_name(on))) in kept}
         return ExtractionResult(kg=clean.kg, proposed_types=clean.proposed, rejected=clean.rejected, extractor="rules",
-                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b, path=p)
-                                       for (r, sn, on), (a, b, p) in named.items()])
+                                spans=[RelationSpan(relation=r, subject=sn, object=on, start=a, end=b, path=p, anchors=x)
+                                       for (r, sn, on), (a, b, p, x) in named.items()])
 
     @staticmethod
     def _title_mention(end: int, title: str, schema: KGSchema) -> Mention:

@@ -25,6 +25,9 @@ class IngestConfig(BaseModel):
     extractor: Literal["rules", "llm"] = Field(
         "rules", description="rules (offline) or llm; a model given without an extractor means llm")
     model: str | None = Field(None, description="litellm model name (llm extractor)")
+    parser: Literal["none", "corenlp"] | None = Field(None, description=(
+        "rules extractor: check each triple with a dependency parse (corenlp: a local Stanford CoreNLP server, "
+        "jars fetched on first use; docs/extract.md); default: KGR_EXTRACT_PARSER, else none"))
     input_cost_per_token: float | None = Field(
         None, ge=0, description="USD per prompt token, with output_cost_per_token: the model's price when litellm "
                                 "has none (llm extractor)")
@@ -134,4 +137,4 @@ def make_extractor(config: IngestConfig) -> Extractor:
                     timeout=config.timeout, retry=RetryPolicy(max_attempts=config.max_attempts),
                     max_concurrency=config.concurrency, input_cost_per_token=config.input_cost_per_token,
                     output_cost_per_token=config.output_cost_per_token)
-    return pick("rules")
+    return pick("rules", parser=config.parser)

@@ -22,7 +22,7 @@ from kgr.runtime.executables import require_mvn
 from kgr.runtime.files import file_lock, tail_log
 from kgr.runtime.progress import Progress
 
-__all__ = ["MARKER_FILE", "POM_TEMPLATE", "install_jars", "is_installed"]
+__all__ = ["MARKER_FILE", "POM_TEMPLATE", "copy_dependencies", "install_jars", "is_installed"]
 
 MARKER_FILE = ".kgr-install-complete"
 
@@ -97,26 +97,40 @@ def install_jars(config: RuntimeConfig, progress: Progress) -> Path:
 
 def _copy_dependencies(config: RuntimeConfig, mvn: str, progress: Progress) -> list[str]:
     """Run ``mvn dependency:copy-dependencies`` into ``lib.partial/``; the jar names it produced."""
-    pom = config.install_dir / "pom.xml"
-    pom.write_text(POM_TEMPLATE.format(neo4j_version=config.neo4j_version, browser_version=config.browser_version))
-    partial = config.install_dir / "lib.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    log = config.install_dir / "mvn.log"
-    cmd = [
-        mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-        f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
-    ]  # fmt: skip
+    pom = POM_TEMPLATE.format(neo4j_version=config.neo4j_version, browser_version=config.browser_version)
     progress.say(
         f"Downloading Neo4j {config.neo4j_version} and Neo4j Browser {config.browser_version} jars "
         f"with Maven into {config.lib_dir} (once, about 140 MB)..."
     )
-    with log.open("w") as out, progress.spinner("Maven is downloading..."):
-        rc = subprocess.run(cmd, check=False, stdout=out, stderr=subprocess.STDOUT, cwd=config.install_dir).returncode
-    jars = sorted(p.name for p in partial.glob("*.jar")) if partial.is_dir() else []
-    if rc != 0 or not any(j.startswith(f"neo4j-{config.neo4j_version}") for j in jars):
-        reason = f"exit code {rc}" if rc else "no neo4j jar was produced"
-        raise KgrRuntimeError(
-            f"mvn failed to download the Neo4j jars ({reason}); full log {log}:\n{tail_log(log, 15)}"
-        )
-    return jars
+    return copy_dependencies(config.install_dir, pom, mvn, progress, expect=f"neo4j-{config.neo4j_version}",
+                             what="the Neo4j jars")
 
+
+def copy_dependencies(install_dir: Path, pom_text: str, mvn: str, progress: Progress, *, expect: str,
+                      what: str) -> list[str]:
+    """Write ``pom_text`` to ``install_dir/pom.xml`` and run ``mvn dependency:copy-dependencies`` into
+    ``install_dir/lib.partial/``; the jar names it produced. Shared by every jar set kgr resolves
+    (Neo4j here, Stanford CoreNLP in :mod:`kgr.runtime.corenlp`); the caller holds the install lock,
+    renames ``lib.partial`` and writes its marker.
+
+    Raises
+    ------
+    KgrRuntimeError
+        Maven failed, or no jar whose name starts with ``expect`` was produced (with the log's end).
+    """
+    pom = install_dir / "pom.xml"
+    pom.write_text(pom_text)
+    partial = install_dir / "lib.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    log = install_dir / "mvn.log"
+    cmd = [
+        mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+        f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    with log.open("w") as out, progress.spinner("Maven is downloading..."):
+        rc = subprocess.run(cmd, check=False, stdout=out, stderr=subprocess.STDOUT, cwd=install_dir).returncode
+    jars = sorted(p.name for p in partial.glob("*.jar")) if partial.is_dir() else []
+    if rc != 0 or not any(j.startswith(expect) for j in jars):
+        reason = f"exit code {rc}" if rc else f"no {expect.rsplit('-', 1)[0]} jar was produced"
+        raise KgrRuntimeError(f"mvn failed to download {what} ({reason}); full log {log}:\n{tail_log(log, 15)}")
+    return jars

@@ -23,6 +23,7 @@ MODULES = [
     "kgr.ingest.chunking",
     "kgr.text.sentences",
     "kgr.text.headings",
+    "kgr.text.parse",
     "kgr.ingest.titles",
 ]
 
