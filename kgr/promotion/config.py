@@ -21,6 +21,10 @@ class CalibratedConfig(BaseModel):
     model_weight: float = Field(20.0, gt=0.0, description=(
         "the model's expected FMR counts as model_weight / target_fmr audit labels in the bound (200 at 0.1) until "
         "real audit labels replace it: the bound sits about 1.28 / sqrt(model_weight), 29 %, above the expectation"))
+    calibration_check: bool = Field(False, description=(
+        "raise the model's expected FMR in the bound by how far the labelled rows' out-of-fold scores "
+        "under-predict their false labels (kgr.promotion.certificate); off: measured, it cost acceptance "
+        "without catching the overconfident draws"))
     min_p: float = Field(0.5, ge=0.0, le=1.0, description="never promote an edge with p_hat below this")
     quorum: int = Field(1, ge=1, description="votes before an edge is promoted at all (1: the evidence decides)")
     max_contr: float = Field(0.5, ge=0.0, description="reject when R_contr exceeds it (one hard violation)")
