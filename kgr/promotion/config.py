@@ -41,7 +41,10 @@ class CalibratedConfig(BaseModel):
     rules_min_support: int = Field(2, ge=1)
     rules_min_confidence: float = Field(0.05, ge=0.0, le=1.0)
     min_labels: int = Field(20, ge=2, description="labels before the supervised stage of the scorer")
-    min_per_class: int = Field(10, ge=1, description="labels of each class needed as well")
+    min_per_class: int = Field(20, ge=1, description=(
+        "labels of each class needed as well: the supervised stage cross-fits over 5 folds, so each training "
+        "split holds >= 16 of the minority class (with 10, a fit on 17 false labels scored its top slice 0.99 "
+        "where 10 % were false; docs/promotion.md)"))
     C: float = Field(1.0, gt=0.0, description="inverse L2 strength of the supervised stage")
     write_tolerance: float = Field(1e-3, ge=0.0, description="a recorded p_hat is rewritten when it moved by more")
 
