@@ -58,7 +58,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import networkx as nx
@@ -475,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytecode", action=argparse.BooleanOptionalAction, default=False,
                     help="run the kgr processes with compiled bytecode (compileall into a cache first), as an "
                          "installed kgr runs; without it they compile kgr's sources when PYTHONDONTWRITEBYTECODE is set")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a CalibratedConfig setting for every calibrated policy, e.g. calibration_check=true")
     ap.add_argument("--json-out")
     args = ap.parse_args(argv)
     if args.bytecode:
@@ -498,6 +500,10 @@ def main(argv: list[str] | None = None) -> int:
                 "text": lambda: ps.text_stream(seed=args.seed, waves=args.waves),
                 "wordnet": lambda: ps.public_kg_stream(seed=args.seed, waves=args.waves)}
     wanted = [s for s in SPECS if s.name in set(args.policies.split(","))]
+    if args.config:
+        update = dict(kv.split("=", 1) for kv in args.config)
+        wanted = [replace(s, config=CalibratedConfig.model_validate({**s.config.model_dump(), **update}))
+                  if isinstance(s.config, CalibratedConfig) else s for s in wanted]
     graph = connect()
     out: dict = {"args": vars(args), "streams": {}, "speed": {}}
     try:

@@ -19,7 +19,11 @@ draws' distribution, not about one seed. Per stream and policy this prints, over
 - **breaches**: runs whose measured FMR exceeds the target (and the target + 0.02 the issue allows);
   a sound 90 % certificate breaches the target in at most about 10 % of the runs;
 - per target, the **monotonicity** of the median Acceptance over the label budgets: the largest drop
-  from one budget to any larger one (0 % included).
+  from one budget to any larger one (0 % included); and per seed, the largest drop of that run's
+  Acceptance from one budget to the next.
+
+``--config KEY=VALUE`` (passed to ``bench_promotion.py``) sets a ``CalibratedConfig`` field for
+every calibrated policy, e.g. ``--config calibration_check=true``.
 """
 
 from __future__ import annotations
@@ -69,7 +73,14 @@ def summarise(runs: dict[int, dict]) -> dict:
                             if r["stream"] == stream and r.get("target") == target)
             drops = [(b1, b2, a1 - a2) for i, (b1, a1) in enumerate(ladder) for b2, a2 in ladder[i + 1:]]
             worst = max(drops, key=lambda d: d[2], default=None)
-            mono[f"{stream}@{target}"] = {"ladder": ladder, "worst_drop": worst}
+            per_seed = {}
+            for seed, out in runs.items():
+                results = out["streams"].get(stream, {}).get("results", [])
+                acc = {_target_budget(r["policy"]): r["acceptance"] for r in results}
+                steps = [(b, a) for (t, b), a in sorted((k, v) for k, v in acc.items() if k and k[0] == target)]
+                per_seed[seed] = max(((b1, b2, a1 - a2) for (b1, a1), (b2, a2) in zip(steps, steps[1:])),
+                                     key=lambda d: d[2], default=None)
+            mono[f"{stream}@{target}"] = {"ladder": ladder, "worst_drop": worst, "per_seed_worst_step": per_seed}
     return {"rows": rows, "monotonicity": mono}
 
 
@@ -89,6 +100,9 @@ def _print(summary: dict, seeds: list[int]) -> None:
         ladder = " → ".join(f"{b}%: {a:.3f}" for b, a in m["ladder"])
         worst = "none" if w is None or w[2] <= 0 else f"{w[2]:.3f} ({w[0]}% → {w[1]}%)"
         print(f"  median Acceptance over budgets, {key}: {ladder}; largest drop with more labels: {worst}")
+        steps = ", ".join(f"seed {seed}: " + ("none" if d is None or d[2] <= 0 else f"{d[2]:.3f} ({d[0]}% → {d[1]}%)")
+                          for seed, d in sorted(m["per_seed_worst_step"].items()))
+        print(f"    per run, the largest drop from one budget to the next: {steps}")
 
 
 def main(argv: list[str] | None = None) -> int:

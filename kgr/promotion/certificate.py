@@ -39,6 +39,23 @@ itself.
 What the bound does **not** cover without audits: whether the model's :math:`\hat p` are
 calibrated at all (:mod:`kgr.evidence.latent` names the assumption).
 
+**Calibration check** (``calibration_check``; off by default: measured, it costs acceptance where
+the model is right and does not catch the draws where it is wrong, see ``docs/promotion.md``).
+Every labelled row — active and audit picks alike, both selected on the evidence only — whose
+out-of-fold score reaches :math:`\hat p_{(k)}` tests the model's calibration in slice :math:`k`:
+:math:`F_k` of them are false against :math:`e_k = \sum_j (1 - s_j)` expected. With
+:math:`\varphi_k = (M - m_k)^+ E_k` the model's pseudo-failures, the expectation is raised by the
+Gamma–Poisson posterior mean of the calibration ratio whose prior weighs as much as those
+pseudo-failures, and never lowered:
+
+.. math::
+
+    \rho_k = \max\Bigl(1,\ \frac{\varphi_k + F_k}{\varphi_k + e_k}\Bigr), \qquad
+    \bar U_k = U\bigl(f_k + \rho_k \varphi_k,\ \max(m_k, M)\bigr),
+
+so a false label adds at most one pseudo-failure (:math:`\rho_k\varphi_k \le \varphi_k + F_k`):
+a few labels near the top of the ranking cannot stop the cut there on their own.
+
 The cut is the largest :math:`k` reached by testing the slices from the top and stopping at the
 first whose bound exceeds the target (fixed-sequence testing, as in Learn-then-Test: the
 error level holds without a multiplicity correction).
@@ -54,7 +71,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betaincinv
 
-__all__ = ["clopper_pearson_upper", "SliceBounds", "slice_bounds"]
+__all__ = ["calibration_ratio", "clopper_pearson_upper", "SliceBounds", "slice_bounds"]
 
 
 def clopper_pearson_upper(f, m, level: float = 0.9):  # noqa: ANN001, ANN201 - scalars or arrays
@@ -90,11 +107,38 @@ class SliceBounds:
     audit_bound: np.ndarray
 
 
+def _reached(scores: np.ndarray, flags: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Per threshold ``p[k]``: how many ``scores`` reach it, how many of those are flagged, and their
+    :math:`\sum (1 - s)`."""
+    scores = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")
+    s_sorted = scores[order]
+    flagged = np.concatenate([[0], np.cumsum(np.asarray(flags, bool)[order])])
+    miss = np.concatenate([[0.0], np.cumsum(1.0 - s_sorted)])
+    m = np.searchsorted(-s_sorted, -p, side="right")
+    return m, flagged[m], miss[m]
+
+
+def calibration_ratio(pseudo_false: np.ndarray, label_false: np.ndarray, label_expected: np.ndarray) -> np.ndarray:
+    r""":math:`\rho_k = \max(1, (\varphi_k + F_k) / (\varphi_k + e_k))` (the module docstring); 1 where
+    :math:`\varphi_k + e_k = 0`.
+
+    >>> float(calibration_ratio(np.array([1.0]), np.array([2]), np.array([0.2]))[0])
+    2.5
+    """
+    den = pseudo_false + label_expected
+    r = np.divide(pseudo_false + label_false, den, out=np.ones(len(den)), where=den > 0)
+    return np.maximum(r, 1.0)
+
+
 def slice_bounds(p: np.ndarray, known: np.ndarray, audit_scores: np.ndarray, audit_false: np.ndarray, *,
-                 prior_audits: int, level: float = 0.9) -> SliceBounds:
+                 prior_audits: int, level: float = 0.9, label_scores: np.ndarray | None = None,
+                 label_false: np.ndarray | None = None) -> SliceBounds:
     """The bounds of every top slice of ``p`` (sorted high to low; ``known``: labelled true, certain).
 
-    ``audit_scores`` are the audit rows' out-of-fold scores, ``audit_false`` whether each is false.
+    ``audit_scores`` are the audit rows' out-of-fold scores, ``audit_false`` whether each is false;
+    ``label_scores`` / ``label_false`` the same for every labelled row, given for the calibration
+    check (the module docstring), ``None`` without it.
     """
     p = np.asarray(p, dtype=np.float64)
     n = len(p)
@@ -103,14 +147,13 @@ def slice_bounds(p: np.ndarray, known: np.ndarray, audit_scores: np.ndarray, aud
     u = np.cumsum(unl)
     miss = np.cumsum(np.where(unl, 1.0 - p, 0.0))
     rate = np.divide(miss, u, out=np.zeros(n), where=u > 0)
-    order = np.argsort(-np.asarray(audit_scores, dtype=np.float64), kind="stable")
-    s_sorted = np.asarray(audit_scores, dtype=np.float64)[order]
-    false_sorted = np.cumsum(np.asarray(audit_false, bool)[order])
-    # audits whose score reaches the slice's lowest score p[k-1]
-    m = np.searchsorted(-s_sorted, -p, side="right") if n else np.zeros(0, int)
-    f = np.where(m > 0, false_sorted[np.maximum(m - 1, 0)] if len(false_sorted) else 0, 0)
+    m, f, _ = _reached(audit_scores, audit_false, p)  # audits whose score reaches the slice's lowest p[k-1]
     m_eff = np.maximum(m, prior_audits)
-    f_eff = f + (m_eff - m) * rate
+    pseudo = (m_eff - m) * rate
+    if label_scores is not None and label_false is not None and n:
+        _, big_f, e = _reached(label_scores, label_false, p)
+        pseudo = pseudo * calibration_ratio(pseudo, big_f, e)
+    f_eff = f + pseudo
     bound = np.where(u > 0, clopper_pearson_upper(f_eff, m_eff, level) * u / k, 0.0) if n else np.zeros(0)
     plain = np.where(u > 0, clopper_pearson_upper(f, m, level) * u / k, 0.0) if n else np.zeros(0)
     return SliceBounds(expected=miss / k if n else np.zeros(0), audits=m.astype(np.int64),

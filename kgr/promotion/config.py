@@ -21,6 +21,10 @@ class CalibratedConfig(BaseModel):
     model_weight: float = Field(20.0, gt=0.0, description=(
         "the model's expected FMR counts as model_weight / target_fmr audit labels in the bound (200 at 0.1) until "
         "real audit labels replace it: the bound sits about 1.28 / sqrt(model_weight), 29 %, above the expectation"))
+    calibration_check: bool = Field(False, description=(
+        "raise the model's expected FMR in the bound by how far the labelled rows' out-of-fold scores "
+        "under-predict their false labels (kgr.promotion.certificate); off: measured, it cost acceptance "
+        "without catching the overconfident draws"))
     min_p: float = Field(0.5, ge=0.0, le=1.0, description="never promote an edge with p_hat below this")
     quorum: int = Field(1, ge=1, description="votes before an edge is promoted at all (1: the evidence decides)")
     max_contr: float = Field(0.5, ge=0.0, description="reject when R_contr exceeds it (one hard violation)")
@@ -37,7 +41,10 @@ class CalibratedConfig(BaseModel):
     rules_min_support: int = Field(2, ge=1)
     rules_min_confidence: float = Field(0.05, ge=0.0, le=1.0)
     min_labels: int = Field(20, ge=2, description="labels before the supervised stage of the scorer")
-    min_per_class: int = Field(10, ge=1, description="labels of each class needed as well")
+    min_per_class: int = Field(20, ge=1, description=(
+        "labels of each class needed as well: the supervised stage cross-fits over 5 folds, so each training "
+        "split holds >= 16 of the minority class (with 10, a fit on 17 false labels scored its top slice 0.99 "
+        "where 10 % were false; docs/promotion.md)"))
     C: float = Field(1.0, gt=0.0, description="inverse L2 strength of the supervised stage")
     write_tolerance: float = Field(1e-3, ge=0.0, description="a recorded p_hat is rewritten when it moved by more")
 

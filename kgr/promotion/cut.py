@@ -109,8 +109,10 @@ def functional_winners(p: np.ndarray, keys: Sequence[str], groups: Sequence[str 
 def cut(p: np.ndarray, keys: Sequence[str], *, target: float, prior_audits: int, eligible: np.ndarray | None = None,
         known: np.ndarray | None = None, groups: Sequence[str | None] | None = None,
         blocked: np.ndarray | None = None, audit_scores: np.ndarray = np.zeros(0),
-        audit_false: np.ndarray = np.zeros(0, bool), min_p: float = 0.5, level: float = 0.9) -> Cut:
-    """The cut (see the module docstring); arrays are per row, ``audit_*`` per audit label."""
+        audit_false: np.ndarray = np.zeros(0, bool), min_p: float = 0.5, level: float = 0.9,
+        label_scores: np.ndarray | None = None, label_false: np.ndarray | None = None) -> Cut:
+    """The cut (see the module docstring); arrays are per row, ``audit_*`` per audit label, ``label_*``
+    per labelled row (out-of-fold scores, for the certificate's calibration check; ``None``: off)."""
     p = np.asarray(p, dtype=np.float64)
     n = len(p)
     eligible = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)
@@ -125,7 +127,8 @@ def cut(p: np.ndarray, keys: Sequence[str], *, target: float, prior_audits: int,
     order = idx[np.lexsort((key_rank[idx], -p[idx]))] if len(idx) else idx
     from kgr.promotion.certificate import slice_bounds
 
-    bounds = slice_bounds(p[order], known[order], audit_scores, audit_false, prior_audits=prior_audits, level=level)
+    bounds = slice_bounds(p[order], known[order], audit_scores, audit_false, prior_audits=prior_audits, level=level,
+                          label_scores=label_scores, label_false=label_false)
     ok = (bounds.bound <= target + 1e-12) & ((p[order] >= min_p) | known[order])
     k = int(np.argmin(ok)) if len(ok) and not ok.all() else len(ok)
     tau = float(p[order[k - 1]]) if k else math.inf

@@ -222,9 +222,11 @@ class CalibratedPolicy:
         oof[np.nonzero(pop & (label >= 0))[0]] = sc.oof_
         aud = np.nonzero(pop & audit)[0]
         groups = [f"{c.subject_key}|{c.relation}" if ch.functional[i] else None for i, c in enumerate(rows)]
+        lab = np.nonzero(pop & (label >= 0))[0] if cfg.calibration_check else None
         ct = cut(p, [c.key for c in rows], target=cfg.target_fmr, prior_audits=cfg.prior_audits, eligible=eligible,
                  known=label == 1, groups=groups, blocked=ch.pinned_object, audit_scores=oof[aud],
-                 audit_false=label[aud] == 0, min_p=cfg.min_p, level=cfg.level)
+                 audit_false=label[aud] == 0, min_p=cfg.min_p, level=cfg.level,
+                 label_scores=None if lab is None else oof[lab], label_false=None if lab is None else label[lab] == 0)
         inside = np.zeros(n, bool)
         inside[ct.order[:ct.k]] = True
         unread = pop & (label < 0) & np.array([c.chunked and not c.reread and c.supports + c.contradicts + c.silent == 0

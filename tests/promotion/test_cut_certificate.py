@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from kgr.promotion.certificate import clopper_pearson_upper, slice_bounds
+from kgr.promotion.certificate import calibration_ratio, clopper_pearson_upper, slice_bounds
 from kgr.promotion.cut import cut
 
 
@@ -93,3 +93,42 @@ def test_one_object_per_subject_on_a_functional_relation_and_none_after_a_pinned
     c = cut(p, keys, target=0.5, prior_audits=20, groups=groups, blocked=np.array([False, False, False, True]))
     assert sorted(keys[i] for i in c.order[:c.k]) == ["b", "c"]
     assert set(c.losers) == {0, 3} and "better supported object" in c.losers[0] and "promoted object" in c.losers[3]
+
+
+def test_the_calibration_check_raises_the_models_pseudo_failures_by_the_labels_ratio():
+    """Hand-computed: ten unlabelled rows at 0.95 (E = 0.05), M = 20 pseudo-audits: 1 pseudo-failure.
+    Four labelled rows score 0.95 out of fold (e = 0.2 expected false) and two are false: the ratio is
+    (1 + 2) / (1 + 0.2) = 2.5, so the bound counts 2.5 pseudo-failures in 20 instead of 1."""
+    p = np.full(10, 0.95)
+    plain = slice_bounds(p, np.zeros(10, bool), np.zeros(0), np.zeros(0, bool), prior_audits=20)
+    checked = slice_bounds(p, np.zeros(10, bool), np.zeros(0), np.zeros(0, bool), prior_audits=20,
+                           label_scores=np.full(4, 0.95), label_false=np.array([True, True, False, False]))
+    assert plain.bound[9] == pytest.approx(clopper_pearson_upper(1.0, 20))
+    assert checked.bound[9] == pytest.approx(clopper_pearson_upper(2.5, 20))
+    assert calibration_ratio(np.array([1.0]), np.array([2]), np.array([0.2]))[0] == pytest.approx(2.5)
+    # never lowered: labels that are all true leave the model's expectation as it was
+    calm = slice_bounds(p, np.zeros(10, bool), np.zeros(0), np.zeros(0, bool), prior_audits=20,
+                        label_scores=np.full(4, 0.95), label_false=np.zeros(4, bool))
+    assert calm.bound == pytest.approx(plain.bound)
+    # labels whose score does not reach a slice's lowest p_hat do not count in it
+    low = slice_bounds(p, np.zeros(10, bool), np.zeros(0), np.zeros(0, bool), prior_audits=20,
+                       label_scores=np.full(4, 0.6), label_false=np.ones(4, bool))
+    assert low.bound == pytest.approx(plain.bound)
+
+
+def test_the_calibration_check_stops_a_cut_where_the_labels_show_the_model_overconfident():
+    """100 rows at 0.97 and 100 at 0.90, target 0.1, M = 200: the model alone promotes all 200. Twenty
+    labelled rows score 0.90 out of fold and half of them are false (two expected): below 0.97 the
+    check raises the expectation and the cut stops inside the lower half; the top half, which no
+    label reaches, is untouched; twenty labels that are as false as predicted change nothing."""
+    n = 200
+    keys = [f"k{i:03d}" for i in range(n)]
+    p = np.concatenate([np.full(100, 0.97), np.full(100, 0.90)])
+    scores = np.full(20, 0.90)
+    plain = cut(p, keys, target=0.1, prior_audits=200)
+    assert plain.k == n
+    checked = cut(p, keys, target=0.1, prior_audits=200, label_scores=scores, label_false=np.arange(20) % 2 == 0)
+    assert 100 < checked.k < n
+    assert checked.bound <= 0.1 < checked.bounds.bound[checked.k]
+    calibrated = cut(p, keys, target=0.1, prior_audits=200, label_scores=scores, label_false=np.arange(20) % 10 == 0)
+    assert calibrated.k == n

@@ -158,7 +158,7 @@ def test_labels_refit_the_scorer_and_change_decisions(graph):
     rows, truth = world(seed=11)
     stage(graph, rows, schema=SCHEMA)
     kg = Engine(graph, schema=SCHEMA)
-    cfg = CalibratedConfig(embedding=False, target_fmr=0.1)
+    cfg = CalibratedConfig(embedding=False, target_fmr=0.1, min_per_class=10)  # this world has < 20 false ones
     kg.promote_until_done(config=cfg)
     before = {r["key"]: r for r in graph.read("pending_edges", {"statuses": None})}
     p_before = _p_hats(graph)
@@ -166,7 +166,7 @@ def test_labels_refit_the_scorer_and_change_decisions(graph):
     single = [k for k, r in before.items() if r["relation"] == "KNOWS" and r["votes"] == 1 and k in p_before]
     single.sort(key=lambda k: abs(p_before[k] - 0.5))
     is_true = {k: (before[k]["subject"], "KNOWS", before[k]["object"]) in truth for k in single}
-    # 15 of each answer: the supervised stage waits for min_per_class (10) labels of each class
+    # 15 of each answer: the supervised stage waits for min_per_class labels of each class (10 here)
     answered = [k for k in single if is_true[k]][:15] + [k for k in single if not is_true[k]][:15]
     labels = [EdgeLabel(key=k, label=is_true[k], reviewer="t") for k in answered]
     assert min(sum(lab.label for lab in labels), sum(not lab.label for lab in labels)) >= 10
