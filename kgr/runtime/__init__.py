@@ -18,8 +18,9 @@ The package knows nothing of the store (and the store nothing of it): it runs a 
 sockets, and sends no query. :func:`kgr.connect.connect` is where the two meet.
 
 Modules, one job each: :mod:`~kgr.runtime.config` (settings, paths, ports, the status model),
-:mod:`~kgr.runtime.executables` (``java`` and ``mvn``), :mod:`~kgr.runtime.jars` (Maven and the jar
-cache), :mod:`~kgr.runtime.files` (the home's layout, ``conf/neo4j.conf``, the pid file, logs, locks),
+:mod:`~kgr.runtime.executables` (``java`` and ``mvn``), :mod:`~kgr.runtime.jars` (the Neo4j jars),
+:mod:`~kgr.runtime.maven` (Maven and the jar cache, shared with CoreNLP), :mod:`~kgr.runtime.files`
+(the home's layout, ``conf/neo4j.conf``, the pid file, logs, locks),
 :mod:`~kgr.runtime.process` (the JVM command line, spawning, finding and stopping the process),
 :mod:`~kgr.runtime.health` (ports, Bolt handshake, HTTP), :mod:`~kgr.runtime.progress` (messages on
 stderr) and :mod:`~kgr.runtime.managed` (:class:`ManagedNeo4j`, which puts them together).

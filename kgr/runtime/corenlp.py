@@ -4,7 +4,7 @@ The optional dependency parser of the rules extractor (:mod:`kgr.extract.parsed`
 GPL-3.0-or-later; kgr does not bundle it: ``mvn dependency:copy-dependencies`` fetches
 ``edu.stanford.nlp:stanford-corenlp:<version>`` and its ``models`` classifier jar (about 480 MB)
 from Maven Central into ``<cache>/corenlp-<version>/lib/`` the first time a parse is asked for
-(the same install lock and marker file as Neo4j's jars, :mod:`kgr.runtime.jars`), and kgr talks
+(the same install lock and marker file as Neo4j's jars, :mod:`kgr.runtime.maven`), and kgr talks
 to it over HTTP as a separate process:
 
     java -Xmx3g -cp '<lib>/*' edu.stanford.nlp.pipeline.StanfordCoreNLPServer -host 127.0.0.1
@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -37,14 +35,16 @@ from pathlib import Path
 
 from kgr.errors import KgrRuntimeError
 from kgr.runtime.config import default_cache_dir
-from kgr.runtime.executables import find_executable, java_major_version
+from kgr.runtime.executables import require_java
 from kgr.runtime.files import file_lock, tail_log
-from kgr.runtime.jars import MARKER_FILE, copy_dependencies
+from kgr.runtime.maven import copy_dependencies, locked_install
 from kgr.runtime.progress import Progress
 
 __all__ = ["ANNOTATORS", "CORENLP_VERSION", "CoreNLPConfig", "CoreNLPServer", "find_servers", "install_corenlp"]
 
 CORENLP_VERSION = "4.5.10"
+#: The oldest Java the CoreNLP server runs on.
+MIN_JAVA_MAJOR = 8
 #: What the server loads at start and runs per request (``ner`` measured no gain: docs/extract.md).
 ANNOTATORS = "tokenize,ssplit,pos,lemma,depparse"
 SERVER_CLASS = "edu.stanford.nlp.pipeline.StanfordCoreNLPServer"
@@ -101,15 +101,6 @@ class CoreNLPConfig:
         return self.install_dir / f"server-{self.port}.log"
 
 
-def _installed(config: CoreNLPConfig) -> bool:
-    try:
-        marker = json.loads((config.install_dir / MARKER_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    jars = marker.get("jars") or []
-    return marker.get("corenlp") == config.version and bool(jars) and all((config.lib_dir / j).is_file() for j in jars)
-
-
 def install_corenlp(config: CoreNLPConfig, progress: Progress | None = None) -> Path:
     """Download the CoreNLP jars and models with Maven unless they are in the cache. Returns ``lib/``.
 
@@ -119,37 +110,15 @@ def install_corenlp(config: CoreNLPConfig, progress: Progress | None = None) -> 
         mvn missing, the cache not writable, or Maven failed (with the end of its log).
     """
     progress = progress or Progress(quiet=True)
-    if _installed(config):
-        return config.lib_dir
-    mvn = find_executable(config.mvn, "mvn")
-    if mvn is None:
-        raise KgrRuntimeError(f"mvn not found (KGR_MVN={config.mvn or 'unset'}): the CoreNLP parser's jars are "
-                              f"downloaded once with Maven into {config.lib_dir} (e.g. apt-get install maven)")
-    try:
-        config.install_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KgrRuntimeError(f"cannot create the jar cache {config.install_dir} (set KGR_CACHE_DIR): {exc}") from None
-    with file_lock(config.install_dir / ".install.lock"):
-        if _installed(config):
-            return config.lib_dir
-        progress.say(f"Downloading Stanford CoreNLP {config.version} (GPL-3.0-or-later) and its English models "
-                     f"with Maven into {config.lib_dir} (once, about 480 MB)...")
-        jars = copy_dependencies(config.install_dir, _POM.format(v=config.version), mvn, progress,
-                                 expect=f"stanford-corenlp-{config.version}", what="Stanford CoreNLP")
-        shutil.rmtree(config.lib_dir, ignore_errors=True)
-        (config.install_dir / "lib.partial").rename(config.lib_dir)
-        (config.install_dir / MARKER_FILE).write_text(json.dumps({"corenlp": config.version, "jars": jars}, indent=1))
-    return config.lib_dir
+    return locked_install(config.install_dir, {"corenlp": config.version}, lambda: _fetch(config, progress), progress)
 
 
-def _java(config: CoreNLPConfig) -> str:
-    java = find_executable(config.java, "java")
-    if java is None:
-        where = f"KGR_JAVA={config.java} is not an executable" if config.java else "java not found on PATH"
-        raise KgrRuntimeError(f"{where}: the CoreNLP parser needs Java 8+ (e.g. apt-get install openjdk-17-jre-headless)")
-    if java_major_version(java) < 8:
-        raise KgrRuntimeError(f"java at {java} is older than Java 8; the CoreNLP parser needs Java 8+ (set KGR_JAVA)")
-    return java
+def _fetch(config: CoreNLPConfig, progress: Progress) -> list[str]:
+    """The CoreNLP jar and its models jar into ``lib.partial/`` (:func:`~kgr.runtime.maven.copy_dependencies`)."""
+    return copy_dependencies(config.install_dir, _POM.format(v=config.version), config.mvn, progress,
+                             expect=f"stanford-corenlp-{config.version}", what="the CoreNLP parser's jars",
+                             announce=f"Downloading Stanford CoreNLP {config.version} (GPL-3.0-or-later) and its "
+                             f"English models with Maven into {config.lib_dir} (once, about 480 MB)...")
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -211,7 +180,7 @@ class CoreNLPServer:
         """
         if self._proc is not None and self._proc.poll() is None or self.ready():
             return self
-        java = _java(self.config)
+        java = require_java(self.config.java, MIN_JAVA_MAJOR, "the CoreNLP parser")
         install_corenlp(self.config, self.progress)
         with file_lock(self.config.install_dir / f"server-{self.config.port}.lock"):  # one start per port at a time
             if not self.ready():

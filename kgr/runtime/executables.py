@@ -1,8 +1,8 @@
-"""The programs the launcher needs: ``java`` (at least :data:`~kgr.runtime.config.MIN_JAVA_MAJOR`) and ``mvn``.
+"""The programs the JVM runtimes need (the managed Neo4j, the CoreNLP server): ``java`` and ``mvn``.
 
-Each is the explicit path from the config (``KGR_JAVA``, ``KGR_MVN``) or the name looked up on
-``PATH``. A missing or too old program raises :class:`~kgr.errors.KgrRuntimeError` saying how to
-get it.
+Each is the explicit path from the configuration (``KGR_JAVA``, ``KGR_MVN``) or the name looked up on
+``PATH``; the caller says how new a java it needs and what for. A missing or too old program raises
+:class:`~kgr.errors.KgrRuntimeError` saying how to get it and what needs it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from kgr.errors import KgrRuntimeError
-from kgr.runtime.config import MIN_JAVA_MAJOR, RuntimeConfig
 
 __all__ = ["find_executable", "java_major_version", "require_java", "require_mvn"]
 
@@ -48,31 +48,43 @@ def java_major_version(java: str) -> int:
     return major
 
 
-def require_java(config: RuntimeConfig) -> str:
-    """The java that runs the server, checked to be new enough for ``config.neo4j_version``."""
-    java = find_executable(config.java, "java")
+def require_java(explicit: str | None, min_major: int, needed_by: str, *, otherwise: str = "") -> str:
+    """The java to run, ``explicit`` (``KGR_JAVA``) or ``java`` on PATH, checked to be ``min_major`` or newer.
+
+    ``needed_by`` names what runs on it (``"the managed Neo4j"``); ``otherwise`` is appended to the
+    message of a missing java (another way to do without it).
+
+    Raises
+    ------
+    KgrRuntimeError
+        No such java (naming KGR_JAVA and the apt-get package), or it is too old or does not run.
+    """
+    java = find_executable(explicit, "java")
     if java is None:
-        where = f"KGR_JAVA={config.java}" if config.java else "java not found on PATH"
+        where = f"KGR_JAVA={explicit} is not an executable" if explicit else "java not found on PATH"
         raise KgrRuntimeError(
-            f"{where}: the managed Neo4j needs Java {MIN_JAVA_MAJOR}+ "
-            f"(e.g. apt-get install openjdk-17-jre-headless), or set NEO4J_URI to use another server"
+            f"{where}: {needed_by} needs Java {min_major}+ (e.g. apt-get install openjdk-17-jre-headless){otherwise}"
         )
     major = java_major_version(java)
-    if major < MIN_JAVA_MAJOR:
+    if major < min_major:
         raise KgrRuntimeError(
-            f"java at {java} is version {major}; Neo4j {config.neo4j_version} needs Java "
-            f"{MIN_JAVA_MAJOR} or newer (put a newer java first on PATH or set KGR_JAVA)"
+            f"java at {java} is version {major}; {needed_by} needs Java {min_major} or newer "
+            f"(put a newer java first on PATH or set KGR_JAVA)"
         )
     return java
 
 
-def require_mvn(config: RuntimeConfig) -> str:
-    """The Maven that downloads the jars (needed once per Neo4j version and cache)."""
-    mvn = find_executable(config.mvn, "mvn")
+def require_mvn(explicit: str | None, what: str, lib_dir: Path) -> str:
+    """The Maven that downloads ``what`` (e.g. ``"Neo4j jars"``) once into ``lib_dir``: ``explicit``
+    (``KGR_MVN``) or ``mvn`` on PATH.
+
+    Raises
+    ------
+    KgrRuntimeError
+        No such mvn (naming KGR_MVN, what needs it and the apt-get package).
+    """
+    mvn = find_executable(explicit, "mvn")
     if mvn is None:
-        where = f"KGR_MVN={config.mvn} is not executable" if config.mvn else "mvn not found on PATH"
-        raise KgrRuntimeError(
-            f"{where} (needed once to download Neo4j jars into {config.lib_dir}; "
-            f"e.g. apt-get install maven)"
-        )
+        where = f"KGR_MVN={explicit} is not executable" if explicit else "mvn not found on PATH"
+        raise KgrRuntimeError(f"{where} (needed once to download {what} into {lib_dir}; e.g. apt-get install maven)")
     return mvn

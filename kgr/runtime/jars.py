@@ -5,26 +5,19 @@
 ``mvn dependency:copy-dependencies`` writes into ``lib.partial/``, which becomes ``lib/`` only when a
 ``neo4j-<version>`` jar is among the results; a marker file listing the versions and the jars is
 written last, so an interrupted download is redone and a complete one is never repeated. An
-install lock serialises concurrent installs into one cache.
+install lock serialises concurrent installs into one cache (all of it :mod:`kgr.runtime.maven`,
+shared with the CoreNLP jars).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from kgr.errors import KgrRuntimeError
 from kgr.runtime.config import RuntimeConfig
-from kgr.runtime.executables import require_mvn
-from kgr.runtime.files import file_lock, tail_log
+from kgr.runtime.maven import copy_dependencies, is_complete, locked_install
 from kgr.runtime.progress import Progress
 
-__all__ = ["MARKER_FILE", "POM_TEMPLATE", "copy_dependencies", "install_jars", "is_installed"]
-
-MARKER_FILE = ".kgr-install-complete"
+__all__ = ["POM_TEMPLATE", "install_jars", "is_installed"]
 
 POM_TEMPLATE = """\
 <?xml version="1.0" encoding="UTF-8"?>
@@ -51,20 +44,14 @@ POM_TEMPLATE = """\
 """
 
 
-def _marker_path(config: RuntimeConfig) -> Path:
-    return config.install_dir / MARKER_FILE
+def _versions(config: RuntimeConfig) -> dict[str, str]:
+    """What the marker must name for ``config``'s jars to count as installed."""
+    return {"neo4j": config.neo4j_version, "browser": config.browser_version}
 
 
 def is_installed(config: RuntimeConfig) -> bool:
     """True when the marker names ``config``'s versions and every jar it lists is in ``lib/``."""
-    try:
-        marker = json.loads(_marker_path(config).read_text())
-    except (OSError, ValueError):
-        return False
-    if marker.get("neo4j") != config.neo4j_version or marker.get("browser") != config.browser_version:
-        return False
-    jars = marker.get("jars") or []
-    return bool(jars) and all((config.lib_dir / jar).is_file() for jar in jars)
+    return is_complete(config.install_dir, _versions(config))
 
 
 def install_jars(config: RuntimeConfig, progress: Progress) -> Path:
@@ -75,62 +62,18 @@ def install_jars(config: RuntimeConfig, progress: Progress) -> Path:
     KgrRuntimeError
         The cache cannot be created, mvn is missing, or Maven failed (with the end of its log).
     """
-    if is_installed(config):
-        return config.lib_dir
-    try:
-        config.install_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KgrRuntimeError(f"cannot create the jar cache {config.install_dir} (set KGR_CACHE_DIR): {exc}") from None
-    with file_lock(config.install_dir / ".install.lock"):
-        if is_installed(config):  # another process finished while we waited
-            return config.lib_dir
-        started = time.monotonic()
-        jars = _copy_dependencies(config, require_mvn(config), progress)
-        shutil.rmtree(config.lib_dir, ignore_errors=True)
-        (config.install_dir / "lib.partial").rename(config.lib_dir)
-        _marker_path(config).write_text(
-            json.dumps({"neo4j": config.neo4j_version, "browser": config.browser_version, "jars": jars}, indent=1)
-        )
-        progress.say(f"Installed {len(jars)} jars in {time.monotonic() - started:.0f} s.")
-    return config.lib_dir
+    return locked_install(config.install_dir, _versions(config), lambda: _fetch(config, progress), progress)
 
 
-def _copy_dependencies(config: RuntimeConfig, mvn: str, progress: Progress) -> list[str]:
-    """Run ``mvn dependency:copy-dependencies`` into ``lib.partial/``; the jar names it produced."""
-    pom = POM_TEMPLATE.format(neo4j_version=config.neo4j_version, browser_version=config.browser_version)
-    progress.say(
-        f"Downloading Neo4j {config.neo4j_version} and Neo4j Browser {config.browser_version} jars "
-        f"with Maven into {config.lib_dir} (once, about 140 MB)..."
+def _fetch(config: RuntimeConfig, progress: Progress) -> list[str]:
+    """The Neo4j and Browser jars into ``lib.partial/`` (:func:`~kgr.runtime.maven.copy_dependencies`)."""
+    return copy_dependencies(
+        config.install_dir,
+        POM_TEMPLATE.format(neo4j_version=config.neo4j_version, browser_version=config.browser_version),
+        config.mvn,
+        progress,
+        expect=f"neo4j-{config.neo4j_version}",
+        what="Neo4j jars",
+        announce=f"Downloading Neo4j {config.neo4j_version} and Neo4j Browser {config.browser_version} jars "
+        f"with Maven into {config.lib_dir} (once, about 140 MB)...",
     )
-    return copy_dependencies(config.install_dir, pom, mvn, progress, expect=f"neo4j-{config.neo4j_version}",
-                             what="the Neo4j jars")
-
-
-def copy_dependencies(install_dir: Path, pom_text: str, mvn: str, progress: Progress, *, expect: str,
-                      what: str) -> list[str]:
-    """Write ``pom_text`` to ``install_dir/pom.xml`` and run ``mvn dependency:copy-dependencies`` into
-    ``install_dir/lib.partial/``; the jar names it produced. Shared by every jar set kgr resolves
-    (Neo4j here, Stanford CoreNLP in :mod:`kgr.runtime.corenlp`); the caller holds the install lock,
-    renames ``lib.partial`` and writes its marker.
-
-    Raises
-    ------
-    KgrRuntimeError
-        Maven failed, or no jar whose name starts with ``expect`` was produced (with the log's end).
-    """
-    pom = install_dir / "pom.xml"
-    pom.write_text(pom_text)
-    partial = install_dir / "lib.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    log = install_dir / "mvn.log"
-    cmd = [
-        mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-        f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    with log.open("w") as out, progress.spinner("Maven is downloading..."):
-        rc = subprocess.run(cmd, check=False, stdout=out, stderr=subprocess.STDOUT, cwd=install_dir).returncode
-    jars = sorted(p.name for p in partial.glob("*.jar")) if partial.is_dir() else []
-    if rc != 0 or not any(j.startswith(expect) for j in jars):
-        reason = f"exit code {rc}" if rc else f"no {expect.rsplit('-', 1)[0]} jar was produced"
-        raise KgrRuntimeError(f"mvn failed to download {what} ({reason}); full log {log}:\n{tail_log(log, 15)}")
-    return jars

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgr.errors import KgrRuntimeError
-from kgr.runtime.config import Neo4jStatus, RuntimeConfig
+from kgr.runtime.config import MIN_JAVA_MAJOR, Neo4jStatus, RuntimeConfig
 from kgr.runtime.executables import require_java
 from kgr.runtime.files import HomeFiles, file_lock
 from kgr.runtime.health import bolt_handshake, check_ports, server_answers
@@ -73,7 +73,8 @@ class ManagedNeo4j:
     def java(self) -> str:
         """The java that runs the server (looked up and version-checked on first use)."""
         if self._java is None:
-            self._java = require_java(self.config)
+            self._java = require_java(self.config.java, MIN_JAVA_MAJOR, "the managed Neo4j",
+                                      otherwise=", or set NEO4J_URI to use another server")
         return self._java
 
     def is_installed(self) -> bool:

@@ -231,7 +231,8 @@ def test_a_stopped_managed_neo4j_is_announced_before_anything_is_done_for_it(tmp
     assert len(said) == 2, said
     assert re.fullmatch(rf"kgr: starting the managed Neo4j \((stopped|first start)\) on bolt://127\.0\.0\.1:{bolt}, "
                         rf"home {re.escape(str(home))}; `kgr neo4j stop` stops it …", said[0]), said
-    assert said[1].startswith(f"Error: KGR_JAVA={tmp_path / 'no-java'}: the managed Neo4j needs Java 17+"), said
+    assert said[1].startswith(f"Error: KGR_JAVA={tmp_path / 'no-java'} is not an executable: the managed Neo4j needs "
+                              "Java 17+"), said
 
 
 def test_off_a_terminal_the_periodic_lines_show_the_total_and_the_eta():

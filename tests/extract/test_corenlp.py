@@ -151,7 +151,8 @@ def test_clear_error_when_the_server_dies(tmp_path, corenlp):
 
 
 def test_clear_error_when_mvn_is_missing(tmp_path):
-    with pytest.raises(KgrRuntimeError, match=r"mvn not found .*downloaded once with Maven"):
+    with pytest.raises(KgrRuntimeError,
+                       match=r"KGR_MVN=.*no-mvn is not executable \(needed once to download the CoreNLP parser's jars"):
         install_corenlp(CoreNLPConfig(cache_dir=tmp_path, mvn=str(tmp_path / "no-mvn")))
 
 

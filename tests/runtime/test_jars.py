@@ -10,7 +10,8 @@ import pytest
 
 from kgr.errors import KgrRuntimeError
 from kgr.runtime import RuntimeConfig
-from kgr.runtime.jars import MARKER_FILE, install_jars, is_installed
+from kgr.runtime.jars import install_jars, is_installed
+from kgr.runtime.maven import MARKER_FILE
 from kgr.runtime.progress import Progress
 
 # Copies two jars into the directory given as -DoutputDirectory=..., as Maven would.
