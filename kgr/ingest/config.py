@@ -48,7 +48,9 @@ class IngestConfig(BaseModel):
     writers: int = Field(1, ge=1, le=16, description="write transactions in flight at once")
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     max_rounds: int = Field(3, ge=1, le=20, description="extraction rounds per chunk (density/feedback loop)")
-    similarity_threshold: float = Field(0.8, ge=0, le=1, description="disambiguation threshold")
+    similarity_threshold: float = Field(0.8, ge=0, le=1, description=(
+        "the disambiguation step's fuzzy threshold; used only with resolve off (with resolve on a name links "
+        "only to an entity it names exactly, and the job's resolution decides near-namesakes)"))
     disambiguation_cache: int = Field(
         65_536, ge=0, le=10_000_000,
         description="most entity names whose unique exact match in the store is remembered for the rest of the run "

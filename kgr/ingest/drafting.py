@@ -88,7 +88,11 @@ class ChunkDrafter:
 
     ``known_before`` (epoch seconds): fuzzy disambiguation matches only entities that existed then
     (the job's start), so that chunk order, and so concurrency or the executor, cannot change what a
-    name resolves to. ``config.concurrency`` chunks are in extraction at once (the rounds; the
+    name resolves to. With ``config.resolve`` (the default) there is no fuzzy step at all: a name
+    links only to the entity it names exactly, and near-namesakes — whether staged by this job or
+    an earlier one — are left to the resolution at the job's end, which decides them from the whole
+    graph (so what a name links to does not depend on which entities earlier jobs left).
+    ``config.concurrency`` chunks are in extraction at once (the rounds; the
     disambiguation lookup runs outside that limit, so LLM requests never wait on the database), or
     twice that with an extractor that bounds its own requests (``max_concurrency``, the LLM
     extractor: ``config.concurrency`` requests in flight): a chunk parsing its reply or running the
@@ -107,6 +111,10 @@ class ChunkDrafter:
         self.ctx = ToolContext(graph=graph, schema=schema, known_before=known_before)
         self.tschema = tool_schema(schema)
         self.resolve = resolver(schema)
+        #: with resolution at the job's end (``config.resolve``) a name links only to an entity it names
+        #: exactly (its key or an alias): near-namesakes are the resolution's to decide, over every
+        #: entity at once, whatever earlier jobs left; without it, fuzzy links as before
+        self.strategy = "exact_match" if config.resolve else "semantic_similarity"
         # (type, name) -> the store's name of its unique exact match (see _disambiguate); event loop only
         self._matches: OrderedDict[tuple[str, str], str] = OrderedDict()
         self.is_async = isinstance(extractor, AsyncExtractor)
@@ -295,6 +303,7 @@ class ChunkDrafter:
             for i in todo:
                 ask.setdefault(items[i][0], []).append(items[i][1])
             params = EntityDisambiguationInput.of(extracted_kg={"entities": ask, "relations": {}},
+                                                  disambiguation_strategy=self.strategy,
                                                   similarity_threshold=self.config.similarity_threshold,
                                                   context=chunk.text[:20000])
             calls[query_entity_disambiguation.__name__] += 1

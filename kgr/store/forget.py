@@ -171,7 +171,7 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
             # forget without its unmerge): a resolution re-decides them on a population like a fresh one's
             report.unmerge_version, report.unmerged = unmerge_after(
                 tx, types={k.partition(":")[0] for k in report.kept_touched},
-                reason=f"unmerge after forget (version {report.version})", now=ts)
+                reason=f"unmerge after forget (version {report.version})", now=ts, quorum=quorum)
         return report
 
     try:

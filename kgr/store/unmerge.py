@@ -19,7 +19,10 @@ as a fresh resolution of the remaining corpus would:
   when all their votes move, the content hash updated term by term); a KEEP edge left with no vote
   is deleted (a fresh staging would not have it);
 - a DROP whose every source was forgotten gets no vote back: it is gone with its evidence (an
-  orphan is deleted like a forget's).
+  orphan is deleted like a forget's);
+- a promoted KEEP edge that the moves leave below ``quorum`` votes (default 2, a forget's own
+  ``quorum``) is retired as a forget retires one (held, with a ``retract`` decision): its promotion
+  counted the votes of the sources that went back to DROP, which a fresh staging would not give it.
 
 The version (kind ``unmerge``) is reversible like any: a rollback to the version before restores
 the promoted edge set (the pending edges stay where the unmerge put them, like a merge's).
@@ -35,7 +38,9 @@ both) is DROP's only: its votes on KEEP's own edges move with it. A source stage
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Collection
 
 from kgr.store.connection import Graph, Tx
@@ -63,7 +68,7 @@ def origins(drops: list[dict]) -> dict[str, list[str]]:
 
 
 def unmerge(graph: Graph, keeps: Collection[str] = (), *, types: Collection[str] = (), reason: str = "",
-            now: float | None = None) -> tuple[int | None, list[str]]:
+            now: float | None = None, quorum: int = 2) -> tuple[int | None, list[str]]:
     """Undo every merge into the entities ``keeps``, or with ``types`` every merge of an entity of
     those types, as one version (module docstring); returns the version (None when there was no
     such merge) and the keys of the entities unmerged."""
@@ -72,12 +77,13 @@ def unmerge(graph: Graph, keeps: Collection[str] = (), *, types: Collection[str]
     if not keeps and not types:
         return None, []
     try:
-        return graph.write_unit(lambda tx: _unmerge_unit(tx, keeps, types, reason, ts))
+        return graph.write_unit(lambda tx: _unmerge_unit(tx, keeps, types, reason, ts, quorum))
     except _Nothing:
         return None, []
 
 
-def unmerge_after(tx: Tx, *, types: Collection[str], reason: str, now: float) -> tuple[int | None, list[str]]:
+def unmerge_after(tx: Tx, *, types: Collection[str], reason: str, now: float,
+                  quorum: int = 2) -> tuple[int | None, list[str]]:
     """:func:`unmerge` of every recorded merge of ``types`` inside a write unit that already holds
     the version lock (a forget's, :func:`kgr.store.forget.forget`): its own version, committed with
     the caller's or not at all, so no crash can leave a forget without its unmerge."""
@@ -85,22 +91,24 @@ def unmerge_after(tx: Tx, *, types: Collection[str], reason: str, now: float) ->
     if not drops:
         return None, []
     version, old_hash = open_version(tx)  # the lock is held: this only numbers the second version
-    return _undo(tx, drops, version, old_hash, reason, now)
+    return _undo(tx, drops, version, old_hash, reason, now, quorum)
 
 
 class _Nothing(Exception):
     """Nothing is merged into the given entities: the unit rolls back (no version is spent)."""
 
 
-def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: float) -> tuple[int | None, list[str]]:
+def _unmerge_unit(tx: Tx, keeps: list[str], types: list[str], reason: str, now: float,
+                  quorum: int) -> tuple[int | None, list[str]]:
     version, old_hash = open_version(tx)  # the version lock first, then entities, as a merge takes them
     drops = tx.run("unmerge_read", {"keeps": keeps, "types": types}, by_type=bool(types))
     if not drops:
         raise _Nothing()
-    return _undo(tx, drops, version, old_hash, reason, now)
+    return _undo(tx, drops, version, old_hash, reason, now, quorum)
 
 
-def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, now: float) -> tuple[int, list[str]]:
+def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, now: float,
+          quorum: int) -> tuple[int, list[str]]:
     """Undo the merges ``drops`` (rows of ``unmerge_read``) as version ``version`` (module docstring),
     and record that a resolution of their types is due (:func:`resolution_due`)."""
     kept = sorted({d["keep"] for d in drops})
@@ -118,13 +126,32 @@ def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, n
     moved = move_sources_many(tx, moves, version=version, now=now)
     if live:
         tx.run("unmerge_drop_emptied", {"rows": live})
+    below = _retire_below_quorum(tx, kept, quorum, version, now, why)
     tx.run("forget_orphans", {"keys": sorted({*keep_of, *keep_of.values()})})
     tx.run("resolve_due_add", {"types": sorted({k.partition(":")[0] for k in keep_of})})
-    new_hash = add_terms(old_hash, added=moved.created, removed=moved.retired)
+    new_hash = add_terms(old_hash, added=moved.created, removed=[*moved.retired, *below])
     close_version(tx, version, new_hash, kind="unmerge", now=now,
                   note=f"{why}: {len(drops)} entities unmerged from {len(set(keep_of.values()))}",
-                  promoted=len(moved.created), retired=len(moved.retired))
+                  promoted=len(moved.created), retired=len(moved.retired) + len(below))
     return version, sorted(keep_of)
+
+
+def _retire_below_quorum(tx: Tx, kept: list[str], quorum: int, version: int, now: float, why: str) -> list[str]:
+    """Retire the promoted edges at ``kept`` that the moves left with fewer than ``quorum`` votes (held,
+    each with a ``retract`` decision, as :func:`kgr.store.forget.forget` does); their keys."""
+    rows = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"], "votes": int(e["props"].get("votes") or 0)}
+            for e in {e["key"]: e for e in tx.run("merge_wave_read_edges", {"drops": kept})}.values()
+            if e["props"].get("status") == "promoted" and int(e["props"].get("votes") or 0) < quorum]
+    if not rows:
+        return []
+    for r in rows:
+        r["reason"] = f"{why}: {r['votes']} vote(s) left, quorum {quorum}"
+    gone = {g["key"] for g in tx.run("retire_edges", {"rows": rows, "version": version, "status": "held"})}
+    tx.run("record_decisions", {"rows": [
+        {"id": uuid.uuid4().hex, "key": r["key"], "action": "retract", "round": version, "reason": r["reason"] + "; retired",
+         "inputs": json.dumps({"votes_after": r["votes"], "retired": True, "quorum": quorum})}
+        for r in rows if r["key"] in gone], "version": version, "now": now})
+    return sorted(gone)
 
 
 def resolution_due(graph: Graph) -> list[str]:

@@ -144,7 +144,9 @@ def test_concurrent_run_with_the_cache_equals_one_without(graph, tmp_path):
     assert runs[0][1:] == runs[65_536][1:]
     assert (off.new_votes, off.new_entities) == (on.new_votes, on.new_entities)
     assert off.disambiguation_cached == 0 and on.disambiguation_cached > 48
-    assert on.tool_calls["query_entity_disambiguation"] < off.tool_calls["query_entity_disambiguation"] == 48
+    # a call is saved only when every name of a chunk is cached, which depends on when the writer
+    # commits (under load all 48 chunks may be drafted first): the saving is in names, asserted above
+    assert on.tool_calls["query_entity_disambiguation"] <= off.tool_calls["query_entity_disambiguation"] == 48
     # every chunk marked exactly once, by the group's one statement
     assert {m[1:] for m in runs[65_536][3]} == {(1, "rules", 1, True)}
     assert on.transactions < 48  # groups of chunks per transaction

@@ -77,10 +77,11 @@ def test_reingest_with_resolution_equals_a_fresh_ingest(graph, tmp_path):
     _ingest(graph, root)
     assert ("Person:jacob grene", "Person:jacob green") in _merges(graph)  # m1's merge
     final = {k: v for k, v in first.items() if k not in ("m1", "r3-2", "r5-0")}  # m1 and two others deleted
-    # one edited: its old chunk is forgotten, the new one staged. (Not a document whose entity the
-    # forget leaves without a source: the new chunk's name would then be linked by the drafting step's
-    # fuzzy look-up to a surviving near-namesake, which a fresh ingest does not do: docs/ingest.md.)
+    # two edited: their old chunks are forgotten, the new ones staged; d1's entity (jacob grene) is left
+    # without a source by the forget, and its new chunk's name must not be linked to the surviving
+    # near-namesake jacob green (the drafting step links exact names only, as in a fresh ingest)
     final["k1"] = "jacob green | - | bondi | chemist"
+    final["d1"] = "jacob grene | - | hobart | baker"
     _write(root, final)
     report = _ingest(graph, root, prune=True)
     assert report.documents_pruned == 3
@@ -125,3 +126,4 @@ def test_a_run_that_stops_between_the_unmerge_and_the_resolution_is_completed_by
     _ingest(graph, root)
     assert merges == _merges(graph) and len(merges) > 10
     assert incremental == _state(graph)
+

@@ -167,3 +167,38 @@ def test_a_resolution_an_interrupted_forget_left_due_is_made_by_the_next_one(gra
     rep = Engine(graph, schema=SCHEMA).forget(sources=[other])  # a later forget pays the debt too
     assert resolution_due(graph) == [] and rep.remerge_versions
     assert _merged(graph).get(GRENE) == GREEN
+
+
+def test_a_promoted_edge_the_unmerge_leaves_below_quorum_is_retired_as_a_forget_retires_one(graph):
+    """jacob green WORKS_AS nurse is promoted on two votes, m1's and d1's (d1's came with the merge of
+    jacob grene). Forgetting k2 touches jacob green, so every Person merge is undone: d1's vote goes
+    back to jacob grene and the edge keeps one vote, which a fresh staging would not promote under
+    quorum 2. The unmerge retires it (held, a retract decision) like a forget below quorum would;
+    the content hash follows."""
+    reset(graph)
+    _resolved(graph, MOTIVATED + EXTRA + _background())
+    assert _merged(graph).get(GRENE) == GREEN
+    promote_by_quorum(graph, quorum=2)
+    nurse = {e.key: e for e in promoted_edges(graph)
+             if (e.subject_key, e.relation, e.object_key) == (GREEN, "WORKS_AS", entity_key("Occupation", "nurse"))}
+    assert len(nurse) == 1
+    key = next(iter(nurse))
+    rep = forget(graph, sources=["k2"], quorum=2)
+    assert rep.unmerge_version == rep.version + 1 and GRENE in rep.unmerged
+    assert key not in {e.key for e in promoted_edges(graph)}
+    row = graph.driver.execute_query(
+        "MATCH (:Entity {key: $s})-[p:PENDING_REL {key: $k}]->() RETURN p.status AS st, p.votes AS v, p.sources AS src",
+        s=GREEN, k=key).records[0]
+    assert (row["st"], row["v"], row["src"]) == ("held", 1, ["m1"])
+    decided = graph.driver.execute_query(
+        "MATCH (d:Decision {edge_key: $k, version: $v}) RETURN d.action AS a, d.reason AS r", k=key,
+        v=rep.unmerge_version).records
+    assert [d["a"] for d in decided if d["a"] == "retract"] == ["retract"]
+    assert any("quorum 2" in d["r"] for d in decided)
+    check_hash(graph)
+    # with quorum 1 the same history keeps it: the rule is the forget's own quorum
+    reset(graph)
+    _resolved(graph, MOTIVATED + EXTRA + _background())
+    promote_by_quorum(graph, quorum=2)
+    forget(graph, sources=["k2"], quorum=1)
+    assert key in {e.key for e in promoted_edges(graph)}
