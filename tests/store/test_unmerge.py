@@ -202,3 +202,42 @@ def test_a_promoted_edge_the_unmerge_leaves_below_quorum_is_retired_as_a_forget_
     promote_by_quorum(graph, quorum=2)
     forget(graph, sources=["k2"], quorum=1)
     assert key in {e.key for e in promoted_edges(graph)}
+
+
+def test_a_promoted_edge_that_moves_whole_to_a_dropped_entity_below_quorum_is_retired(graph):
+    """ann lee WORKS_AS pilot is promoted on two votes, one from each of two recorded merges (ann le's
+    d1, an lee's d2), none of its own. Forgetting k1 (ann lee's only other vote) undoes both merges:
+    the first drop to move takes its vote back (the edge keeps the other at ann lee), then the second
+    takes the edge's last vote, so the promoted edge moves whole to it with one vote. It is retired
+    there, as it would be at ann lee."""
+    import time
+
+    from kgr.store.merge import merge_in_tx
+    from kgr.store.versions import add_terms, close_version, open_version
+
+    def recorded_merge(keep: str, drop: str) -> None:  # as kgr resolve merges: undoable by an unmerge
+        def unit(tx):
+            version, old = open_version(tx)
+            _, created, retired = merge_in_tx(tx, keep, drop, version=version, now=time.time(), reason="test",
+                                              record=True)
+            close_version(tx, version, add_terms(old, added=created, removed=retired), kind="resolve", now=time.time())
+        graph.write_unit(unit)
+
+    reset(graph)
+    ann, ann_le, an_lee = (entity_key("Person", n) for n in ("ann lee", "ann le", "an lee"))
+    stage(graph, [T("ann lee", "LIVES_IN", "bondi", "Place", "k1"), T("ann le", "WORKS_AS", "pilot", "Occupation", "d1"),
+                  T("an lee", "WORKS_AS", "pilot", "Occupation", "d2")], schema=SCHEMA)
+    recorded_merge(ann, ann_le)
+    recorded_merge(ann, an_lee)
+    promote_by_quorum(graph, quorum=2)
+    assert [(e.subject_key, e.votes) for e in promoted_edges(graph)] == [(ann, 2)]
+    rep = forget(graph, sources=["k1"], quorum=2)
+    assert sorted(rep.unmerged) == sorted([ann_le, an_lee])
+    assert promoted_edges(graph) == []
+    rows = graph.driver.execute_query(
+        "MATCH (s:Entity)-[p:PENDING_REL {type: 'WORKS_AS'}]->() RETURN s.key AS s, p.status AS st, p.sources AS src "
+        "ORDER BY s").records
+    # the drop that took the last vote received the promoted edge, now retired (held); the other's is pending
+    assert [(r["s"], r["src"]) for r in rows] == [(an_lee, ["d2"]), (ann_le, ["d1"])]
+    assert sorted(r["st"] for r in rows) == ["held", "pending"]
+    check_hash(graph)
