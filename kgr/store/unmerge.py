@@ -31,10 +31,12 @@ the promoted edge set (the pending edges stay where the unmerge put them, like a
 **Not undone.** A hand merge (``kgr merge``: a person's decision, kept like a label) and a merge
 made before merges recorded their sources have no ``merged_sources``: they stay.
 
-**Not recovered.** A source that voted on both DROP's and KEEP's edges before the merge (it named
-both) is DROP's only: its votes on KEEP's own edges move with it. A source staged under DROP's name
-*after* the merge landed on KEEP directly (staging follows ``merged_into``) and is not in
-``merged_sources``: it stays with KEEP.
+A source staged under DROP's name *after* the merge lands on KEEP (staging follows ``merged_into``)
+and joins DROP's ``merged_sources`` (:func:`kgr.store.stage_rows.redirected_sources`), so it goes back
+to DROP too.
+
+**Not recovered.** A source that voted on both DROP's and KEEP's edges (it named both) is DROP's
+only: its votes on KEEP's own edges move with it.
 """
 
 from __future__ import annotations
