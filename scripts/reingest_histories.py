@@ -41,12 +41,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--histories", type=int, default=20)
     ap.add_argument("--seed", type=int, default=2)
+    ap.add_argument("--only", type=int, help="run only this history (the others are drawn, not run)")
+    ap.add_argument("--show", type=int, default=0, help="print up to N differing items per part")
     a = ap.parse_args()
     rng, graph, ids = random.Random(a.seed), connect(), sorted(RECORDS)
     differ = 0
     for h in range(a.histories):
         history = [{k: rng.randint(0, 2) for k in rng.sample(ids, rng.randint(20, 30))}
                    for _ in range(rng.randint(2, 3))]
+        if a.only is not None and h != a.only:
+            continue
         root = Path(tempfile.mkdtemp(prefix="kgr-history-"))
         reset(graph)
         for step, docs in enumerate(history):
@@ -60,8 +64,14 @@ def main() -> None:
         differ += bool(parts) or merges != fresh
         print(f"history {h}: {len(history)} corpora, merges {len(merges)} incremental / {len(fresh)} fresh; "
               + ("equal" if not parts and merges == fresh else "DIFFER in " + ", ".join(parts)), flush=True)
+        for k in parts[:] if a.show else []:
+            for side, x, y in (("incremental only", incremental, scratch), ("fresh only", scratch, incremental)):
+                if k != "hash":
+                    print(f"  {k}, {side}: {sorted(x.get(k, set()) - y.get(k, set()))[:a.show]}")
+        if a.show and merges != fresh:
+            print(f"  merges, incremental only: {sorted(merges - fresh)}; fresh only: {sorted(fresh - merges)}")
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{differ} of {a.histories} histories differ from a fresh ingest of their last corpus")
+    print(f"{differ} of {1 if a.only is not None else a.histories} histories differ from a fresh ingest of their last corpus")
     graph.close()
 
 

@@ -58,7 +58,7 @@ from kgr.store.chunk_marks import ChunkMark, claim_chunks, stage_schema_proposal
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_order
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
-                                  TypeCheck, check_entities, learn_redirects, prepare_rows)
+                                  TypeCheck, check_entities, learn_redirects, prepare_rows, redirected_sources)
 
 __all__ = ["StageUnit", "GroupWriter", "write_units", "write_group"]
 
@@ -88,6 +88,8 @@ class StageUnit:
     ents: list[dict] = field(init=False, default_factory=list)
     edges: list[dict] = field(init=False, default_factory=list)
     dups: int = field(init=False, default=0)
+    #: ``{drop, source}``: votes staged onto a merged entity's survivor (recorded as the named entity's)
+    redirected: list[dict] = field(init=False, default_factory=list)
     future: cf.Future = field(init=False, default_factory=cf.Future, repr=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +100,7 @@ class StageUnit:
     def prepare(self) -> None:
         """(Re)compute the entity and edge rows from ``valid``, ``entities`` and ``redirects``."""
         self.ents, self.edges, self.dups = prepare_rows(self.valid, self.schema, self.entities, self.redirects)
+        self.redirected = redirected_sources(self.valid, self.schema, self.redirects)
 
     @property
     def votes(self) -> int:
@@ -136,6 +139,9 @@ def write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
     if not all(u.entities_committed for u in group):
         created = _upsert_group_entities(tx, group, now, token)
     votes = _write_group_votes(tx, group, now, token)
+    redirected = sorted({(r["drop"], r["source"]) for u in group for r in u.redirected})
+    if redirected:  # staged under a merged-away name: that entity's sources, for an unmerge to give back
+        tx.run("merged_sources_add", {"rows": [{"drop": d, "source": src} for d, src in redirected]})
     for u in group:
         for m in u.marks:
             if m.proposals:

@@ -20,7 +20,7 @@ from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion, span_text
 
 __all__ = ["StageReport", "RejectedRow", "TypeCheck", "check_assertion", "check_entities", "prepare_rows",
-           "learn_redirects", "resolve_name", "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS",
+           "learn_redirects", "redirected_sources", "resolve_name", "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS",
            "VOTE_LISTS", "VOTE_PROPS"]
 
 #: Votes kept inline on the edge (``r.sources``); later sources become (:Vote) nodes.
@@ -139,6 +139,25 @@ def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str,
     if surface not in row["aliases"]:
         row["aliases"].append(surface)
     return key
+
+
+def redirected_sources(items: Sequence[TripleAssertion], schema: KGSchema | None,
+                       redirects: Mapping[str, str] | None) -> list[dict]:
+    """``{drop, source}`` for each assertion staged onto the entity that an entity it names was merged
+    into (``redirects``: merged key -> kept key): the named entity's own sources, which an unmerge
+    must give back to it (:mod:`kgr.store.unmerge`), sorted and distinct.
+
+    >>> from kgr.model.triples import TripleAssertion as A
+    >>> redirected_sources([A(subject="Ann Le", subject_type="P", relation="R", object="X", object_type="Q",
+    ...                       source="d1")], None, {"P:ann le": "P:ann lee"})
+    [{'drop': 'P:ann le', 'source': 'd1'}]
+    """
+    if not redirects:
+        return []
+    found = {(key, a.source) for a in items
+             for etype, name in ((a.subject_type, a.subject), (a.object_type, a.object))
+             if (key := entity_key(etype, resolve_name(schema, etype, name))) in redirects}
+    return [{"drop": k, "source": src} for k, src in sorted(found)]
 
 
 def prepare_rows(items: Sequence[TripleAssertion], schema: KGSchema | None,

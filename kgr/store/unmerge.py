@@ -20,9 +20,10 @@ as a fresh resolution of the remaining corpus would:
   is deleted (a fresh staging would not have it);
 - a DROP whose every source was forgotten gets no vote back: it is gone with its evidence (an
   orphan is deleted like a forget's);
-- a promoted KEEP edge that the moves leave below ``quorum`` votes (default 2, a forget's own
-  ``quorum``) is retired as a forget retires one (held, with a ``retract`` decision): its promotion
-  counted the votes of the sources that went back to DROP, which a fresh staging would not give it.
+- a promoted edge that the moves leave below ``quorum`` votes (default 2, a forget's own ``quorum``)
+  is retired as a forget retires one (held, with a ``retract`` decision): a KEEP edge that kept some
+  of its votes, or one that moved whole to a DROP (its last votes went back to one DROP after others
+  had taken theirs). Its promotion counted votes a fresh staging would not give that edge.
 
 The version (kind ``unmerge``) is reversible like any: a rollback to the version before restores
 the promoted edge set (the pending edges stay where the unmerge put them, like a merge's).
@@ -30,10 +31,12 @@ the promoted edge set (the pending edges stay where the unmerge put them, like a
 **Not undone.** A hand merge (``kgr merge``: a person's decision, kept like a label) and a merge
 made before merges recorded their sources have no ``merged_sources``: they stay.
 
-**Not recovered.** A source that voted on both DROP's and KEEP's edges before the merge (it named
-both) is DROP's only: its votes on KEEP's own edges move with it. A source staged under DROP's name
-*after* the merge landed on KEEP directly (staging follows ``merged_into``) and is not in
-``merged_sources``: it stays with KEEP.
+A source staged under DROP's name *after* the merge lands on KEEP (staging follows ``merged_into``)
+and joins DROP's ``merged_sources`` (:func:`kgr.store.stage_rows.redirected_sources`), so it goes back
+to DROP too.
+
+**Not recovered.** A source that voted on both DROP's and KEEP's edges (it named both) is DROP's
+only: its votes on KEEP's own edges move with it.
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, n
     moved = move_sources_many(tx, moves, version=version, now=now)
     if live:
         tx.run("unmerge_drop_emptied", {"rows": live})
-    below = _retire_below_quorum(tx, kept, quorum, version, now, why)
+    below = _retire_below_quorum(tx, sorted({*kept, *keep_of}), quorum, version, now, why)
     tx.run("forget_orphans", {"keys": sorted({*keep_of, *keep_of.values()})})
     tx.run("resolve_due_add", {"types": sorted({k.partition(":")[0] for k in keep_of})})
     new_hash = add_terms(old_hash, added=moved.created, removed=[*moved.retired, *below])
@@ -136,11 +139,11 @@ def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, n
     return version, sorted(keep_of)
 
 
-def _retire_below_quorum(tx: Tx, kept: list[str], quorum: int, version: int, now: float, why: str) -> list[str]:
-    """Retire the promoted edges at ``kept`` that the moves left with fewer than ``quorum`` votes (held,
+def _retire_below_quorum(tx: Tx, entities: list[str], quorum: int, version: int, now: float, why: str) -> list[str]:
+    """Retire the promoted edges at ``entities`` that the moves left with fewer than ``quorum`` votes (held,
     each with a ``retract`` decision, as :func:`kgr.store.forget.forget` does); their keys."""
     rows = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"], "votes": int(e["props"].get("votes") or 0)}
-            for e in {e["key"]: e for e in tx.run("merge_wave_read_edges", {"drops": kept})}.values()
+            for e in {e["key"]: e for e in tx.run("merge_wave_read_edges", {"drops": entities})}.values()
             if e["props"].get("status") == "promoted" and int(e["props"].get("votes") or 0) < quorum]
     if not rows:
         return []

@@ -3,15 +3,18 @@ Engine.forget's re-resolution): real Neo4j, staged triples of a small population
 
 from __future__ import annotations
 
+import functools
+import time
+
 import pytest
 
 from kgr.model.canonical import entity_key
 from kgr.store.admin import reset
 from kgr.store.forget import forget
-from kgr.store.merge import merge_entities
+from kgr.store.merge import merge_entities, merge_in_tx
 from kgr.engine import Engine, promote_by_quorum
 from kgr.store.resolve import resolve
-from kgr.store.versions import list_versions, promoted_edges, rollback
+from kgr.store.versions import add_terms, close_version, list_versions, open_version, promoted_edges, rollback
 from kgr.store.staging import stage
 from tests.store.test_resolve import T, check_hash, votes_by_source
 from tests.support.people import SCHEMA, people_records, person_triples
@@ -42,6 +45,15 @@ def _merged(graph) -> dict[str, str]:
 
 def _aliases(graph, key: str) -> list[str]:
     return sorted(graph.driver.execute_query("MATCH (e:Entity {key: $k}) RETURN e.aliases AS a", k=key).records[0]["a"])
+
+
+def _recorded_merge(graph, keep: str, drop: str) -> None:
+    """Merge ``drop`` into ``keep`` as ``kgr resolve`` merges (sources recorded: an unmerge undoes it)."""
+    def unit(tx):
+        version, old = open_version(tx)
+        _, created, retired = merge_in_tx(tx, keep, drop, version=version, now=time.time(), reason="test", record=True)
+        close_version(tx, version, add_terms(old, added=created, removed=retired), kind="resolve", now=time.time())
+    graph.write_unit(unit)
 
 
 def _resolved(graph, triples) -> None:
@@ -202,3 +214,52 @@ def test_a_promoted_edge_the_unmerge_leaves_below_quorum_is_retired_as_a_forget_
     promote_by_quorum(graph, quorum=2)
     forget(graph, sources=["k2"], quorum=1)
     assert key in {e.key for e in promoted_edges(graph)}
+
+
+def test_a_promoted_edge_that_moves_whole_to_a_dropped_entity_below_quorum_is_retired(graph):
+    """ann lee WORKS_AS pilot is promoted on two votes, one from each of two recorded merges (ann le's
+    d1, an lee's d2), none of its own. Forgetting k1 (ann lee's only other vote) undoes both merges:
+    the first drop to move takes its vote back (the edge keeps the other at ann lee), then the second
+    takes the edge's last vote, so the promoted edge moves whole to it with one vote. It is retired
+    there, as it would be at ann lee."""
+    recorded_merge = functools.partial(_recorded_merge, graph)
+    reset(graph)
+    ann, ann_le, an_lee = (entity_key("Person", n) for n in ("ann lee", "ann le", "an lee"))
+    stage(graph, [T("ann lee", "LIVES_IN", "bondi", "Place", "k1"), T("ann le", "WORKS_AS", "pilot", "Occupation", "d1"),
+                  T("an lee", "WORKS_AS", "pilot", "Occupation", "d2")], schema=SCHEMA)
+    recorded_merge(ann, ann_le)
+    recorded_merge(ann, an_lee)
+    promote_by_quorum(graph, quorum=2)
+    assert [(e.subject_key, e.votes) for e in promoted_edges(graph)] == [(ann, 2)]
+    rep = forget(graph, sources=["k1"], quorum=2)
+    assert sorted(rep.unmerged) == sorted([ann_le, an_lee])
+    assert promoted_edges(graph) == []
+    rows = graph.driver.execute_query(
+        "MATCH (s:Entity)-[p:PENDING_REL {type: 'WORKS_AS'}]->() RETURN s.key AS s, p.status AS st, p.sources AS src "
+        "ORDER BY s").records
+    # the drop that took the last vote received the promoted edge, now retired (held); the other's is pending
+    assert [(r["s"], r["src"]) for r in rows] == [(an_lee, ["d2"]), (ann_le, ["d1"])]
+    assert sorted(r["st"] for r in rows) == ["held", "pending"]
+    check_hash(graph)
+
+
+def test_a_vote_staged_under_a_merged_away_name_goes_back_to_that_name_on_unmerge(graph):
+    """After ann le is merged into ann lee, d3 names ann le: staging follows the merge and the vote
+    lands on ann lee, but d3 is recorded as ann le's source, so when a forget undoes the merge the
+    vote goes back to ann le — where a fresh staging of the remaining sources puts it."""
+    reset(graph)
+    ann, ann_le = entity_key("Person", "ann lee"), entity_key("Person", "ann le")
+    stage(graph, [T("ann lee", "LIVES_IN", "bondi", "Place", "k1"), T("ann lee", "LIVES_IN", "kiama", "Place", "k2"),
+                  T("ann le", "WORKS_AS", "pilot", "Occupation", "d1")], schema=SCHEMA)
+    _recorded_merge(graph, ann, ann_le)
+    stage(graph, [T("ann le", "WORKS_AS", "nurse", "Occupation", "d3")], schema=SCHEMA)
+    assert votes_by_source(graph)["d3"] == {(ann, "WORKS_AS", entity_key("Occupation", "nurse"))}
+    assert sorted(graph.driver.execute_query("MATCH (e:Entity {key: $k}) RETURN e.merged_sources AS m",
+                                             k=ann_le).records[0]["m"]) == ["d1", "d3"]
+    forget(graph, sources=["k2"])  # touches ann lee: the merge is undone
+    assert ann_le not in _merged(graph)
+    got = votes_by_source(graph)
+    assert got["d3"] == {(ann_le, "WORKS_AS", entity_key("Occupation", "nurse"))}
+    assert got["d1"] == {(ann_le, "WORKS_AS", entity_key("Occupation", "pilot"))}
+    assert got["k1"] == {(ann, "LIVES_IN", entity_key("Place", "bondi"))}
+    check_hash(graph)
