@@ -23,19 +23,7 @@ from kgr.connect import connect  # noqa: E402
 from kgr.store.admin import reset  # noqa: E402
 from tests.ingest.test_reingest import _state  # noqa: E402
 from tests.ingest.test_reingest_resolved import _ingest, _merges, _write  # noqa: E402
-from tests.support.people import people_records  # noqa: E402
-
-RECORDS = {r["id"]: r for r in people_records(10, 3, seed=3)}
-
-
-def record_text(rid: str, variant: int) -> str:
-    """Variant 0: the whole record; 1: name and home only; 2: the record with another birth date."""
-    r = RECORDS[rid]
-    if variant == 1:
-        return f"{r['name']} | - | {r['place']} | -"
-    dob = r["dob"] if variant == 0 else f"{int(r['dob'][:4]) + 7}{r['dob'][4:]}"
-    return f"{r['name']} | {dob} | {r['place']} | {r['job']}"
-
+from tests.support.people import RECORDS, record_text  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser()

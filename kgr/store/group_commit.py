@@ -88,7 +88,7 @@ class StageUnit:
     ents: list[dict] = field(init=False, default_factory=list)
     edges: list[dict] = field(init=False, default_factory=list)
     dups: int = field(init=False, default=0)
-    #: ``{drop, source}``: votes staged onto a merged entity's survivor (recorded as the named entity's)
+    #: ``{drop, source, alias}``: votes staged onto a merged entity's survivor (recorded as the named entity's)
     redirected: list[dict] = field(init=False, default_factory=list)
     future: cf.Future = field(init=False, default_factory=cf.Future, repr=False)
 
@@ -139,9 +139,10 @@ def write_group(tx: Tx, group: list[StageUnit]) -> list[StageReport]:
     if not all(u.entities_committed for u in group):
         created = _upsert_group_entities(tx, group, now, token)
     votes = _write_group_votes(tx, group, now, token)
-    redirected = sorted({(r["drop"], r["source"]) for u in group for r in u.redirected})
-    if redirected:  # staged under a merged-away name: that entity's sources, for an unmerge to give back
-        tx.run("merged_sources_add", {"rows": [{"drop": d, "source": src} for d, src in redirected]})
+    redirected = sorted({(r["drop"], r["source"], r["alias"]) for u in group for r in u.redirected})
+    if redirected:  # staged under a merged-away name: that entity's sources and aliases, for an unmerge to give back
+        tx.run("merged_sources_add", {"rows": [{"drop": d, "source": src, "alias": a} for d, src, a in redirected],
+                                      "max_aliases": MAX_ALIASES})
     for u in group:
         for m in u.marks:
             if m.proposals:

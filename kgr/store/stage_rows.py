@@ -143,21 +143,22 @@ def _entity_row(rows: dict[str, dict], etype: str, name: str, surface: str,
 
 def redirected_sources(items: Sequence[TripleAssertion], schema: KGSchema | None,
                        redirects: Mapping[str, str] | None) -> list[dict]:
-    """``{drop, source}`` for each assertion staged onto the entity that an entity it names was merged
-    into (``redirects``: merged key -> kept key): the named entity's own sources, which an unmerge
-    must give back to it (:mod:`kgr.store.unmerge`), sorted and distinct.
+    """``{drop, source, alias}`` for each assertion staged onto the entity that an entity it names was
+    merged into (``redirects``: merged key -> kept key): the named entity's own source, and the surface
+    form the kept entity gains as an alias, which an unmerge must give back to it (:mod:`kgr.store.unmerge`);
+    sorted and distinct.
 
     >>> from kgr.model.triples import TripleAssertion as A
     >>> redirected_sources([A(subject="Ann Le", subject_type="P", relation="R", object="X", object_type="Q",
     ...                       source="d1")], None, {"P:ann le": "P:ann lee"})
-    [{'drop': 'P:ann le', 'source': 'd1'}]
+    [{'drop': 'P:ann le', 'source': 'd1', 'alias': 'Ann Le'}]
     """
     if not redirects:
         return []
-    found = {(key, a.source) for a in items
+    found = {(key, a.source, name) for a in items
              for etype, name in ((a.subject_type, a.subject), (a.object_type, a.object))
              if (key := entity_key(etype, resolve_name(schema, etype, name))) in redirects}
-    return [{"drop": k, "source": src} for k, src in sorted(found)]
+    return [{"drop": k, "source": src, "alias": alias} for k, src, alias in sorted(found)]
 
 
 def prepare_rows(items: Sequence[TripleAssertion], schema: KGSchema | None,

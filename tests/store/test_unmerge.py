@@ -244,15 +244,16 @@ def test_a_promoted_edge_that_moves_whole_to_a_dropped_entity_below_quorum_is_re
 
 
 def test_a_vote_staged_under_a_merged_away_name_goes_back_to_that_name_on_unmerge(graph):
-    """After ann le is merged into ann lee, d3 names ann le: staging follows the merge and the vote
-    lands on ann lee, but d3 is recorded as ann le's source, so when a forget undoes the merge the
-    vote goes back to ann le — where a fresh staging of the remaining sources puts it."""
+    """After ann le is merged into ann lee, d3 names "Ann Le": staging follows the merge and the vote
+    lands on ann lee (which gains the alias), but d3 and the alias are recorded as ann le's, so when a
+    forget undoes the merge both go back to ann le — where a fresh staging of the remaining sources
+    puts them."""
     reset(graph)
     ann, ann_le = entity_key("Person", "ann lee"), entity_key("Person", "ann le")
     stage(graph, [T("ann lee", "LIVES_IN", "bondi", "Place", "k1"), T("ann lee", "LIVES_IN", "kiama", "Place", "k2"),
                   T("ann le", "WORKS_AS", "pilot", "Occupation", "d1")], schema=SCHEMA)
     _recorded_merge(graph, ann, ann_le)
-    stage(graph, [T("ann le", "WORKS_AS", "nurse", "Occupation", "d3")], schema=SCHEMA)
+    stage(graph, [T("Ann Le", "WORKS_AS", "nurse", "Occupation", "d3")], schema=SCHEMA)  # a new surface form
     assert votes_by_source(graph)["d3"] == {(ann, "WORKS_AS", entity_key("Occupation", "nurse"))}
     assert sorted(graph.driver.execute_query("MATCH (e:Entity {key: $k}) RETURN e.merged_sources AS m",
                                              k=ann_le).records[0]["m"]) == ["d1", "d3"]
@@ -262,4 +263,6 @@ def test_a_vote_staged_under_a_merged_away_name_goes_back_to_that_name_on_unmerg
     assert got["d3"] == {(ann_le, "WORKS_AS", entity_key("Occupation", "nurse"))}
     assert got["d1"] == {(ann_le, "WORKS_AS", entity_key("Occupation", "pilot"))}
     assert got["k1"] == {(ann, "LIVES_IN", entity_key("Place", "bondi"))}
+    # the surface form d3 used is ann le's alias again, not ann lee's (as a fresh staging has it)
+    assert "Ann Le" in _aliases(graph, ann_le) and "Ann Le" not in _aliases(graph, ann)
     check_hash(graph)

@@ -8,7 +8,7 @@ import random
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
 
-__all__ = ["SCHEMA", "people_records", "person_triples"]
+__all__ = ["SCHEMA", "RECORDS", "people_records", "person_triples", "record_text"]
 
 SCHEMA = KGSchema.model_validate({
     "name": "people",
@@ -69,3 +69,19 @@ def person_triples(rec: dict) -> list[TripleAssertion]:
     if rec.get("job"):
         out.append(t("WORKS_AS", rec["job"], "Occupation"))
     return out
+
+
+#: 10 people x 3 records (the name as written, with a typo, in reverse word order), by record id: the
+#: documents of the re-ingest histories (tests/ingest/test_reingest_resolved.py, scripts/reingest_histories.py)
+RECORDS = {r["id"]: r for r in people_records(10, 3, seed=3)}
+
+
+def record_text(rid: str, variant: int) -> str:
+    """A document of record ``rid`` as the scripted extractor reads it (``name | dob | place | job``,
+    ``-`` for not said). Variant 0: the whole record; 1: name and home only; 2: the record with
+    another birth date (a second person of that name, as far as the functional BORN_ON can tell)."""
+    r = RECORDS[rid]
+    if variant == 1:
+        return f"{r['name']} | - | {r['place']} | -"
+    dob = r["dob"] if variant == 0 else f"{int(r['dob'][:4]) + 7}{r['dob'][4:]}"
+    return f"{r['name']} | {dob} | {r['place']} | {r['job']}"
