@@ -20,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kgr.connect import connect  # noqa: E402
-from kgr.store.admin import reset  # noqa: E402
-from tests.ingest.test_reingest import _state  # noqa: E402
-from tests.ingest.test_reingest_resolved import _ingest, _merges, _write  # noqa: E402
-from tests.support.people import RECORDS, record_text  # noqa: E402
+from tests.ingest.test_reingest_resolved import replay  # noqa: E402
+from tests.support.people import RECORDS  # noqa: E402
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -40,14 +39,7 @@ def main() -> None:
         if a.only is not None and h != a.only:
             continue
         root = Path(tempfile.mkdtemp(prefix="kgr-history-"))
-        reset(graph)
-        for step, docs in enumerate(history):
-            _write(root, {rid: record_text(rid, v) for rid, v in docs.items()})
-            _ingest(graph, root, prune=step > 0)
-        incremental, merges = _state(graph), _merges(graph)
-        reset(graph)
-        _ingest(graph, root)
-        scratch, fresh = _state(graph), _merges(graph)
+        (incremental, merges), (scratch, fresh) = replay(graph, root, history)
         parts = [k for k in sorted(set(incremental) | set(scratch)) if incremental.get(k) != scratch.get(k)]
         differ += bool(parts) or merges != fresh
         print(f"history {h}: {len(history)} corpora, merges {len(merges)} incremental / {len(fresh)} fresh; "

@@ -132,6 +132,20 @@ def test_a_run_that_stops_between_the_unmerge_and_the_resolution_is_completed_by
 
 
 # -- random histories (scripts/reingest_histories.py measures more of them) ---------------------------
+def replay(graph, root: Path, history: list[dict[str, int]]) -> tuple[tuple[dict, set], tuple[dict, set]]:
+    """Ingest each corpus of ``history`` ({record id: variant}, :func:`record_text`) into ``root`` in
+    turn, re-ingesting with ``prune``, then a fresh ingest of the last one: the store (``_state``) and
+    the merges after each way."""
+    reset(graph)
+    for step, docs in enumerate(history):
+        _write(root, {rid: record_text(rid, v) for rid, v in docs.items()})
+        _ingest(graph, root, prune=step > 0)
+    incremental = _state(graph), _merges(graph)
+    reset(graph)
+    _ingest(graph, root)
+    return incremental, (_state(graph), _merges(graph))
+
+
 @pytest.mark.timeout(900)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], derandomize=True)
 @given(history=st.lists(st.dictionaries(st.sampled_from(sorted(RECORDS)), st.integers(0, 2), min_size=20, max_size=30),
@@ -143,16 +157,8 @@ def test_random_histories_with_resolution_equal_a_fresh_ingest(graph, tmp_path_f
     population is in every corpus, so each history has people with two or three records to merge.
     It failed on main 25f0d4e (the drafting step's fuzzy links, an unmerge's promoted edges left
     below quorum, entities without evidence in the resolution's population)."""
-    root = tmp_path_factory.mktemp("people")
-    reset(graph)
-    for step, docs in enumerate(history):
-        _write(root, {rid: record_text(rid, v) for rid, v in docs.items()})
-        _ingest(graph, root, prune=step > 0)
-    incremental, merges = _state(graph), _merges(graph)
-    reset(graph)
-    _ingest(graph, root)
-    assert merges == _merges(graph)
-    scratch = _state(graph)
+    (incremental, merges), (scratch, fresh) = replay(graph, tmp_path_factory.mktemp("people"), history)
+    assert merges == fresh
     for k in sorted(set(incremental) | set(scratch)):
         assert incremental.get(k) == scratch.get(k), (k, incremental.get(k, set()) ^ scratch.get(k, set())
                                                        if k != "hash" else None)
