@@ -1,8 +1,14 @@
 // title: Why is this edge here? The decisions behind an edge
-// about: Every promote / hold / reject / expire / retire / restore decision recorded for an edge key, oldest first, with the reason, the inputs the policy saw (JSON: votes, gauge terms, gates, rewards, thresholds) and the version it belongs to.
+// about: Every promote / reject / expire / retire / restore decision recorded for an edge key, and its latest hold (recorded on the edge itself), oldest first, with the reason, the inputs the policy saw (JSON: votes, gauge terms, gates, rewards, thresholds) and the version it belongs to.
 // :param key => 'paste an edge key here'
-MATCH (d:Decision {edge_key: $key})
-OPTIONAL MATCH (v:Version {number: d.version})
-RETURN d.version AS version, d.action AS action, d.reason AS reason, d.inputs AS inputs,
-       v.kind AS version_kind, datetime({epochMillis: toInteger(d.at * 1000)}) AS decided_at
-ORDER BY d.version, d.at, action
+CALL () {
+  MATCH (d:Decision {edge_key: $key})
+  RETURN d.version AS version, d.action AS action, d.reason AS reason, d.inputs AS inputs, d.at AS at
+  UNION ALL
+  MATCH ()-[p:PENDING_REL]->() WHERE p.key = $key AND p.held_inputs IS NOT NULL
+  RETURN p.held_version AS version, 'hold' AS action, p.held_reason AS reason, p.held_inputs AS inputs, null AS at
+}
+OPTIONAL MATCH (v:Version {number: version})
+WITH version, action, reason, inputs, v.kind AS version_kind, coalesce(at, v.at) AS at
+RETURN version, action, reason, inputs, version_kind, datetime({epochMillis: toInteger(at * 1000)}) AS decided_at
+ORDER BY version, at, action

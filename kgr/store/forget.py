@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_staged_edges
+from kgr.store.quorum_retire import retire_below_quorum
 from kgr.store.staging import MAX_INLINE_VOTES
 from kgr.store.unmerge import unmerge_after
 from kgr.store.versions import add_terms, close_version, open_version
@@ -204,13 +205,9 @@ def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources:
     retire = [r for r, e in zip(rows, edges) if e["promoted"] and r["votes"] < quorum]
     reason = f"forgot {len(forgotten)} source(s)" + (f" of {len(documents)} document(s)" if documents else "") \
         + (f" ({len(given_chunks)} chunk(s) an edit removed)" if given_chunks else "")
-    gone = tx.run("retire_edges", {"rows": [{"key": r["key"], "s_key": r["s_key"], "o_key": r["o_key"],
-                                             "reason": f"{reason}: {r['votes']} vote(s) left, quorum {quorum}"}
-                                            for r in retire],
-                                   "version": version, "status": "held"}) if retire else []
+    retired = retire_below_quorum(tx, retire, quorum=quorum, version=version, why=reason)
     if rows:
         tx.run("forget_write_edges", {"rows": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]})
-    retired = {r["key"] for r in gone}
     decisions = [{"id": uuid.uuid4().hex, "key": r["key"], "action": "retract", "round": version,
                   "reason": f"{reason}: {r['_before']} → {r['votes']} vote(s)"
                             + ("; retired" if r["key"] in retired else "") + ("; edge removed" if r["delete_edge"] else ""),

@@ -52,7 +52,6 @@ Conventions
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Literal
@@ -65,6 +64,7 @@ from kgr.gauge import SLQ_AUTO_THRESHOLD, coverage, laplacian_from_edges, vn_ent
 from kgr.promotion.gedig import PromotionConfig
 from kgr.store.admin import status
 from kgr.store.connection import Graph
+from kgr.store.decision_tally import corroborated, gates, parse_inputs
 from kgr.store.export import promoted_edge_pairs
 
 __all__ = ["EntropyFigure", "CoverageFigure", "RoundFigures", "PSZFigure", "StoreMetrics", "collect_metrics",
@@ -183,38 +183,6 @@ def _finish(r: RoundFigures, decide_ms: float | None = None) -> RoundFigures:
     return r
 
 
-def _gates(raw: str | None) -> tuple[bool, bool, bool] | None:
-    """``(ag, dg, had_context)`` from a decision's recorded inputs; None when it never reached the gates.
-
-    ``had_context`` is false when the candidate's H-ball held no promoted edge (the gauge had
-    nothing to measure and the policy decided on votes and constraints alone).
-    """
-    if not raw:
-        return None
-    try:
-        inputs = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    gates = inputs.get("gates") if isinstance(inputs, dict) else None
-    if not isinstance(gates, dict):
-        return None
-    hops = (inputs.get("gauge") or {}).get("hops") or []
-    context = bool(hops) and isinstance(hops[-1], dict) and (hops[-1].get("edges_before") or 0) > 0
-    return bool(gates.get("ag")), bool(gates.get("dg")), context
-
-
-def _corroborated(raw: str | None) -> bool:
-    """Whether a decision's recorded inputs have ``votes >= quorum``."""
-    try:
-        inputs = json.loads(raw) if raw else None
-    except json.JSONDecodeError:
-        return False
-    if not isinstance(inputs, dict):
-        return False
-    votes, quorum = inputs.get("votes"), inputs.get("quorum")
-    return isinstance(votes, int) and isinstance(quorum, int) and votes >= quorum
-
-
 def _entropy_and_coverage(pairs: Iterable[tuple[str, str]], config: PromotionConfig) -> tuple[EntropyFigure, CoverageFigure]:
     G = nx.Graph()
     G.add_edges_from((s, o) for s, o in pairs if s != o)
@@ -264,19 +232,34 @@ def collect_metrics(graph: Graph, *, rounds: int = 5, config: PromotionConfig | 
     rows = graph.read("metrics_rounds", {"rounds": rounds})
     figures: dict[int, RoundFigures] = {}
     decide: dict[int, float | None] = {}
+    holds: dict[int, str] = {}
     for r in rows:
         v = int(r["version"])
+        held = int(r["hold"]) + int((parse_inputs(r["holds"]) or {}).get("held", 0))
         figures[v] = RoundFigures(version=v, at=r["at"], note=r["note"], promoted=int(r["promoted"]),
-                                  held=int(r["hold"]), rejected=int(r["reject"]), expired=int(r["expire"]),
-                                  candidates=int(r["promote"]) + int(r["hold"]) + int(r["reject"]))
+                                  held=held, rejected=int(r["reject"]), expired=int(r["expire"]),
+                                  candidates=int(r["promote"]) + held + int(r["reject"]))
         decide[v] = r["decide_ms"]
+        if r["holds"]:
+            holds[v] = r["holds"]
     versions = sorted(figures)
     if versions:
         gate_counts: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        for v, raw in holds.items():  # the holds tallied when their round was written
+            t = parse_inputs(raw) or {}
+            figures[v].corroborated_held += int(t.get("corroborated", 0))
+            c = gate_counts[v]
+            c[0] += int(t.get("gauged", 0))
+            c[1] += int(t.get("ag_fired", 0))
+            c[2] += int(t.get("dg_fired", 0))
+            c[3] += int(t.get("no_context", 0))
         for r in graph.stream("metrics_decision_inputs", {"versions": versions}):
-            if r["action"] == "hold" and _corroborated(r["inputs"]):
+            if r["action"] == "hold" and int(r["version"]) in holds:  # moved off its edge: in the tally
+                continue
+            inputs = parse_inputs(r["inputs"])
+            if r["action"] == "hold" and corroborated(inputs):
                 figures[int(r["version"])].corroborated_held += 1
-            g = _gates(r["inputs"])
+            g = gates(inputs)
             if g is None:
                 continue
             c = gate_counts[int(r["version"])]

@@ -18,7 +18,11 @@ nothing is written, and :func:`run_round` reads and decides again after a jitter
 its bound it takes the store's promotion lock, which holds every other versioned writer back until
 the round has written, so a round finishes however busy the store is
 (:mod:`kgr.store.promotion_lock`). The round's decisions, the policy's new state, refitted scores
-and the version record are written in that one transaction.
+and the version record are written in that one transaction. Promotions, rejections and expiries
+are ``(:Decision)`` nodes; a hold, which changes nothing in the promoted graph and is most of a
+round's decisions, is recorded on its edge (``held_version``, ``held_reason``, ``held_inputs``) and
+tallied on the version (``holds``, :mod:`kgr.store.decision_tally`): a node and two index entries
+per held edge were a third of a cold round's write.
 
 **Grace-period audit, inside the transaction.** After its promotions are written, and before it
 commits, the round checks that no subject now has two current objects on a functional relation.
@@ -56,6 +60,7 @@ from kgr.model.promotion import (
 )
 from kgr.model.schema import KGSchema
 from kgr.store.connection import Graph, Tx
+from kgr.store.decision_tally import tally_holds
 from kgr.store.promoted_cache import PROMOTED_CACHE, PromotedGraphCache
 from kgr.store.promotion_lock import PromotionLocked, retry_then_lock
 from kgr.store.settle import read_settle
@@ -281,7 +286,8 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                for d in ds if d.action == "promote"]
     others = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "status": _STATUS[d.action],
                "reason": d.reason, "votes": d.inputs.get("votes"), "hold": d.hold, "p_hat": d.p_hat,
-               "features": d.features, "feature_set": d.feature_set}
+               "features": d.features, "feature_set": d.feature_set,
+               "held_inputs": _inputs_json(d) if d.action == "hold" else None}
               for d in ds if d.action in _STATUS]
     retire = [{"key": d.key, "s_key": d.subject_key, "o_key": d.object_key, "reason": d.reason,
                "status": d.inputs.get("status"), "hold": d.hold} for d in ds if d.action == "retire"]
@@ -300,8 +306,9 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
                            {"pairs": [{"subject": s, "relation": r} for s, r in pairs]})
         if conflicts:
             raise _AuditFailed([(c["subject"], c["relation"], c["objects"]) for c in conflicts])
+    # a hold is recorded on its edge (set_pending_status) and tallied on the version, not as a node
     records = [{"id": ids[d.key], "key": d.key, "action": d.action, "round": version, "reason": d.reason,
-                "inputs": _inputs_json(d)} for d in ds]
+                "inputs": _inputs_json(d)} for d in ds if d.action != "hold"]
     records += [{"id": uuid.uuid4().hex, "key": r["key"], "action": "retire", "round": version,
                  "reason": f"superseded by {r['superseded_by']}, its instance on the entity it was merged into",
                  "inputs": json.dumps({"superseded_by": r["superseded_by"]})} for r in stale]
@@ -321,7 +328,8 @@ def _write_unit(tx: Tx, decisions: RoundDecisions, inputs: RoundInputs, policy: 
         tx.run("policy_state_write", {"policy": policy, "state": decisions.state, "now": ts})
     new_hash = add_terms(old_hash, added=[r["key"] for r in done], removed=[r["key"] for r in gone])
     close_version(tx, version, new_hash, kind="promotion", now=ts, note=decisions.note, promoted=len(done),
-                  retired=len(gone), decide_ms=decisions.decide_ms)
+                  retired=len(gone), decide_ms=decisions.decide_ms,
+                  holds=tally_holds(d.inputs for d in ds if d.action == "hold"))
     counts = {a: sum(1 for d in ds if d.action == a) for a in ("hold", "reject", "expire")}
     budget = sum(1 for d in ds if d.action == "hold" and d.hold == "budget")
     escalated = sum(1 for d in ds if d.action == "hold" and d.hold == "escalated")

@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Collection
 
 from kgr.store.connection import Graph, Tx
+from kgr.store.quorum_retire import promoted_below_quorum, retire_below_quorum
 from kgr.store.split import Move, move_sources_many
 from kgr.store.versions import add_terms, close_version, open_version
 
@@ -142,18 +143,14 @@ def _undo(tx: Tx, drops: list[dict], version: int, old_hash: str, reason: str, n
 def _retire_below_quorum(tx: Tx, entities: list[str], quorum: int, version: int, now: float, why: str) -> list[str]:
     """Retire the promoted edges at ``entities`` that the moves left with fewer than ``quorum`` votes (held,
     each with a ``retract`` decision, as :func:`kgr.store.forget.forget` does); their keys."""
-    rows = [{"key": e["key"], "s_key": e["s_key"], "o_key": e["o_key"], "votes": int(e["props"].get("votes") or 0)}
-            for e in {e["key"]: e for e in tx.run("merge_wave_read_edges", {"drops": entities})}.values()
-            if e["props"].get("status") == "promoted" and int(e["props"].get("votes") or 0) < quorum]
-    if not rows:
-        return []
-    for r in rows:
-        r["reason"] = f"{why}: {r['votes']} vote(s) left, quorum {quorum}"
-    gone = {g["key"] for g in tx.run("retire_edges", {"rows": rows, "version": version, "status": "held"})}
-    tx.run("record_decisions", {"rows": [
-        {"id": uuid.uuid4().hex, "key": r["key"], "action": "retract", "round": version, "reason": r["reason"] + "; retired",
-         "inputs": json.dumps({"votes_after": r["votes"], "retired": True, "quorum": quorum})}
-        for r in rows if r["key"] in gone], "version": version, "now": now})
+    rows = promoted_below_quorum(tx, entities, quorum)
+    gone = retire_below_quorum(tx, rows, quorum=quorum, version=version, why=why)
+    if gone:
+        tx.run("record_decisions", {"rows": [
+            {"id": uuid.uuid4().hex, "key": r["key"], "action": "retract", "round": version,
+             "reason": f"{why}: {r['votes']} vote(s) left, quorum {quorum}; retired",
+             "inputs": json.dumps({"votes_after": r["votes"], "retired": True, "quorum": quorum})}
+            for r in rows if r["key"] in gone], "version": version, "now": now})
     return sorted(gone)
 
 

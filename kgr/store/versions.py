@@ -125,11 +125,14 @@ def open_version(tx: Tx) -> tuple[int, str]:
 
 
 def close_version(tx: Tx, version: int, new_hash: str, *, kind: str, now: float, note: str = "",
-                  promoted: int = 0, retired: int = 0, decide_ms: float | None = None) -> None:
+                  promoted: int = 0, retired: int = 0, decide_ms: float | None = None,
+                  holds: dict[str, int] | None = None) -> None:
     """Inside a write unit: store the hash and write the ``(:Version)`` record (``decide_ms``: the
-    round's decision time, read back by ``kgr metrics``)."""
+    round's decision time; ``holds``: a promotion round's :func:`~kgr.store.decision_tally.tally_holds`;
+    both read back by ``kgr metrics``)."""
     tx.run("version_close", {"version": version, "hash": new_hash, "kind": kind, "now": now, "note": note,
-                             "promoted": promoted, "retired": retired, "decide_ms": decide_ms})
+                             "promoted": promoted, "retired": retired, "decide_ms": decide_ms,
+                             "holds": json.dumps(holds, sort_keys=True) if holds is not None else None})
 
 
 def promoted_edges(graph: Graph, version: int | None = None) -> list[EdgeRow]:

@@ -176,7 +176,8 @@ def test_labels_refit_the_scorer_and_change_decisions(graph):
     assert summary.version is not None and summary.cut is not None and summary.cut.labels == len(labels)
     # the supervised stage weighs the features: its explanations name the latent class and features
     moved_by = [json.loads(d["inputs"])["evidence"] for d in graph.driver.execute_query(
-        "MATCH (d:Decision {version: $v}) WHERE d.action IN ['promote', 'hold'] RETURN d.inputs AS inputs",
+        "MATCH (d:Decision {version: $v}) WHERE d.action = 'promote' RETURN d.inputs AS inputs "
+        "UNION ALL MATCH ()-[p:PENDING_REL {held_version: $v}]->() RETURN p.held_inputs AS inputs",
         v=summary.version).records]
     assert moved_by and any(name == "latent_class" for ev in moved_by for name, _ in ev)
     p_after = _p_hats(graph)

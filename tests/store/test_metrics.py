@@ -15,7 +15,8 @@ from kgr.errors import KgrValidationError
 from kgr.promotion.gedig import PromotionConfig
 from kgr.model.schema import KGSchema
 from kgr.model.triples import TripleAssertion
-from kgr.store.metrics import _gates, collect_metrics
+from kgr.store.decision_tally import gates, parse_inputs, tally_holds
+from kgr.store.metrics import collect_metrics
 from tests.support.rounds import gedig_round as run_round
 from kgr.engine import promote_by_quorum
 from kgr.store.staging import stage
@@ -42,6 +43,10 @@ def path_entropy(n: int) -> float:
 
 # -- no database ---------------------------------------------------------------------------------
 
+def _gates(raw):
+    return gates(parse_inputs(raw))
+
+
 def test_gates_are_read_from_recorded_inputs():
     inputs = {"gates": {"ag": True, "dg": False}, "gauge": {"hops": [{"edges_before": 0}, {"edges_before": 3}]}}
     assert _gates(json.dumps(inputs)) == (True, False, True)
@@ -49,7 +54,15 @@ def test_gates_are_read_from_recorded_inputs():
     assert _gates(json.dumps(inputs)) == (True, False, False)
     assert _gates(json.dumps({"votes": 1, "quorum": 2})) is None  # a quorum-rule decision
     assert _gates(json.dumps({"gates": None})) is None
-    assert _gates("not json") is None and _gates(None) is None
+    assert _gates("not json") is None and _gates(None) is None and _gates("[1]") is None
+
+
+def test_holds_are_tallied_as_the_decision_nodes_were_counted():
+    gauged = {"votes": 2, "quorum": 2, "gates": {"ag": False, "dg": True}, "gauge": {"hops": [{"edges_before": 2}]}}
+    empty_ball = {"votes": 3, "quorum": 2, "gates": {"ag": True, "dg": True}, "gauge": {"hops": [{"edges_before": 0}]}}
+    assert tally_holds([gauged, empty_ball, {"votes": 1, "quorum": 2}, {"p_hat": 0.4}]) == {
+        "held": 4, "corroborated": 2, "gauged": 1, "ag_fired": 0, "dg_fired": 1, "no_context": 1}
+    assert tally_holds([]) == dict.fromkeys(("held", "corroborated", "gauged", "ag_fired", "dg_fired", "no_context"), 0)
 
 
 def test_path_entropy_closed_form():

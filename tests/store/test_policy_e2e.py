@@ -94,13 +94,45 @@ def test_held_edges_on_unchanged_evidence_are_not_decided_again(graph):
     second = run_round(graph, schema=SCHEMA)
     assert (first.held, first.candidates) == (1, 1)
     assert (second.candidates, second.version) == (0, None) and second.settled  # not read, no version
-    count = graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"]
-    assert count == 1
+    key = graph.read("pending_edges", {"statuses": None})[0]["key"]
+
+    def history() -> list[tuple[str, int]]:
+        return [(d["action"], d["version"]) for d in graph.read("decisions_for_edge", {"key": key})[0]["decisions"]]
+
+    assert history() == [("hold", first.version)]  # the hold is recorded on the edge, once
+    assert graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"] == 0
     # a new vote changes the evidence: the next round decides (and records) again
     stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "b")], schema=SCHEMA)
     third = run_round(graph, schema=SCHEMA)
     assert third.promoted == 1
-    assert graph.driver.execute_query("MATCH (d:Decision) RETURN count(d) AS n").records[0]["n"] == 2
+    assert history() == [("hold", first.version), ("promote", third.version)]
+
+
+def test_an_edge_held_twice_keeps_both_holds_in_its_history_and_in_the_metrics(graph):
+    """A hold is recorded on its edge; the next hold of the same edge moves the earlier one into a
+    (:Decision) node, so `kgr promote --explain` and `kgr metrics` still see every round's holds."""
+    from kgr.store.metrics import collect_metrics
+
+    cfg = PromotionConfig(quorum=3)
+    stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "a"),
+                  A("Duo", "Person", "WORKS_AT", "IBM", "Organization", "a")], schema=SCHEMA)
+    first = run_round(graph, schema=SCHEMA, config=cfg)
+    stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "b")], schema=SCHEMA)
+    second = run_round(graph, schema=SCHEMA, config=cfg)
+    stage(graph, [A("Solo", "Person", "WORKS_AT", "IBM", "Organization", "c")], schema=SCHEMA)
+    third = run_round(graph, schema=SCHEMA, config=cfg)
+    assert (first.held, second.held, second.candidates, third.promoted) == (2, 1, 1, 1)
+    solo = next(r["key"] for r in graph.read("pending_edges", {"statuses": None}) if r["subject"] == "Solo")
+    got = [(d["action"], d["version"], d["reason"], json.loads(d["inputs"]).get("votes"))
+           for d in graph.read("decisions_for_edge", {"key": solo})[0]["decisions"]]
+    assert got == [("hold", first.version, "votes 1 < quorum 3", 1), ("hold", second.version, "votes 2 < quorum 3", 2),
+                   ("promote", third.version, got[2][2], 3)]
+    nodes = graph.driver.execute_query("MATCH (d:Decision {action: 'hold'}) RETURN d.version AS v, d.at AS at").records
+    at = {v.version: v.at for v in list_versions(graph)}
+    assert [(r["v"], r["at"]) for r in nodes] == [(first.version, at[first.version])]  # only the overwritten hold
+    rounds = {r.version: r for r in collect_metrics(graph, rounds=5).rounds}
+    assert [(rounds[v].held, rounds[v].candidates) for v in (first.version, second.version, third.version)] == [
+        (2, 2), (1, 1), (0, 1)]
 
 
 def test_near_duplicate_entity_is_rejected_with_its_twin_named(graph):
