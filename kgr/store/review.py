@@ -4,7 +4,9 @@
 staged edges without a label, held (escalated or below the cut) or promoted. The pool nearest the
 calibrated policy's cut :math:`\\tau` is read and ranked by :func:`kgr.gauge.review.review_priority`
 (uncertainty about the cut × impact); a quarter of the queue (``audit_share``) is instead drawn
-uniformly at random from every scored, unlabelled edge and spread through it (``why = audit``):
+at random from every scored, unlabelled edge, each topped up to one common inclusion level so that
+the audits stay a uniform sample while edges arrive (:mod:`kgr.store.audit_frame`), and spread
+through it (``why = audit``):
 labels taken only near the cut would teach the ranking but bias the calibration that the FMR
 target rests on. The queue records its audit picks ((:AuditDraw)), so that a label given to one
 of them is recorded as an *audit* label, the others as *active* ones: the cut's certificate
@@ -27,7 +29,6 @@ Unknown keys fail the whole call with their list: nothing is written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
@@ -37,6 +38,7 @@ import numpy as np
 
 from kgr.errors import KgrConflict, KgrNotFound, KgrValidationError
 from kgr.model.review import EdgeLabel, EvidenceLink, LabelReport, ReviewItem, ReviewQueue
+from kgr.store.audit_frame import draw_audits, inclusion
 from kgr.store.connection import Graph, Tx
 from kgr.store.edge_locks import lock_staged_edges
 from kgr.store.rounds import policy_state
@@ -86,27 +88,17 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
     top = (sorted(requested, key=lambda i: keys[i]) + ranked)[:limit - n_audit]
     kinds = {keys[i]: "outcome" if rows[i][12] else "priority" for i in top}
     if n_audit:
-        chosen = set(kinds)
-        # a uniform sample: the keys after a pseudo-random start (salted by the labels so far), wrapping
-        start = hashlib.sha256(f"audit|{len(rows)}|{graph.read('round_state', {'policy': 'calibrated'})[0]['labels']}"
-                               .encode()).hexdigest()[:24]
-        sample = graph.read("review_audit_pool", {"start": start, "n": n_audit + limit})[0]["rows"]
-        if len(sample) < n_audit + limit:
-            sample += graph.read("review_audit_pool", {"start": "", "n": n_audit + limit})[0]["rows"]
-        for r in sample:
-            if len([k for k in kinds if kinds[k] == "audit"]) >= n_audit:
-                break
-            if r[0] not in chosen:
-                chosen.add(r[0])
-                kinds[r[0]] = "audit"
-                rows.append(r)
-                keys.append(r[0])
-                prio = np.append(prio, 0.0)
-                top.append(len(rows) - 1)
+        picked, q = _draw_audits(graph, set(kinds), n_audit)
+        for r in picked:
+            kinds[r[0]] = "audit"
+            rows.append(r)
+            keys.append(r[0])
+            prio = np.append(prio, 0.0)
+            top.append(len(rows) - 1)
         top = _interleave([i for i in top if kinds[keys[i]] != "audit"], [i for i in top if kinds[keys[i]] == "audit"])
         drawn = [k for k, kind in kinds.items() if kind == "audit"]
         if drawn:  # a label given to one of them later is an audit label (labels_write)
-            graph.write("review_audit_record", {"keys": drawn, "now": time.time()})
+            graph.write("review_audit_record", {"keys": drawn, "now": time.time(), "level": q})
     ev = {r["key"]: r for r in graph.read("review_evidence", {"rows": [
         {"key": rows[i][0], "s_key": rows[i][4], "o_key": rows[i][5]} for i in top]})}
     items = []
@@ -120,6 +112,22 @@ def review_queue(graph: Graph, *, limit: int = 20, audit_share: float = AUDIT_SH
                                 documents=len({lk.document or lk.source.split("#")[0] for lk in links}) or int(votes),
                                 verdicts=sorted(e["verdicts"]), evidence=links))
     return ReviewQueue(tau=tau, items=items)
+
+
+def _draw_audits(graph: Graph, chosen: set[str], n: int) -> tuple[list[list], float]:
+    """``n`` audit picks among the reviewable edges not in ``chosen``, topped up to one inclusion
+    level (:mod:`kgr.store.audit_frame`; salted by the frame's size and the labels so far), as the
+    queue's rows, and the draw's level."""
+    frame = graph.read_value("review_audit_frame") or [[], [], [], []]
+    keep = [i for i, k in enumerate(frame[0]) if k not in chosen]
+    if not keep:
+        return [], 0.0
+    draws = [(float(r["at"]), float(r["level"])) for r in graph.read("review_audit_levels")]
+    pi = inclusion(np.array([frame[3][i] for i in keep], dtype=np.float64), draws)
+    labels = graph.read("round_state", {"policy": "calibrated"})[0]["labels"]
+    idx, q = draw_audits([frame[0][i] for i in keep], pi, n, f"audit|{len(frame[0])}|{labels}")
+    rows = [{"key": frame[0][keep[i]], "s_key": frame[1][keep[i]], "o_key": frame[2][keep[i]]} for i in idx]
+    return (graph.read("review_audit_pool", {"rows": rows})[0]["rows"] if rows else []), q
 
 
 def _interleave(first: list[int], second: list[int]) -> list[int]:

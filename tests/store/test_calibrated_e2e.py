@@ -214,6 +214,32 @@ def test_review_queue_ranks_by_uncertainty_about_the_cut_and_impact(graph):
     assert [i.why for i in q.items] == ["priority", "audit", "priority", "audit"]
     assert [i.subject for i in q.items if i.why == "priority"] == ["P0", "P1"]
     assert len({i.key for i in q.items}) == 4
+    # the draw recorded its inclusion level: 2 audits among the 4 edges the priority picks left
+    levels = graph.driver.execute_query("MATCH (d:AuditDraw) RETURN d.level AS q").records
+    assert [r["q"] for r in levels] == [0.5, 0.5]
+
+
+def test_audit_draws_top_newcomers_up_to_the_level_of_the_edges_audited_before(graph):
+    """A first draw audits the old edges at level 0.5 and is answered; then new edges arrive. The
+    next draw's level is solved over both (old edges exposed at 0.5, newcomers at 0), and with as
+    many picks as newcomers it lifts every edge to one level: the newcomers are the ones drawn."""
+    import time as _time
+
+    stage(graph, [A(f"Old{i}", "Person", "WORKS_AT", "Acme", "Organization", "a") for i in range(8)], schema=None)
+    graph.driver.execute_query("MATCH ()-[x:PENDING_REL]->() SET x.p_hat = 0.5, x.status = 'held'")
+    first = Engine(graph).review_queue(limit=4, audit_share=1.0)
+    assert len(first.items) == 4 and {i.why for i in first.items} == {"audit"}
+    Engine(graph).label([EdgeLabel(key=i.key, label=True, reviewer="t") for i in first.items])
+    _time.sleep(0.05)
+    stage(graph, [A(f"New{i}", "Person", "WORKS_AT", "Acme", "Organization", "b") for i in range(4)], schema=None)
+    graph.driver.execute_query("MATCH ()-[x:PENDING_REL]->() WHERE x.p_hat IS NULL SET x.p_hat = 0.5, x.status = 'held'")
+    second = Engine(graph).review_queue(limit=4, audit_share=1.0)
+    # 4 old edges left at 0.5, 4 newcomers at 0: 4 (Q - 0.5) / 0.5 + 4 Q = 4 gives Q = 2/3; a newcomer
+    # is drawn with 2/3, an old edge with 1/3
+    q = graph.driver.execute_query("MATCH (d:AuditDraw) RETURN d.level AS q ORDER BY d.drawn_at DESC LIMIT 1"
+                                   ).records[0]["q"]
+    assert q == pytest.approx(2 / 3, abs=1e-6)
+    assert len(second.items) == 4 and {i.subject for i in first.items}.isdisjoint(i.subject for i in second.items)
 
 
 def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
