@@ -15,6 +15,15 @@ functions are idempotent and return plain data). A unit that raises :class:`~kgr
 nothing; :meth:`Graph.write_unit` runs it again after a jittered backoff (:func:`backoff`), for up
 to :data:`BUSY_WAIT_SECONDS`.
 
+**Deadlocks are contention, not an outage.** Concurrent writers that lock the same nodes and edges
+can wait on each other in a cycle; Neo4j aborts one of them with ``DeadlockDetected`` and the other
+proceeds, so a retry always makes progress. The driver retries them within
+``KGR_NEO4J_RETRY_SECONDS`` like any transient error; a deadlock that still ends a unit then is run
+again by :meth:`Graph.write_unit` and :meth:`Graph.write` (after a jittered :func:`backoff`) for up
+to :data:`BUSY_WAIT_SECONDS`, whatever ``KGR_NEO4J_RETRY_SECONDS`` says. Eight writers staging
+the same edges through a slow machine thus finish with every vote (they used to give up after
+about six deadlocks in a row, reported as an unavailable database).
+
 Clusters and Aura: with a ``neo4j://`` or ``neo4j+s://`` URI the driver routes, and kgr asks it to:
 :meth:`Graph.read`, :meth:`Graph.read_unit` and :meth:`Graph.stream` go to readers, everything else
 to the leader. Every path shares one bookmark manager (the driver's ``execute_query`` one), so a
@@ -46,7 +55,7 @@ from kgr.errors import KgrBusy, KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavaila
 from kgr.store.cypher import render
 
 __all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS", "backoff",
-           "BUSY_WAIT_SECONDS"]
+           "BUSY_WAIT_SECONDS", "is_contention"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -108,6 +117,16 @@ DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
 
 #: Seconds a write unit waits at most for a busy store (a held promotion lock) before it raises.
 BUSY_WAIT_SECONDS = 600.0
+
+
+#: Neo4j status codes of a transaction aborted for contention with another writer (see the module
+#: docstring): retried past the driver's retry time.
+CONTENTION_CODES = frozenset({"Neo.TransientError.Transaction.DeadlockDetected"})
+
+
+def is_contention(exc: BaseException) -> bool:
+    """Whether a driver exception aborted a transaction for contention (a deadlock), not an outage."""
+    return isinstance(exc, TransientError) and getattr(exc, "code", None) in CONTENTION_CODES
 
 
 def backoff(attempt: int, *, base: float = 0.05, cap: float = 2.0) -> float:
@@ -175,13 +194,28 @@ class Graph:
     def _records(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
                  routing: RoutingControl) -> list[neo4j.Record]:
         query = render(template, **identifiers)
-        try:
-            records, _, _ = self.driver.execute_query(
-                query, params or {}, database_=self.database, routing_=routing
-            )
-        except DRIVER_ERRORS as exc:
-            raise translate_driver_error(exc, self.uri) from exc
-        return records
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                records, _, _ = self.driver.execute_query(
+                    query, params or {}, database_=self.database, routing_=routing
+                )
+            except DRIVER_ERRORS as exc:
+                if not self._retry_contention(exc, started, attempt):
+                    raise translate_driver_error(exc, self.uri) from exc
+                attempt += 1
+                continue
+            return records
+
+    @staticmethod
+    def _retry_contention(exc: BaseException, started: float, attempt: int) -> bool:
+        """After a deadlock (:func:`is_contention`) within :data:`BUSY_WAIT_SECONDS` of ``started``:
+        sleep a jittered :func:`backoff` and say to run the unit again."""
+        if not is_contention(exc) or time.monotonic() - started >= BUSY_WAIT_SECONDS:
+            return False
+        log.info("a write was aborted by a deadlock after the driver's retries; running it again")
+        time.sleep(backoff(attempt, cap=1.0))
+        return True
 
     def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
         """Yield a read template's rows one by one (bounded memory for large exports)."""
@@ -196,7 +230,8 @@ class Graph:
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed write transaction (retried on transient errors, and after
-        a backoff when ``fn`` raises :class:`~kgr.errors.KgrBusy`, for up to :data:`BUSY_WAIT_SECONDS`).
+        a backoff when ``fn`` raises :class:`~kgr.errors.KgrBusy` or a deadlock outlasts the driver's
+        retries, for up to :data:`BUSY_WAIT_SECONDS`).
 
         ``fn`` receives a :class:`Tx` whose ``run(template, params, **identifiers)`` returns rows.
         It must be idempotent and return plain data.
@@ -207,7 +242,9 @@ class Graph:
                 with self._session() as session:
                     return session.execute_write(lambda tx: fn(Tx(tx)))
             except DRIVER_ERRORS as exc:
-                raise translate_driver_error(exc, self.uri) from exc
+                if not self._retry_contention(exc, started, attempt):
+                    raise translate_driver_error(exc, self.uri) from exc
+                attempt += 1
             except KgrBusy as exc:
                 if time.monotonic() - started >= BUSY_WAIT_SECONDS:
                     raise
