@@ -10,14 +10,31 @@ between processes when the Graph names a cache directory (:mod:`kgr.store.promot
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kgr.model.promotion import EdgeList, RoundContext
 from kgr.store import promoted_disk
 from kgr.store.connection import Graph
 
-__all__ = ["PromotedGraphCache", "PROMOTED_CACHE"]
+__all__ = ["PromotedGraphCache", "PROMOTED_CACHE", "read_promoted"]
+
+
+def read_promoted(graph: Graph, *, structure: bool) -> list[list] | None:
+    """Every current promoted edge as parallel columns (``round_promoted_read``): key, subject key,
+    relation, object key and, unless ``structure``, votes and recorded p_hat (-1: none). None when
+    the store has no relationship type but ``PENDING_REL`` (nothing was ever promoted).
+
+    Two round trips: the types first (``promoted_types_read``, tokens only), then a scan of the
+    relationships of those types alone, so the staged edges are never read (about a third less
+    time than expanding every entity on the 100k-edge bench store, 0.9M database hits instead of
+    1.37M). A type first promoted between the two reads belongs to a later version, which the
+    caller's (version, hash) key does not claim to hold.
+    """
+    types = graph.read_value("promoted_types_read")
+    if not types:
+        return None
+    return graph.read_value("round_promoted_read", types=sorted(types), structure=structure)
 
 
 @dataclass
@@ -38,6 +55,7 @@ class PromotedGraphCache:
     def __init__(self) -> None:
         self._by_store: dict[tuple[str, str], _Cached] = {}
         self._lock = threading.Lock()
+        self._saving: list[threading.Thread] = []
 
     @staticmethod
     def _store(graph: Graph) -> tuple[str, str]:
@@ -49,7 +67,8 @@ class PromotedGraphCache:
             hit = self._by_store.get(self._store(graph))
         if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
             return hit.edges, hit.types, True
-        key, subject, relation, obj, weight, score = graph.read_value("round_promoted_read")
+        columns = read_promoted(graph, structure=False)
+        key, subject, relation, obj, weight, score = columns if columns is not None else [[] for _ in range(6)]
         edges = EdgeList(subject, relation, obj, [float(w) for w in weight], key, [None if x < 0 else x for x in score])
         types = {k: k.partition(":")[0] for k in set(subject) | set(obj)}
         with self._lock:
@@ -59,8 +78,8 @@ class PromotedGraphCache:
     def structure(self, graph: Graph, ctx: RoundContext) -> tuple[EdgeList, dict[str, str], bool]:
         """The promoted edges' keys, subjects, relations and objects at ``ctx`` (weights 1, no scores),
         their types, and whether it was a hit: from this process's copy, else from the disk copy of
-        this state (``graph.cache_dir``, when set and ``ctx.created_at`` is known), else read (and
-        then saved to disk)."""
+        this state (``graph.cache_dir``, when set and ``ctx.created_at`` is known), else read (the
+        four columns only; then saved to disk behind the caller, :meth:`wait_saved`)."""
         with self._lock:
             hit = self._by_store.get(self._store(graph))
         if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
@@ -70,14 +89,30 @@ class PromotedGraphCache:
             return self.get(graph, ctx)
         ident = (graph.uri, graph.database, ctx.created_at, ctx.hash)
         saved = promoted_disk.load(directory, *ident)
-        if saved is not None:
-            key, subject, relation, obj = saved
-            return (EdgeList(subject, relation, obj, [1.0] * len(key), key),
-                    {k: k.partition(":")[0] for k in set(subject) | set(obj)}, True)
-        edges, types, _ = self.get(graph, ctx)
-        promoted_disk.save(directory, *ident, list(edges.key), list(edges.subject), list(edges.relation),
-                           list(edges.object))
-        return edges, types, False
+        hit = saved is not None
+        if not hit:
+            columns = read_promoted(graph, structure=True)
+            saved = tuple(columns) if columns is not None else ([], [], [], [])
+            self._save_behind(promoted_disk.save, directory, *ident, *saved)
+        key, subject, relation, obj = saved
+        return (EdgeList(subject, relation, obj, [1.0] * len(key), key),
+                {k: k.partition(":")[0] for k in set(subject) | set(obj)}, hit)
+
+    def _save_behind(self, save: Callable[..., None], *args: object) -> None:
+        """Run ``save(*args)`` (a disk copy: about 0.2 s for 100k edges) in a thread while the round
+        goes on; :meth:`wait_saved` (the end of every round) and the interpreter's exit wait for it.
+        The columns are never mutated after they are read, so the thread reads them unshared."""
+        thread = threading.Thread(target=save, args=args, name="kgr-promoted-save")
+        thread.start()
+        with self._lock:
+            self._saving.append(thread)
+
+    def wait_saved(self) -> None:
+        """Wait until every disk copy started by :meth:`structure` is written."""
+        with self._lock:
+            saving, self._saving = self._saving, []
+        for thread in saving:
+            thread.join()
 
     def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
                 added: Sequence[tuple[str, str, str, str, float, float | None]], types: dict[str, str]) -> None:

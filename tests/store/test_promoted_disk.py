@@ -81,8 +81,11 @@ def _seed(graph, n: int) -> None:
 
 
 def _server_structure(graph) -> set[tuple[str, str, str, str]]:
-    key, s, r, o, _, _ = graph.read_value("round_promoted_read")
-    return set(zip(key, s, r, o))
+    """Every current promoted edge, by a scan of every relationship (no type named)."""
+    rows = graph.driver.execute_query(
+        "MATCH (a:Entity)-[r]->(b:Entity) WHERE r.valid_from IS NOT NULL AND r.valid_to IS NULL "
+        "RETURN r.key AS k, a.key AS s, type(r) AS t, b.key AS o").records
+    return {(x["k"], x["s"], x["t"], x["o"]) for x in rows}
 
 
 @pytest.mark.neo4j
@@ -103,7 +106,7 @@ def test_a_new_process_settles_on_the_saved_structure_and_never_on_another_store
     read_value = graph.read_value
 
     def no_promoted_read(template, *args, **kwargs):
-        if template == "round_promoted_read":
+        if template in ("round_promoted_read", "promoted_types_read"):
             raise AssertionError("the promoted graph was read from the server")
         return read_value(template, *args, **kwargs)
 
@@ -124,3 +127,39 @@ def test_a_new_process_settles_on_the_saved_structure_and_never_on_another_store
     assert not hit
     assert set(zip(edges.key, edges.subject, edges.relation, edges.object)) == _server_structure(graph)
     assert len(edges) == 25
+
+
+@pytest.mark.neo4j
+def test_the_typed_read_finds_every_promoted_edge_and_no_staged_or_own_one(graph, tmp_path):
+    # promoted edges of two types, one of them PART_OF (also one of kgr's own types, which joins
+    # chunks to documents); staged edges and a document with its chunk; then a retired edge
+    from kgr.store.promoted_cache import read_promoted
+
+    assert read_promoted(graph, structure=True) is None  # nothing but PENDING_REL (or nothing) yet
+    wide = KGSchema.model_validate({
+        "entity_types": {**{t: {} for t in SCHEMA.entity_types}, "Widget": {}, "Machine": {}},
+        "relation_types": {**SCHEMA.model_dump()["relation_types"],
+                           "PART_OF": {"domain": ["Widget"], "range": ["Machine"]}},
+    })
+    init_store(graph, wide)
+    parts = [TripleAssertion(subject=f"w{i}", subject_type="Widget", relation="PART_OF", object=f"m{i % 3}",
+                             object_type="Machine", source="seed") for i in range(9)]
+    stage(graph, parts + [_assert(f"p{i}", "WORKS_AT", f"org{i % 7}", "seed") for i in range(6)], schema=wide)
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key,
+                                         action="promote", reason="seed") for r in candidates(graph)])
+    stage(graph, [_assert(f"q{i}", "KNOWS", f"q{i + 1}", "late") for i in range(5)], schema=wide)  # staged only
+    graph.driver.execute_query("CREATE (:Document {id: 'doc'})<-[:PART_OF]-(:Chunk {id: 'doc#0', text: 'x'})")
+    expected = _server_structure(graph)
+    assert len(expected) == 15 and {t for _, _, t, _ in expected} == {"PART_OF", "WORKS_AT"}
+    for structure in (True, False):
+        cols = read_promoted(graph, structure=structure)
+        assert len(cols) == (4 if structure else 6)
+        assert set(zip(*cols[:4])) == expected
+    retired = next(iter(expected))
+    graph.driver.execute_query("MATCH ()-[r {key: $k}]->() WHERE r.valid_from IS NOT NULL SET r.valid_to = 999999",
+                               k=retired[0])
+    assert set(zip(*read_promoted(graph, structure=True))) == expected - {retired}
+    ctx, _ = read_context(graph, "calibrated", counts=False)
+    PROMOTED_CACHE.clear()
+    edges, _, hit = PROMOTED_CACHE.structure(graph, ctx)  # graph.cache_dir unset: from the server
+    assert not hit and set(zip(edges.key, edges.subject, edges.relation, edges.object)) == expected - {retired}
