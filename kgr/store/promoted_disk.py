@@ -1,7 +1,7 @@
 """The promoted graph's structure kept on disk between processes, keyed by what identifies it.
 
 A settle (:func:`kgr.store.settle.read_settle`) needs every current promoted edge as (key, subject,
-relation, object): on a 100k-edge store that read scans every relationship (``round_promoted_read``,
+relation, object): on a 100k-edge store that read scans every promoted relationship (``round_promoted_read``,
 about a second of server time), and each ``kgr promote`` is a new process. This module keeps that
 structure in one JSON file per state of the promoted graph, so a new process on an unchanged promoted
 graph reads a file instead.
