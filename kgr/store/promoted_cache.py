@@ -10,7 +10,7 @@ between processes when the Graph names a cache directory (:mod:`kgr.store.promot
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgr.model.promotion import EdgeList, RoundContext
@@ -55,7 +55,6 @@ class PromotedGraphCache:
     def __init__(self) -> None:
         self._by_store: dict[tuple[str, str], _Cached] = {}
         self._lock = threading.Lock()
-        self._saving: list[threading.Thread] = []
 
     @staticmethod
     def _store(graph: Graph) -> tuple[str, str]:
@@ -79,7 +78,7 @@ class PromotedGraphCache:
         """The promoted edges' keys, subjects, relations and objects at ``ctx`` (weights 1, no scores),
         their types, and whether it was a hit: from this process's copy, else from the disk copy of
         this state (``graph.cache_dir``, when set and ``ctx.created_at`` is known), else read (the
-        four columns only; then saved to disk behind the caller, :meth:`wait_saved`)."""
+        four columns only; then saved to disk)."""
         with self._lock:
             hit = self._by_store.get(self._store(graph))
         if hit is not None and hit.version == ctx.version and hit.hash == ctx.hash:
@@ -93,26 +92,10 @@ class PromotedGraphCache:
         if not hit:
             columns = read_promoted(graph, structure=True)
             saved = tuple(columns) if columns is not None else ([], [], [], [])
-            self._save_behind(promoted_disk.save, directory, *ident, *saved)
+            promoted_disk.save(directory, *ident, *saved)
         key, subject, relation, obj = saved
         return (EdgeList(subject, relation, obj, [1.0] * len(key), key),
                 {k: k.partition(":")[0] for k in set(subject) | set(obj)}, hit)
-
-    def _save_behind(self, save: Callable[..., None], *args: object) -> None:
-        """Run ``save(*args)`` (a disk copy: about 0.2 s for 100k edges) in a thread while the round
-        goes on; :meth:`wait_saved` (the end of every round) and the interpreter's exit wait for it.
-        The columns are never mutated after they are read, so the thread reads them unshared."""
-        thread = threading.Thread(target=save, args=args, name="kgr-promoted-save")
-        thread.start()
-        with self._lock:
-            self._saving.append(thread)
-
-    def wait_saved(self) -> None:
-        """Wait until every disk copy started by :meth:`structure` is written."""
-        with self._lock:
-            saving, self._saving = self._saving, []
-        for thread in saving:
-            thread.join()
 
     def advance(self, graph: Graph, base: RoundContext, version: int, new_hash: str,
                 added: Sequence[tuple[str, str, str, str, float, float | None]], types: dict[str, str]) -> None:

@@ -371,7 +371,6 @@ def _round_once(graph: Graph, policy, schema: KGSchema | None, cache: PromotedGr
     summary = write_round(graph, decisions, inputs, policy=policy.name, functional=functional_relations(schema),
                           cache=cache)
     timings["write"] = time.perf_counter() - t0
-    (cache or PROMOTED_CACHE).wait_saved()  # the disk copy of the promoted graph, if a settle read it
     summary.timings = {k: round(v, 4) for k, v in timings.items()}
     n = len(inputs.candidates)
     summary.decision_latency_ms = {"mean": round(1000.0 * timings["decide"] / n, 3)} if n else {}
