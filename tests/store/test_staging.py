@@ -117,21 +117,6 @@ def test_concurrent_writers_lose_no_vote_and_duplicate_no_edge(graph):
     _assert_every_writer_counted(graph)
 
 
-def test_deadlocks_past_the_drivers_retry_time_are_retried_not_raised(graph, monkeypatch):
-    # With no driver retry time, the first deadlock between the writers ends the driver's retries
-    # (before, each such writer raised "Neo4j ... is unavailable" and its votes were missing). A
-    # deadlock is contention, not an outage: kgr runs the unit again and every writer finishes.
-    from kgr.connect import connect
-
-    monkeypatch.setenv("KGR_NEO4J_RETRY_SECONDS", "0")
-    impatient = connect(graph.settings)
-    try:
-        assert _stage_concurrently(impatient) == []
-    finally:
-        impatient.close()
-    _assert_every_writer_counted(graph)
-
-
 def _assert_every_writer_counted(graph) -> None:
     rows = graph.read("pending_edges", {"statuses": None})
     assert len(rows) == 40  # no duplicate relationship per key
