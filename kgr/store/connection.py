@@ -22,7 +22,10 @@ proceeds, so a retry always makes progress. The driver retries them within
 again by :meth:`Graph.write_unit` and :meth:`Graph.write` (after a jittered :func:`backoff`) for up
 to :data:`BUSY_WAIT_SECONDS`, whatever ``KGR_NEO4J_RETRY_SECONDS`` says. Eight writers staging
 the same edges through a slow machine thus finish with every vote (they used to give up after
-about six deadlocks in a row, reported as an unavailable database).
+about six deadlocks in a row, reported as an unavailable database). A unit whose connection broke
+while the database still answers a new one (:func:`is_lost_connection`, checked by :meth:`Graph.ping`)
+is run again too, at most :data:`LOST_CONNECTION_RETRIES` times; a failed result
+(``ResultFailedError``) is judged by the error behind it.
 
 Clusters and Aura: with a ``neo4j://`` or ``neo4j+s://`` URI the driver routes, and kgr asks it to:
 :meth:`Graph.read`, :meth:`Graph.read_unit` and :meth:`Graph.stream` go to readers, everything else
@@ -46,8 +49,8 @@ import neo4j
 from neo4j import GraphDatabase, RoutingControl
 import tenacity
 from neo4j.exceptions import (
-    AuthError, ClientError, ConfigurationError, CypherSyntaxError, DatabaseUnavailable, ServiceUnavailable,
-    SessionExpired, TransientError,
+    AuthError, ClientError, ConfigurationError, CypherSyntaxError, DatabaseUnavailable, IncompleteCommit,
+    ResultFailedError, ServiceUnavailable, SessionExpired, TransientError,
 )
 from pydantic import BaseModel, ConfigDict
 
@@ -55,7 +58,7 @@ from kgr.errors import KgrBusy, KgrCypherBug, KgrDatabaseError, KgrNeo4jUnavaila
 from kgr.store.cypher import render
 
 __all__ = ["Neo4jSettings", "Graph", "Tx", "open_graph", "translate_driver_error", "DRIVER_ERRORS", "backoff",
-           "BUSY_WAIT_SECONDS", "is_contention"]
+           "BUSY_WAIT_SECONDS", "LOST_CONNECTION_RETRIES", "is_contention", "is_lost_connection"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -111,8 +114,21 @@ def translate_driver_error(exc: BaseException, uri: str) -> KgrDatabaseError | K
     return KgrDatabaseError(f"Neo4j refused the statement ({code}): {msg}", code=code)
 
 
+
+def _translated_unit_error(exc: BaseException, uri: str) -> Exception:
+    """:func:`translate_driver_error` of what ended a unit; a failed result is translated by the
+    error that failed it (a deadlock or a broken connection: unavailable; else refused)."""
+    if isinstance(exc, ResultFailedError):
+        root = next((e for e in _causes(exc) if isinstance(e, DRIVER_ERRORS)), None)
+        if root is not None:
+            return translate_driver_error(root, uri)
+        return KgrDatabaseError(f"Neo4j failed a result: {str(exc).splitlines()[0][:300]}")
+    return translate_driver_error(exc, uri)
+
 #: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
 DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
+#: what a unit of work may end with: :data:`DRIVER_ERRORS`, and a result failed by an earlier error
+_UNIT_ERRORS = (*DRIVER_ERRORS, ResultFailedError)
 
 
 #: Seconds a write unit waits at most for a busy store (a held promotion lock) before it raises.
@@ -124,9 +140,36 @@ BUSY_WAIT_SECONDS = 600.0
 CONTENTION_CODES = frozenset({"Neo.TransientError.Transaction.DeadlockDetected"})
 
 
+#: Times a unit is run again after its connection broke while the database kept answering (see
+#: :meth:`Graph.write_unit`); a database that is really gone fails the check before any of them.
+LOST_CONNECTION_RETRIES = 5
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from (``__cause__``, else ``__context__``), at most 8 deep.
+    The driver raises :class:`~neo4j.exceptions.ResultFailedError` for a result whose transaction an
+    earlier failure (a deadlock, a broken connection) already ended: the reason is further down."""
+    seen = 0
+    while exc is not None and seen < 8:
+        yield exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+
+
 def is_contention(exc: BaseException) -> bool:
-    """Whether a driver exception aborted a transaction for contention (a deadlock), not an outage."""
-    return isinstance(exc, TransientError) and getattr(exc, "code", None) in CONTENTION_CODES
+    """Whether a driver exception aborted a transaction for contention (a deadlock), not an outage
+    (the deadlock may be the cause of a :class:`~neo4j.exceptions.ResultFailedError`)."""
+    return any(isinstance(e, TransientError) and getattr(e, "code", None) in CONTENTION_CODES for e in _causes(exc))
+
+
+def is_lost_connection(exc: BaseException) -> bool:
+    """Whether a driver exception says the unit's connection broke (``ServiceUnavailable``,
+    ``SessionExpired``: "failed to read from defunct connection"), which is an outage only if the
+    database then does not answer either. Not a broken commit (:class:`~neo4j.exceptions.IncompleteCommit`):
+    whether that transaction committed is unknown, and the driver does not retry it either."""
+    chain = list(_causes(exc))
+    return not any(isinstance(e, IncompleteCommit) for e in chain) and \
+        any(isinstance(e, (ServiceUnavailable, SessionExpired)) for e in chain)
 
 
 def backoff(attempt: int, *, base: float = 0.05, cap: float = 2.0) -> float:
@@ -194,26 +237,38 @@ class Graph:
     def _records(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
                  routing: RoutingControl) -> list[neo4j.Record]:
         query = render(template, **identifiers)
-        started, attempt = time.monotonic(), 0
+        started, attempt, lost = time.monotonic(), 0, 0
         while True:
             try:
                 records, _, _ = self.driver.execute_query(
                     query, params or {}, database_=self.database, routing_=routing
                 )
-            except DRIVER_ERRORS as exc:
-                if not self._retry_contention(exc, started, attempt):
-                    raise translate_driver_error(exc, self.uri) from exc
+            except _UNIT_ERRORS as exc:
+                if not self._retry_unit(exc, started, attempt, lost):
+                    raise _translated_unit_error(exc, self.uri) from exc
+                lost += not is_contention(exc)
                 attempt += 1
                 continue
             return records
 
-    @staticmethod
-    def _retry_contention(exc: BaseException, started: float, attempt: int) -> bool:
-        """After a deadlock (:func:`is_contention`) within :data:`BUSY_WAIT_SECONDS` of ``started``:
-        sleep a jittered :func:`backoff` and say to run the unit again."""
-        if not is_contention(exc) or time.monotonic() - started >= BUSY_WAIT_SECONDS:
+    def _retry_unit(self, exc: BaseException, started: float, attempt: int, lost: int) -> bool:
+        """Whether to run a unit that ended with ``exc`` again (after a jittered :func:`backoff`):
+        after a deadlock (:func:`is_contention`) within :data:`BUSY_WAIT_SECONDS` of ``started``; after
+        a broken connection (:func:`is_lost_connection`) at most :data:`LOST_CONNECTION_RETRIES` times,
+        and only while the database answers a new connection (:meth:`ping`), so that a database that
+        is gone still fails at once."""
+        if time.monotonic() - started >= BUSY_WAIT_SECONDS:
             return False
-        log.info("a write was aborted by a deadlock after the driver's retries; running it again")
+        if is_contention(exc):
+            log.info("a write was aborted by a deadlock after the driver's retries; running it again")
+        elif is_lost_connection(exc) and lost < LOST_CONNECTION_RETRIES and not self.closed:
+            try:
+                self.ping()
+            except KgrNeo4jUnavailable:
+                return False
+            log.info("a unit's connection broke while the database kept answering; running it again")
+        else:
+            return False
         time.sleep(backoff(attempt, cap=1.0))
         return True
 
@@ -231,19 +286,21 @@ class Graph:
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed write transaction (retried on transient errors, and after
         a backoff when ``fn`` raises :class:`~kgr.errors.KgrBusy` or a deadlock outlasts the driver's
-        retries, for up to :data:`BUSY_WAIT_SECONDS`).
+        retries, for up to :data:`BUSY_WAIT_SECONDS`, or when its connection broke while the
+        database still answers, see :meth:`_retry_unit`).
 
         ``fn`` receives a :class:`Tx` whose ``run(template, params, **identifiers)`` returns rows.
         It must be idempotent and return plain data.
         """
-        started, attempt = time.monotonic(), 0
+        started, attempt, lost = time.monotonic(), 0, 0
         while True:
             try:
                 with self._session() as session:
                     return session.execute_write(lambda tx: fn(Tx(tx)))
-            except DRIVER_ERRORS as exc:
-                if not self._retry_contention(exc, started, attempt):
-                    raise translate_driver_error(exc, self.uri) from exc
+            except _UNIT_ERRORS as exc:
+                if not self._retry_unit(exc, started, attempt, lost):
+                    raise _translated_unit_error(exc, self.uri) from exc
+                lost += not is_contention(exc)
                 attempt += 1
             except KgrBusy as exc:
                 if time.monotonic() - started >= BUSY_WAIT_SECONDS:
