@@ -279,8 +279,8 @@ class Graph:
             with self._session(neo4j.READ_ACCESS) as session:
                 for record in session.run(query, params or {}):
                     yield record.data()
-        except DRIVER_ERRORS as exc:
-            raise translate_driver_error(exc, self.uri) from exc
+        except _UNIT_ERRORS as exc:
+            raise _translated_unit_error(exc, self.uri) from exc
 
     # -- units of work ----------------------------------------------------------------------------
     def write_unit(self, fn: Callable[["Tx"], T]) -> T:
@@ -313,8 +313,8 @@ class Graph:
         try:
             with self._session(neo4j.READ_ACCESS) as session:
                 return session.execute_read(lambda tx: fn(Tx(tx)))
-        except DRIVER_ERRORS as exc:
-            raise translate_driver_error(exc, self.uri) from exc
+        except _UNIT_ERRORS as exc:
+            raise _translated_unit_error(exc, self.uri) from exc
 
     def run_script(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> int:
         """Run a template holding several statements separated by lines ending in ``;``.
@@ -332,8 +332,8 @@ class Graph:
         try:
             for stmt in statements:
                 run(stmt, params or {})
-        except DRIVER_ERRORS as exc:
-            raise translate_driver_error(exc, self.uri) from exc
+        except _UNIT_ERRORS as exc:
+            raise _translated_unit_error(exc, self.uri) from exc
         return len(statements)
 
     def _run_auto(self, statement: str, params: dict[str, Any]) -> None:
