@@ -42,6 +42,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -114,6 +115,11 @@ def translate_driver_error(exc: BaseException, uri: str) -> KgrDatabaseError | K
     return KgrDatabaseError(f"Neo4j refused the statement ({code}): {msg}", code=code)
 
 
+#: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
+DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
+#: what a unit of work may end with: :data:`DRIVER_ERRORS`, and a result failed by an earlier error
+_UNIT_ERRORS = (*DRIVER_ERRORS, ResultFailedError)
+
 
 def _translated_unit_error(exc: BaseException, uri: str) -> Exception:
     """:func:`translate_driver_error` of what ended a unit; a failed result is translated by the
@@ -124,11 +130,6 @@ def _translated_unit_error(exc: BaseException, uri: str) -> Exception:
             return translate_driver_error(root, uri)
         return KgrDatabaseError(f"Neo4j failed a result: {str(exc).splitlines()[0][:300]}")
     return translate_driver_error(exc, uri)
-
-#: driver exceptions :func:`_translated` turns into kgr's own (AuthError is a ClientError: connect's business)
-DRIVER_ERRORS = (*_GONE, TransientError, ClientError)
-#: what a unit of work may end with: :data:`DRIVER_ERRORS`, and a result failed by an earlier error
-_UNIT_ERRORS = (*DRIVER_ERRORS, ResultFailedError)
 
 
 #: Seconds a write unit waits at most for a busy store (a held promotion lock) before it raises.
@@ -170,6 +171,15 @@ def is_lost_connection(exc: BaseException) -> bool:
     chain = list(_causes(exc))
     return not any(isinstance(e, IncompleteCommit) for e in chain) and \
         any(isinstance(e, (ServiceUnavailable, SessionExpired)) for e in chain)
+
+
+@dataclass
+class _Attempts:
+    """One unit's runs so far: when it started, how many re-runs, how many after a broken connection."""
+
+    started: float = field(default_factory=time.monotonic)
+    attempt: int = 0
+    lost: int = 0
 
 
 def backoff(attempt: int, *, base: float = 0.05, cap: float = 2.0) -> float:
@@ -237,39 +247,39 @@ class Graph:
     def _records(self, template: str, params: dict[str, Any] | None, identifiers: dict[str, object],
                  routing: RoutingControl) -> list[neo4j.Record]:
         query = render(template, **identifiers)
-        started, attempt, lost = time.monotonic(), 0, 0
+        tries = _Attempts()
         while True:
             try:
                 records, _, _ = self.driver.execute_query(
                     query, params or {}, database_=self.database, routing_=routing
                 )
             except _UNIT_ERRORS as exc:
-                if not self._retry_unit(exc, started, attempt, lost):
+                if not self._again(exc, tries):
                     raise _translated_unit_error(exc, self.uri) from exc
-                lost += not is_contention(exc)
-                attempt += 1
                 continue
             return records
 
-    def _retry_unit(self, exc: BaseException, started: float, attempt: int, lost: int) -> bool:
-        """Whether to run a unit that ended with ``exc`` again (after a jittered :func:`backoff`):
-        after a deadlock (:func:`is_contention`) within :data:`BUSY_WAIT_SECONDS` of ``started``; after
-        a broken connection (:func:`is_lost_connection`) at most :data:`LOST_CONNECTION_RETRIES` times,
-        and only while the database answers a new connection (:meth:`ping`), so that a database that
-        is gone still fails at once."""
-        if time.monotonic() - started >= BUSY_WAIT_SECONDS:
+    def _again(self, exc: BaseException, tries: _Attempts) -> bool:
+        """Whether to run a unit that ended with ``exc`` again (then after a jittered :func:`backoff`,
+        counted in ``tries``): after a deadlock (:func:`is_contention`) within :data:`BUSY_WAIT_SECONDS`
+        of its start; after a broken connection (:func:`is_lost_connection`) at most
+        :data:`LOST_CONNECTION_RETRIES` times, and only while the database answers a new connection
+        (:meth:`ping`), so that a database that is gone still fails at once."""
+        if time.monotonic() - tries.started >= BUSY_WAIT_SECONDS:
             return False
         if is_contention(exc):
             log.info("a write was aborted by a deadlock after the driver's retries; running it again")
-        elif is_lost_connection(exc) and lost < LOST_CONNECTION_RETRIES and not self.closed:
+        elif is_lost_connection(exc) and tries.lost < LOST_CONNECTION_RETRIES and not self.closed:
             try:
                 self.ping()
             except KgrNeo4jUnavailable:
                 return False
             log.info("a unit's connection broke while the database kept answering; running it again")
+            tries.lost += 1
         else:
             return False
-        time.sleep(backoff(attempt, cap=1.0))
+        time.sleep(backoff(tries.attempt, cap=1.0))
+        tries.attempt += 1
         return True
 
     def stream(self, template: str, params: dict[str, Any] | None = None, **identifiers: object) -> Iterator[dict[str, Any]]:
@@ -287,26 +297,24 @@ class Graph:
         """Run ``fn(tx)`` in one managed write transaction (retried on transient errors, and after
         a backoff when ``fn`` raises :class:`~kgr.errors.KgrBusy` or a deadlock outlasts the driver's
         retries, for up to :data:`BUSY_WAIT_SECONDS`, or when its connection broke while the
-        database still answers, see :meth:`_retry_unit`).
+        database still answers, see :meth:`_again`).
 
         ``fn`` receives a :class:`Tx` whose ``run(template, params, **identifiers)`` returns rows.
         It must be idempotent and return plain data.
         """
-        started, attempt, lost = time.monotonic(), 0, 0
+        tries = _Attempts()
         while True:
             try:
                 with self._session() as session:
                     return session.execute_write(lambda tx: fn(Tx(tx)))
             except _UNIT_ERRORS as exc:
-                if not self._retry_unit(exc, started, attempt, lost):
+                if not self._again(exc, tries):
                     raise _translated_unit_error(exc, self.uri) from exc
-                lost += not is_contention(exc)
-                attempt += 1
             except KgrBusy as exc:
-                if time.monotonic() - started >= BUSY_WAIT_SECONDS:
+                if time.monotonic() - tries.started >= BUSY_WAIT_SECONDS:
                     raise
-                time.sleep(min(backoff(attempt, cap=0.5), max(exc.retry_after, 0.01)))
-                attempt += 1
+                time.sleep(min(backoff(tries.attempt, cap=0.5), max(exc.retry_after, 0.01)))
+                tries.attempt += 1
 
     def read_unit(self, fn: Callable[["Tx"], T]) -> T:
         """Run ``fn(tx)`` in one managed read transaction."""
