@@ -11,13 +11,17 @@ seeded store), then per trial and variant (ABBA order): stages the same ``--cand
 sources each), runs ``kgr promote --json`` as a new process with ``PYTHONPATH`` = the variant's tree
 (wall time, the settle's timings, the store hash), then ``kgr promote`` again (nothing new), then
 forgets the two sources (back to the seeded state). ``--fresh-cache NAME`` gives that variant's processes
-an empty ``KGR_CACHE_DIR`` (a first process on this promoted graph: nothing kept on disk). Prints medians and the new/old wall ratio. It
-WIPES the database it is pointed at (unless ``--reuse``).
+an empty ``KGR_CACHE_DIR`` (a first process on this promoted graph: nothing kept on disk);
+``--earlier-cache NAME`` gives them a ``KGR_CACHE_DIR`` that holds only the disk copy of the promoted
+graph as it was before its last change (the seeded graph before its last seeded batch of 10,000
+edges: the first process after a change, on a machine that ran ``kgr promote`` before it). Prints
+medians and the new/old wall ratio. It WIPES the database it is pointed at (unless ``--reuse``).
 """
 import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +51,8 @@ ap.add_argument("--stage", action="store_true", help="stage the candidates and s
 ap.add_argument("--forget", action="store_true", help="forget s1, s2 and stop")
 ap.add_argument("--fresh-cache", default="", help="variants whose kgr processes start with an empty KGR_CACHE_DIR "
                 "(no promoted graph kept on disk from an earlier process)")
+ap.add_argument("--earlier-cache", default="", help="variants whose kgr processes start with only the disk "
+                "copy of the promoted graph before its last change")
 ap.add_argument("--out")
 a = ap.parse_args()
 variants = dict(v.split("=") for v in a.variants.split(","))
@@ -91,12 +97,41 @@ if a.bytecode:
 
 
 fresh_cache = set(filter(None, a.fresh_cache.split(",")))
+earlier_cache = set(filter(None, a.earlier_cache.split(",")))
+
+
+def earlier_copy() -> Path:
+    """A cache directory holding only the disk copy (``kgr.store.promoted_disk``) of the promoted graph
+    at the newest version whose content hash differs from the current one (the state before the last
+    change), read from the store's history (``promoted_edges`` at that version)."""
+    from kgr.store import promoted_disk
+    from kgr.store.rounds import read_context
+    from kgr.store.versions import list_versions, promoted_edges
+
+    ctx, _ = read_context(graph, "calibrated", counts=False)
+    before = next(v for v in list_versions(graph, limit=100_000) if v.hash not in (None, ctx.hash))
+    rows = promoted_edges(graph, before.version)
+    root = Path(tempfile.mkdtemp(prefix="kgr-earlier-")) / "promoted"
+    promoted_disk.save(root, graph.uri, graph.database, ctx.created_at, before.hash, [r.key for r in rows],
+                       [r.subject_key for r in rows], [r.relation for r in rows], [r.object_key for r in rows],
+                       version=before.version)
+    if not list(root.glob("*.json")):
+        raise RuntimeError(f"no earlier copy written under {root}")
+    log(f"earlier copy: version {before.version} of {ctx.version}, {len(rows)} edges "
+        f"(now {len(promoted_edges(graph))})")
+    return root.parent
+
+
+earlier_root = earlier_copy() if earlier_cache else None
 
 
 def cli(name, *args):
     e = {**env, "PYTHONPATH": variants[name]}
     if name in fresh_cache:
         e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
+    if name in earlier_cache:
+        e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
+        shutil.copytree(earlier_root, e["KGR_CACHE_DIR"], dirs_exist_ok=True)
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "kgr.cli", *args, "--json"], env=e, capture_output=True, text=True, cwd=tmp)
     wall = time.perf_counter() - t0

@@ -7,6 +7,7 @@ A settle in a new process reads the structure from disk when the promoted graph 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -30,7 +31,7 @@ COLS = (["k1", "k2"], ["Person:a", "Person:b"], ["KNOWS", "WORKS_AT"], ["Person:
 
 
 def test_a_saved_state_loads_back_and_only_under_its_own_identity(tmp_path):
-    promoted_disk.save(tmp_path, *IDENT, *COLS)
+    promoted_disk.save(tmp_path, *IDENT, *COLS, version=3)
     assert promoted_disk.load(tmp_path, *IDENT) == tuple(COLS)
     uri, db, created, h = IDENT
     assert promoted_disk.load(tmp_path, uri, db, created + 1.0, h) is None  # a reset store
@@ -40,14 +41,21 @@ def test_a_saved_state_loads_back_and_only_under_its_own_identity(tmp_path):
 
 
 def test_a_damaged_or_foreign_file_is_a_miss(tmp_path):
-    promoted_disk.save(tmp_path, *IDENT, *COLS)
+    promoted_disk.save(tmp_path, *IDENT, *COLS, version=3)
     (path,) = tmp_path.glob("*.json")
     path.write_text(path.read_text()[:-10], encoding="utf-8")  # cut short
     assert promoted_disk.load(tmp_path, *IDENT) is None
-    body = {"format": 1, "uri": IDENT[0], "database": IDENT[1], "created_at": IDENT[2], "hash": IDENT[3],
-            "key": ["k1"], "subject": [], "relation": [], "object": []}  # columns of unequal length
+    body = {"format": 2, "uri": IDENT[0], "database": IDENT[1], "created_at": IDENT[2], "hash": IDENT[3],
+            "version": 3, "key": ["k1"], "subject": [], "relation": [], "object": []}  # columns of unequal length
     path.write_text(json.dumps(body), encoding="utf-8")
     assert promoted_disk.load(tmp_path, *IDENT) is None
+    whole = {**body, "subject": ["a"], "relation": ["R"], "object": ["b"]}
+    path.write_text(json.dumps(whole), encoding="utf-8")
+    assert promoted_disk.load(tmp_path, *IDENT) is not None  # the same file, whole
+    for bad in ({"format": 1}, {"version": None}, {"version": "3"}):  # an older format, no version to start from
+        path.write_text(json.dumps({**whole, **bad}), encoding="utf-8")
+        assert promoted_disk.load(tmp_path, *IDENT) is None
+        assert promoted_disk.load_earlier(tmp_path, *IDENT[:3], 10) is None
     path.write_text(json.dumps({**body, "hash": "ef" * 32, "subject": ["a"], "relation": ["R"], "object": ["b"]}),
                     encoding="utf-8")  # a file that claims another identity than its name's
     assert promoted_disk.load(tmp_path, *IDENT) is None
@@ -56,15 +64,29 @@ def test_a_damaged_or_foreign_file_is_a_miss(tmp_path):
 def test_older_states_of_a_database_are_pruned_and_a_write_failure_is_ignored(tmp_path):
     uri, db, created, _ = IDENT
     for i in range(promoted_disk.KEEP + 3):
-        promoted_disk.save(tmp_path, uri, db, created + i, f"{i:064x}", *COLS)
-    promoted_disk.save(tmp_path, "bolt://other:1", db, created, IDENT[3], *COLS)
+        promoted_disk.save(tmp_path, uri, db, created + i, f"{i:064x}", *COLS, version=i)
+    promoted_disk.save(tmp_path, "bolt://other:1", db, created, IDENT[3], *COLS, version=1)
     assert len(list(tmp_path.glob("*.json"))) == promoted_disk.KEEP + 1
     newest = promoted_disk.KEEP + 2
     assert promoted_disk.load(tmp_path, uri, db, created + newest, f"{newest:064x}") is not None
     blocker = tmp_path / "a-file"
     blocker.write_text("x", encoding="utf-8")
-    promoted_disk.save(blocker / "sub", *IDENT, *COLS)  # a directory that cannot exist: no exception
+    promoted_disk.save(blocker / "sub", *IDENT, *COLS, version=1)  # a directory that cannot exist: no exception
     assert not list(tmp_path.glob(".promoted-*"))
+
+
+def test_the_earlier_state_is_the_newest_file_of_this_store_below_the_version(tmp_path):
+    uri, db, created, _ = IDENT
+    assert promoted_disk.load_earlier(tmp_path / "none", uri, db, created, 9) is None  # no directory
+    for version, hash_ in ((4, "04"), (6, "06"), (8, "08")):  # saved in this order: the newest file last
+        promoted_disk.save(tmp_path, uri, db, created, hash_ * 32, *COLS, version=version)
+        time.sleep(0.01)
+    promoted_disk.save(tmp_path, uri, db, created + 1.0, "09" * 32, *COLS, version=9)  # a reset store's
+    found = promoted_disk.load_earlier(tmp_path, uri, db, created, 9)
+    assert (found.version, found.hash, found.columns) == (8, "08" * 32, tuple(COLS))
+    assert promoted_disk.load_earlier(tmp_path, uri, db, created, 7).version == 6  # never one at or after it
+    assert promoted_disk.load_earlier(tmp_path, uri, db, created, 4) is None
+    assert promoted_disk.load_earlier(tmp_path, "bolt://h:2", db, created, 9) is None  # another server
 
 
 def _assert(s: str, r: str, o: str, src: str) -> TripleAssertion:
@@ -163,3 +185,67 @@ def test_the_typed_read_finds_every_promoted_edge_and_no_staged_or_own_one(graph
     PROMOTED_CACHE.clear()
     edges, _, hit = PROMOTED_CACHE.structure(graph, ctx)  # graph.cache_dir unset: from the server
     assert not hit and set(zip(edges.key, edges.subject, edges.relation, edges.object)) == expected - {retired}
+
+
+@pytest.mark.neo4j
+def test_the_first_process_after_a_change_reads_only_the_changes_since_its_earlier_copy(graph, tmp_path,
+                                                                                           monkeypatch):
+    from kgr.store.versions import rollback
+
+    monkeypatch.setattr(graph, "cache_dir", tmp_path)
+    init_store(graph, SCHEMA)
+    _seed(graph, 30)
+    PROMOTED_CACHE.clear()
+    ctx0, _ = read_context(graph, "calibrated", counts=False)
+    PROMOTED_CACHE.structure(graph, ctx0)  # the earlier copy, saved at ctx0.version
+    assert promoted_disk.load(tmp_path, graph.uri, graph.database, ctx0.created_at, ctx0.hash) is not None
+
+    # then the promoted graph changes: new edges promoted, some retired, one retired and promoted
+    # again as a new instance (a rollback), a version that changes nothing
+    stage(graph, [_assert(f"p{i}", "KNOWS", f"p{i + 1}", "late") for i in range(8)], schema=SCHEMA)
+    late = [r for r in candidates(graph)]
+    apply_decisions(graph, [EdgeDecision(key=r.key, subject_key=r.subject_key, object_key=r.object_key,
+                                         action="promote", reason="t") for r in late])
+    ctx1, _ = read_context(graph, "calibrated", counts=False)
+    gone = sorted(_server_structure(graph))[:5]
+    apply_decisions(graph, [EdgeDecision(key=k, subject_key=s, object_key=o, action="retire", reason="t")
+                            for k, s, _, o in gone])
+    rollback(graph, ctx1.version, reason="t")  # brings the five back
+    again = sorted(_server_structure(graph))[-3:]
+    apply_decisions(graph, [EdgeDecision(key=k, subject_key=s, object_key=o, action="retire", reason="t")
+                            for k, s, _, o in again])
+    expected = _server_structure(graph)
+    assert len(expected) == 30 + 8 - 3
+
+    read_value = graph.read_value
+    asked: list[str] = []
+
+    def counted(template, *args, **kwargs):
+        asked.append(template)
+        return read_value(template, *args, **kwargs)
+
+    monkeypatch.setattr(graph, "read_value", counted)
+    PROMOTED_CACHE.clear()  # a new process
+    ctx2, _ = read_context(graph, "calibrated", counts=False)
+    edges, _, hit = PROMOTED_CACHE.structure(graph, ctx2)
+    assert not hit and "promoted_delta_read" in asked and "round_promoted_read" not in asked
+    assert set(zip(edges.key, edges.subject, edges.relation, edges.object)) == expected
+    assert len(edges) == len(expected)  # no key twice
+    saved = promoted_disk.load(tmp_path, graph.uri, graph.database, ctx2.created_at, ctx2.hash)
+    assert saved is not None and set(zip(*saved)) == expected  # the new state saved for the next process
+
+    # an earlier copy that claims a later version than the one it was saved at (the scan then misses
+    # the changes between them), or an earlier one (the scan finds edges the copy already holds): the
+    # result would be wrong, and the whole graph is read instead
+    for claimed in (ctx2.version - 1, 0):
+        for path in tmp_path.glob("*.json"):
+            body = json.loads(path.read_text(encoding="utf-8"))
+            if body["hash"] == ctx2.hash:
+                path.unlink()
+            else:
+                path.write_text(json.dumps({**body, "version": claimed}), encoding="utf-8")
+        asked.clear()
+        PROMOTED_CACHE.clear()
+        edges, _, hit = PROMOTED_CACHE.structure(graph, ctx2)
+        assert not hit and "promoted_delta_read" in asked and "round_promoted_read" in asked
+        assert set(zip(edges.key, edges.subject, edges.relation, edges.object)) == expected
