@@ -117,8 +117,7 @@ def earlier_copy() -> Path:
                        version=before.version)
     if not list(root.glob("*.json")):
         raise RuntimeError(f"no earlier copy written under {root}")
-    log(f"earlier copy: version {before.version} of {ctx.version}, {len(rows)} edges "
-        f"(now {len(promoted_edges(graph))})")
+    log(f"earlier copy: version {before.version} of {ctx.version}, {len(rows)} edges")
     return root.parent
 
 

@@ -56,10 +56,15 @@ class Saved:
     columns: Columns
 
 
+def _prefix(uri: str, database: str) -> str:
+    """The file-name prefix naming the database: a reset store's files share it, so they are pruned
+    as the new store's are written."""
+    return hashlib.sha256(f"{uri}\x1f{database}".encode()).hexdigest()[:16]
+
+
 def _names(uri: str, database: str, created_at: float, hash_: str) -> tuple[str, str]:
-    """(prefix naming the database, file name of the state): a reset store's files share its
-    database's prefix, so they are pruned as the new store's are written."""
-    store = hashlib.sha256(f"{uri}\x1f{database}".encode()).hexdigest()[:16]
+    """(the database's prefix, file name of the state)."""
+    store = _prefix(uri, database)
     state = hashlib.sha256(f"{created_at!r}\x1f{hash_}".encode()).hexdigest()[:32]
     return store, f"{store}-{state}.json"
 
@@ -93,7 +98,7 @@ def load_earlier(directory: Path, uri: str, database: str, created_at: float, ve
     """The newest file (by modification time) of this store (same server, database and
     ``created_at``) saved at a version below ``version``, or None. At most :data:`KEEP` files are
     looked at, and anything unreadable is skipped."""
-    store, _ = _names(uri, database, created_at, "")
+    store = _prefix(uri, database)
     try:
         mine = sorted(directory.glob(f"{store}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
