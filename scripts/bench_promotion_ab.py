@@ -53,6 +53,8 @@ ap.add_argument("--fresh-cache", default="", help="variants whose kgr processes 
                 "(no promoted graph kept on disk from an earlier process)")
 ap.add_argument("--earlier-cache", default="", help="variants whose kgr processes start with only the disk "
                 "copy of the promoted graph before its last change")
+ap.add_argument("--profile", default="", help="write a cProfile of each first kgr promote to PREFIX.<variant>.<trial>.prof "
+                "(the wall times then include the profiler's overhead)")
 ap.add_argument("--out")
 a = ap.parse_args()
 variants = dict(v.split("=") for v in a.variants.split(","))
@@ -124,7 +126,7 @@ def earlier_copy() -> Path:
 earlier_root = earlier_copy() if earlier_cache else None
 
 
-def cli(name, *args):
+def cli(name, *args, profile: str = ""):
     e = {**env, "PYTHONPATH": variants[name]}
     if name in fresh_cache:
         e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
@@ -132,7 +134,8 @@ def cli(name, *args):
         e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
         shutil.copytree(earlier_root, e["KGR_CACHE_DIR"], dirs_exist_ok=True)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "kgr.cli", *args, "--json"], env=e, capture_output=True, text=True, cwd=tmp)
+    prof = ["-m", "cProfile", "-o", profile] if profile else []
+    p = subprocess.run([sys.executable, *prof, "-m", "kgr.cli", *args, "--json"], env=e, capture_output=True, text=True, cwd=tmp)
     wall = time.perf_counter() - t0
     if p.returncode:
         raise RuntimeError(p.stderr[-3000:])
@@ -146,7 +149,8 @@ for trial in range(a.trials):
     order = names if trial % 2 == 0 else names[::-1]
     for name in order:
         stage(graph, [bp._assert(t, s) for t in fresh[:a.cands] for s in ("s1", "s2")], schema=sch)
-        wall, rep = cli(name, "promote", "--schema", str(schema))
+        wall, rep = cli(name, "promote", "--schema", str(schema),
+                        profile=f"{a.profile}.{name}.{trial}.prof" if a.profile else "")
         wn, noop = cli(name, "promote", "--schema", str(schema))
         r = {"wall": wall, "cands": rep["candidates"], "per_s": rep["candidates"] / wall, "timings": rep["timings"],
              "promoted": rep["promoted"], "held": rep.get("held"), "hash": rep.get("hash"),
