@@ -6,8 +6,9 @@ Per managed row :math:`(s{:}T_s) \xrightarrow{r} (o{:}T_o)` of :class:`~kgr.evid
   ``domain = 1``; likewise ``range``;
 - **self loop**: :math:`s = o`;
 - **near-duplicate entity**: an endpoint :math:`e` of degree :math:`\le` ``max_degree`` in the
-  evidence graph with a *twin* :math:`e'` — same type, the same digit runs in the name, name
-  similarity :math:`\ge` ``threshold`` (:func:`kgr.model.canonical.name_similarity`) — that holds
+  evidence graph with a *twin* :math:`e'` — same type, the same distinguishing marks
+  (:func:`kgr.model.canonical.distinguishing_marks`: digit runs, numerals, ``+``/``#`` suffixes),
+  not both named by the schema, name similarity :math:`\ge` ``threshold`` (:func:`kgr.model.canonical.name_similarity`) — that holds
   :math:`r` with the other endpoint on the same side and is *stronger*: more facts, then more
   votes, then the smaller key (``Rowen Mogropel WORKS_AT X`` when ``Rowen Mogorpel WORKS_AT X``
   has more support). The weaker of two twins is flagged, whichever arrived first;
@@ -26,19 +27,18 @@ checked: a typo'd entity appears in few facts).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 import numpy as np
 
 from kgr.evidence.graph import Evidence, EvidenceGraph
-from kgr.model.canonical import name_similarity
+from kgr.model.canonical import distinguishing_marks, name_similarity
 
 __all__ = ["Checks", "check_rows", "functional_relations"]
 
-_DIGITS = re.compile(r"\d+")
 
 
 def functional_relations(schema) -> frozenset[str]:  # noqa: ANN001 - a KGSchema or None
@@ -146,7 +146,8 @@ def _holders(g: EvidenceGraph, wanted: set[tuple[int, int, int]]) -> dict[tuple[
     return out
 
 
-def _duplicates(g: EvidenceGraph, threshold: float | None, max_degree: int) -> tuple[np.ndarray, dict[int, str]]:
+def _duplicates(g: EvidenceGraph, threshold: float | None, max_degree: int,
+                declared: Callable[[str], bool] | None = None) -> tuple[np.ndarray, dict[int, str]]:
     dup = np.zeros(len(g.h), bool)
     notes: dict[int, str] = {}
     if not threshold or not len(g.h):
@@ -165,7 +166,7 @@ def _duplicates(g: EvidenceGraph, threshold: float | None, max_degree: int) -> t
     for i, e, other, side, r in checks:
         if dup[i]:
             continue
-        twin = _twin(e, holders.get((r, other, side), ()), names, types, deg, votes, threshold)
+        twin = _twin(e, holders.get((r, other, side), ()), names, types, deg, votes, threshold, declared)
         if twin is not None:
             dup[i] = True
             notes[i] = (f"entity {names[e]} looks like {names[twin[0]]} (name similarity {twin[1]:.2f}), which has more "
@@ -174,9 +175,14 @@ def _duplicates(g: EvidenceGraph, threshold: float | None, max_degree: int) -> t
     return dup, notes
 
 
-def _twin(e: int, holders, names, types, deg, votes, threshold: float) -> tuple[int, float] | None:  # noqa: ANN001
+def _twin(e: int, holders, names, types, deg, votes, threshold: float,  # noqa: ANN001
+          declared: Callable[[str], bool] | None = None) -> tuple[int, float] | None:
+    """The best-supported entity that ``e`` looks like a misspelling of, or None. Never one whose
+    distinguishing marks differ (``C`` / ``C++``, ``UNIVAC I`` / ``UNIVAC II``), and never when both
+    are entities the schema names (``declared``: ``HTTP`` and ``HTTPS`` are two protocols)."""
     etype, _, name = names[e].partition(":")
-    digits = _DIGITS.findall(name)
+    marks = distinguishing_marks(name)
+    mine_declared = declared is not None and declared(names[e])
     mine = (deg[e], votes[e])
     best: tuple[float, int] | None = None
     for x in holders:
@@ -184,7 +190,7 @@ def _twin(e: int, holders, names, types, deg, votes, threshold: float) -> tuple[
                                                                              and names[x] < names[e])):
             continue
         other = names[x].partition(":")[2]
-        if _DIGITS.findall(other) != digits:
+        if distinguishing_marks(other) != marks or (mine_declared and declared(names[x])):
             continue
         sm = SequenceMatcher(None, name, other)
         if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
@@ -240,7 +246,9 @@ def check_rows(ev: Evidence, g: EvidenceGraph, *, duplicate_similarity: float | 
         One row of check flags per managed row.
     """
     dom, rng = _declared(ev)
-    dup, notes = _duplicates(g, duplicate_similarity, duplicate_max_degree)
+    schema = ev.schema
+    declared = None if schema is None else (lambda key: schema.declares(*key.split(":", 1)))
+    dup, notes = _duplicates(g, duplicate_similarity, duplicate_max_degree, declared)
     is_fun, others, pinned = _functional(ev, g)
     return Checks(domain=dom, range=rng, self_loop=g.h == g.t, duplicate=dup, functional=is_fun,
                   functional_others=others, pinned_object=pinned, notes=notes)

@@ -4,10 +4,14 @@ Rules, applied in order to a surface form ``name``:
 
 1. Unicode NFKC normalisation (full-width letters, ligatures and compatibility forms fold).
 2. ``casefold()`` (``"Straße"`` and ``"STRASSE"`` agree).
-3. Dots and apostrophes are deleted (``"I.B.M."`` → ``"ibm"``, ``"O'Neil"`` → ``"oneil"``).
-4. Every other character that is not a letter, digit or combining mark (punctuation, symbols,
+3. Dots and apostrophes are deleted (``"I.B.M."`` → ``"ibm"``, ``"O'Neil"`` → ``"oneil"``), except
+   a dot between two digits, which is kept (``"Python 3.1"`` → ``"python 3.1"``, not ``"python 31"``).
+4. A run of ``+`` or ``#`` that ends a word (right after a letter or digit, before anything that is
+   not one) is kept: it is part of the name (``"C++"``, ``"C#"``, ``"GPL-2+"`` → ``"c++"``, ``"c#"``,
+   ``"gpl 2+"``; without it the three languages would be one entity ``"c"``).
+5. Every other character that is not a letter, digit or combining mark (punctuation, symbols,
    separators, controls, ``_``) becomes a space (``"New-York"`` → ``"new york"``).
-5. Runs of such spaces collapse to one; leading and trailing space is stripped.
+6. Runs of such spaces collapse to one; leading and trailing space is stripped.
 
 The entity key is ``"<Type>:<canonical>"``: the same name under two types is two entities.
 Original surface forms are kept on the entity as ``aliases``; an alias map in the KG schema can send
@@ -33,6 +37,8 @@ One function per meaning, all on the rules above:
 'ibm'
 >>> canonical_name("New-York   City")
 'new york city'
+>>> canonical_name("C++"), canonical_name("C#"), canonical_name("GPL-2.0+"), canonical_name("Apache-2.0")
+('c++', 'c#', 'gpl 2.0+', 'apache 2.0')
 >>> entity_key("Organization", "I.B.M.")
 'Organization:ibm'
 """
@@ -128,14 +134,16 @@ _LEGAL_SUFFIXES = frozenset("inc corp corporation ltd llc plc co gmbh ag sa limi
 
 
 class _FoldTable(dict):
-    """``str.translate`` table for rules 3 and 4 (delete, or a space unless a letter, mark or
-    digit), filled lazily one character at a time."""
+    """``str.translate`` table for rules 3 and 5 (delete, or a space unless a letter, mark or
+    digit; rules 3 and 4's stand-ins pass), filled lazily one character at a time."""
 
     def __missing__(self, code: int) -> str | None:
         ch = chr(code)
         out: str | None
         if ch in _DELETE:
             out = None
+        elif ch in _STAND_INS:  # rules 3 and 4's kept characters, restored after the table
+            out = ch
         elif unicodedata.category(ch)[0] in "PSZC":  # punctuation, symbols, separators, controls
             out = " "
         else:  # letters (L), combining marks (M), digits and numbers (N)
@@ -147,9 +155,46 @@ class _FoldTable(dict):
 _TABLE = _FoldTable()
 
 
+#: What rules 3 and 4 keep (found by the character after; the one before is checked in Python, a
+#: look-behind would make the engine try every position), and the private-use stand-ins that
+#: carry them through rule 5's table.
+_DOT_BEFORE_DIGIT = re.compile(r"\.(?=\d)")
+_SUFFIX_RUN = re.compile(r"[+#]+(?![^\W_])")
+_KEEP = str.maketrans({".": "\ue000", "+": "\ue001", "#": "\ue002"})
+_STAND_INS = ("\ue000", "\ue001", "\ue002")
+
+
+def _kept(text: str, pattern: re.Pattern[str]) -> str:
+    """``text`` with each match of ``pattern`` that follows a letter or digit (rule 3: a digit)
+    replaced by its stand-ins."""
+    digit = pattern is _DOT_BEFORE_DIGIT
+
+    def keep(m: re.Match[str]) -> str:
+        before = text[m.start() - 1] if m.start() else ""
+        ok = before.isdigit() if digit else (before.isalnum() and before != "_")
+        return m.group(0).translate(_KEEP) if ok else m.group(0)
+    return pattern.sub(keep, text)
+
+
 def _fold(text: str) -> str:
-    """The five rules of the module docstring, on any text."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_TABLE).split())
+    """The six rules of the module docstring, on any text."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    for ch in _STAND_INS:  # a stand-in in the input itself is a symbol (rule 5)
+        if ch in folded:
+            folded = folded.replace(ch, " ")
+    kept = False
+    if "." in folded:  # rule 3's exception
+        folded = _kept(folded, _DOT_BEFORE_DIGIT)
+        kept = True
+    if "+" in folded or "#" in folded:  # rule 4
+        folded = _kept(folded, _SUFFIX_RUN)
+        kept = True
+    out = " ".join(folded.translate(_TABLE).split())
+    if kept:
+        for ch, back in zip(_STAND_INS, ".+#"):
+            if ch in out:
+                out = out.replace(ch, back)
+    return out
 
 
 _fold_short = functools.lru_cache(maxsize=1 << 16)(_fold)
@@ -277,13 +322,15 @@ def distinguishing_marks(name: str) -> tuple[str, ...]:
     """What tells numbered and generational namesakes apart, in order: every digit run (as its
     number), every roman numeral after the first word (as its number; a one-letter one only as the
     last word, or before a generational suffix, since ``John C. Reilly``'s ``C`` is an initial) and
-    every generational suffix (``Jr``/``Junior``, ``Sr``/``Senior``), on the canonical form.
+    every generational suffix (``Jr``/``Junior``, ``Sr``/``Senior``) and every ``+``/``#`` suffix a
+    word keeps (rule 4: ``C++``, ``C#``, ``GPL-2+``), on the canonical form.
 
     Two names whose marks differ are different entities however similar they read: numbered items
     (``Paper 12`` / ``Paper 13``), models and versions (``UNIVAC I`` / ``UNIVAC II``, ``Mark II`` /
     ``Mark 2`` agree), regnal numbers (``Louis XIV`` / ``Louis XV``), a father and his son
-    (``Alan Turing`` / ``Alan Turing Jr``). Fuzzy matching (disambiguation, the near-duplicate
-    constraint) never joins them; an exact match or an alias still does.
+    (``Alan Turing`` / ``Alan Turing Jr``), a language and its successor (``C`` / ``C++``). Fuzzy
+    matching (disambiguation, the near-duplicate constraint) never joins them; an exact match or an
+    alias still does.
 
     >>> distinguishing_marks("UNIVAC II"), distinguishing_marks("Harvard Mark 2"), distinguishing_marks("Alan Turing Jr.")
     (('2',), ('2',), ('jr',))
@@ -302,6 +349,9 @@ def distinguishing_marks(name: str) -> tuple[str, ...]:
             marks.append(str(_roman(t)))
         else:
             marks.extend(str(int(run)) for run in _DIGIT_RUN.findall(t))
+        suffix = len(t) - len(t.rstrip("+#"))
+        if suffix and suffix < len(t):  # C / C++ / C#, GPL-2 / GPL-2+
+            marks.append(t[-suffix:])
     return tuple(marks)
 
 

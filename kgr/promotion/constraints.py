@@ -78,14 +78,14 @@ class FactHolders:
         self._by[(relation, subject_key, "object")].append(object_key)
         self.known.update((subject_key, object_key))
 
-    def twin(self, cand: CandidateRow, threshold: float, *,
-             known: set[str] | None = None) -> tuple[str, str, float] | None:
+    def twin(self, cand: CandidateRow, threshold: float, *, known: set[str] | None = None,
+             schema: KGSchema | None = None) -> tuple[str, str, float] | None:
         """(new endpoint, its likely twin, similarity) for the first endpoint that has one, or None.
 
         ``known`` (default: this index's own) decides which endpoints are established: only an
         endpoint outside it is checked. When given, a twin must be in it too (used for the
         round's other candidates: a new entity is a duplicate of an *established* one, never of
-        another newcomer).
+        another newcomer). Two entities the ``schema`` names (``HTTP``, ``HTTPS``) are never twins.
         """
         established = self.known if known is None else known
         for key, other, side in ((cand.subject_key, cand.object_key, "subject"),
@@ -94,12 +94,13 @@ class FactHolders:
                 continue
             etype, _, name = key.partition(":")
             marks = distinguishing_marks(name)
+            mine_declared = schema is not None and schema.declares(etype, name)
             best: tuple[float, str] | None = None
             for holder in self._by.get((cand.relation, other, side), ()):
                 htype, _, hname = holder.partition(":")
                 if htype != etype or holder == key or distinguishing_marks(hname) != marks:
                     continue
-                if known is not None and holder not in known:
+                if (known is not None and holder not in known) or (mine_declared and schema.declares(htype, hname)):
                     continue
                 sim = name_similarity(name, hname)
                 if sim >= threshold and (best is None or (sim, holder) > best):
@@ -164,9 +165,10 @@ class PromotedIndex:
         duplicate, notes = 0.0, ()
         twin, where = None, ""
         if duplicate_similarity:
-            twin, where = self.holders.twin(cand, duplicate_similarity), "already has"
+            twin, where = self.holders.twin(cand, duplicate_similarity, schema=schema), "already has"
             if twin is None and peers is not None:
-                twin, where = peers.twin(cand, duplicate_similarity, known=self.holders.known), "is a candidate for"
+                twin, where = (peers.twin(cand, duplicate_similarity, known=self.holders.known, schema=schema),
+                               "is a candidate for")
         if twin is not None:
             new, old, sim = twin
             duplicate = 1.0

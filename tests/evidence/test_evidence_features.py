@@ -94,6 +94,22 @@ def test_the_weaker_of_two_near_duplicate_entities_is_flagged_whichever_came_fir
         assert "kgr merge 'P:rowen mogropel' 'P:rowen mogorpel'" in ch.notes[i]
 
 
+def test_names_the_schema_declares_and_names_with_other_marks_are_never_twins():
+    """HTTP and HTTPS are two protocols when the schema names both; C and C++ two languages (their
+    ``+`` suffix is a distinguishing mark). The same pair of names undeclared is still flagged."""
+    declared = KGSchema.model_validate({
+        "entity_types": {"S": {}, "R": {"names": ["HTTP", "HTTPS"]}, "L": {}},
+        "relation_types": {"SUPPORTS": {}, "WRITTEN_IN": {}}})
+    rows = [row(f"s{i}", "SUPPORTS", "http", ot="R", votes=3, docs=3) for i in range(3)]
+    rows += [row("s0", "SUPPORTS", "https", ot="R", votes=1, docs=1)]
+    rows += [row(f"s{i}", "WRITTEN_IN", "c", ot="L", votes=3, docs=3) for i in range(3)]
+    rows += [row("s0", "WRITTEN_IN", "c++", ot="L", votes=1, docs=1)]
+    for schema, flagged in ((declared, set()), (SCHEMA, {"R:https"})):
+        ev = Evidence(rows=rows, schema=schema)
+        ch = check_rows(ev, build_graph(ev))
+        assert {rows[i].object_key for i in np.nonzero(ch.duplicate)[0]} == flagged
+
+
 def test_features_count_documents_not_chunks_and_shares_of_competing_objects():
     rows = [row("a", "WORKS_AT", "o1", ot="O", votes=4, docs=1, quality=0.8, supports=5),
             row("a", "WORKS_AT", "o2", ot="O", votes=2, docs=2, chunked=True)]

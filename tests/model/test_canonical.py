@@ -57,6 +57,38 @@ def test_name_and_variant_keys() -> None:
     assert variant_key(" !!! ") == name_key(" !!! ") == "!!!"
 
 
+# -- names whose punctuation is part of the name (found on Debian changelogs and copyright files) -----
+
+
+@pytest.mark.parametrize("name, canon", [
+    ("C++", "c++"), ("C#", "c#"), ("F#", "f#"), ("Google+", "google+"), ("GPL-2+", "gpl 2+"),
+    ("GPL-2.0+", "gpl 2.0+"), ("Apache-2.0", "apache 2.0"), ("Python 3.1", "python 3.1"),
+    ("Python 3.10", "python 3.10"), ("version 1.2.3.", "version 1.2.3"), ("C#/.NET", "c# net"),
+    # what stays as before: abbreviations, dotted words, list numbers, symbols that do not end a word
+    ("I.B.M.", "ibm"), ("U.S. 2.0", "us 2.0"), ("node.js", "nodejs"), ("3. Something", "3 something"),
+    ("a+b", "a b"), ("+44 20", "44 20"), ("C + +", "c"), ("#1", "1"), ("snake_#", "snake"),
+])
+def test_decimal_dots_and_word_suffixes_are_kept(name: str, canon: str) -> None:
+    """Rules 3 and 4: C, C++ and C# are three languages, GPL-2 and GPL-2+ two licences, Python 3.1
+    and Python 31 not one name."""
+    assert canonical_name(name) == canonical_text(name) == canon
+
+
+def test_a_kept_hash_never_reads_as_a_split_suffix() -> None:
+    """A split entity's key ends in ``#`` and eight hex digits; a name's own ``#`` is kept only when no
+    letter or digit follows, so no canonical name looks like a split key."""
+    assert canonical_name("foo#deadbeef") == "foo deadbeef"
+    assert normalise_entity_key("Language:C#") == "Language:c#"
+    assert normalise_entity_key("Person:Jacob Green#3fa2c01b") == "Person:jacob green#3fa2c01b"
+
+
+def test_the_stand_ins_in_the_input_are_symbols() -> None:
+    """The private-use characters that carry kept characters through the table are, in a name, what
+    any other private-use character is: a separator."""
+    assert canonical_text("x\ue000y\ue001z\ue002") == "x y z"
+    assert canonical_text("3\ue0001") == "3 1"
+
+
 # -- issue 31, item 7: names that NFKC expands --------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
@@ -106,6 +138,7 @@ def test_every_accepted_name_makes_a_key_the_index_takes(name: str, etype: str) 
     ("UNIVAC II", "UNIVAC I"), ("Harvard Mark II", "Harvard Mark I"), ("Alan Turing Jr", "Alan Turing"),
     ("Alan Turing Jr.", "Alan Turing Sr."), ("John Smith III", "John Smith"), ("Louis XIV", "Louis XV"),
     ("Paper 12", "Paper 13"), ("Final Fantasy VII Remake", "Final Fantasy VIII Remake"),
+    ("C", "C++"), ("C", "C#"), ("C++", "C#"), ("GPL-2", "GPL-2+"), ("Python 3.1", "Python 3.10"),
 ])
 def test_namesakes_have_different_marks(a: str, b: str) -> None:
     assert distinguishing_marks(a) != distinguishing_marks(b)

@@ -29,3 +29,16 @@ def test_a_misspelling_is_still_a_twin() -> None:
     holders.add("Person:rowen mogorpel", "WORKS_AT", "Organization:acme")
     twin = holders.twin(cand("Person:rowen mogropel"), 0.8)
     assert twin is not None and twin[:2] == ("Person:rowen mogropel", "Person:rowen mogorpel")
+
+
+def test_names_the_schema_declares_and_names_with_other_marks_are_not_twins() -> None:
+    from kgr.model.schema import KGSchema
+    schema = KGSchema.model_validate({"entity_types": {"Protocol": {"names": ["HTTP", "HTTPS"]}, "Software": {},
+                                                       "Language": {}}, "relation_types": {"SUPPORTS": {}}})
+    holders = FactHolders()
+    holders.add("Software:curl", "SUPPORTS", "Protocol:http")
+    holders.add("Software:curl", "SUPPORTS", "Language:c")
+    new = cand("Software:curl", "Protocol:https", "SUPPORTS")
+    assert holders.twin(new, 0.8) is not None  # undeclared: a likely misspelling
+    assert holders.twin(new, 0.8, schema=schema) is None
+    assert holders.twin(cand("Software:curl", "Language:c++", "SUPPORTS"), 0.3) is None

@@ -266,3 +266,31 @@ def test_identifier_validation_errors_name_the_kind():
         render("init_schema", relation_types=["OK", "NOT OK"])
     with pytest.raises(KgrValidationError, match="batch_size"):
         stage(None, [], batch_size=0)  # type: ignore[arg-type]
+
+
+def test_a_promoted_edge_shows_the_votes_its_staged_edge_gathers_and_keeps(graph):
+    """Votes staged after promotion, and votes forgotten, reach the current promoted instance (what
+    slices, exports and the Browser read); the content hash does not move."""
+    from kgr.engine import promote_by_quorum
+    from kgr.store.forget import forget
+    from kgr.store.versions import current_state
+
+    def promoted() -> tuple[int, float]:
+        rec = graph.driver.execute_query(
+            "MATCH (:Entity)-[q:WORKS_AT]->(:Entity) WHERE q.valid_to IS NULL RETURN q.votes AS v, q.confidence AS c"
+        ).records
+        assert len(rec) == 1
+        return rec[0]["v"], rec[0]["c"]
+
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", "a", conf=0.5), T("Ada", "WORKS_AT", "IBM", "b", conf=0.5)])
+    promote_by_quorum(graph, quorum=2)
+    assert promoted() == (2, pytest.approx(0.75))
+    before = current_state(graph)
+    stage(graph, [T("Ada", "WORKS_AT", "IBM", s, conf=0.5) for s in ("c", "d", *[f"x{i}" for i in range(MAX_INLINE_VOTES)])])
+    votes, conf = promoted()
+    staged = graph.read("pending_edges", {"statuses": None})[0]
+    assert votes == staged["votes"] == 4 + MAX_INLINE_VOTES and conf == pytest.approx(staged["confidence"])
+    assert current_state(graph) == before  # staging writes no version; the content hash is over keys
+    forget(graph, sources=["c", "x0"])
+    assert promoted()[0] == 2 + MAX_INLINE_VOTES
+    assert current_state(graph)[1] == before[1]
