@@ -11,7 +11,10 @@ How it reads a chunk
 
    - ``names`` and both sides of ``aliases`` (an alias is reported under its canonical name). Matching
      ignores case and runs of whitespace, except that a one-word surface form must agree on the case
-     of its first letter (so the alias ``"Engine"`` does not fire on "the engine").
+     of its first letter (so the alias ``"Engine"`` does not fire on "the engine"), with two
+     exceptions (:func:`_case_agrees`): a lowercase name also matches capitalised ("git" on "Git
+     supports HTTP"), and a name with a capital inside it also matches all lowercase ("OpenSSL" on
+     "openssl").
    - ``patterns``: regular expressions (Python syntax, compiled by the ``regex`` library when the
      schema loads), matched case-sensitively as written, each with a time bound per chunk
      (:data:`kgr.model.schema.PATTERN_SECONDS`; a pattern that backtracks catastrophically matches
@@ -115,6 +118,26 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
 _LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
 #: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
 _LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
+
+
+def _case_agrees(got: str, surface: str) -> bool:
+    """Whether the text ``got`` may stand for the declared one-word ``surface`` (several words: always).
+
+    The first letters agree in case; or the name is written lowercase and the text capitalises it
+    (a sentence start, a title: ``git`` / ``Git``); or the name has a capital after its first letter
+    (``OpenSSL``, ``PyPI``: no common word is spelled so) and the text is all lowercase (a command
+    or package name: ``openssl``).
+
+    >>> _case_agrees("Git", "git"), _case_agrees("openssl", "OpenSSL"), _case_agrees("engine", "Engine")
+    (True, True, False)
+    >>> _case_agrees("http", "HTTP"), _case_agrees("GIT", "git")
+    (False, False)
+    """
+    if " " in surface or got[:1] == surface[:1]:
+        return True
+    if surface[:1].islower() and got[:1].isupper() and got[1:] == got[1:].lower():
+        return True
+    return got.islower() and any(c.isupper() for c in surface[1:]) and any(c.islower() for c in surface)
 
 
 @dataclass
@@ -226,8 +249,8 @@ class RulesExtractor:
                 types: list[str] = []
                 names: dict[str, str] = {}
                 for etype, reported, surface in entries:
-                    if " " not in surface and got[:1] != surface[:1]:
-                        continue  # one-word surfaces must agree on the first letter's case
+                    if not _case_agrees(got, surface):
+                        continue
                     if etype not in names:
                         types.append(etype)
                         names[etype] = reported

@@ -141,6 +141,25 @@ def test_one_word_aliases_must_agree_on_case():
     }
 
 
+def test_lowercase_names_match_capitalised_and_inner_capitals_match_lowercase():
+    """A name declared lowercase (a command: ``git``) is found at a sentence start ("Git supports"); a
+    name with an inner capital (``OpenSSL``) is found written as its command (``openssl``). An
+    all-capitals name does not fire on the lowercase word (``HTTP`` in a URL), nor an initial-capital
+    one on the common noun."""
+    schema = KGSchema.model_validate({
+        "entity_types": {"Software": {"names": ["git", "OpenSSL", "curl"]}, "Protocol": {"names": ["HTTP", "TLS"]}},
+        "relation_types": {"SUPPORTS": {"domain": ["Software"], "range": ["Protocol"], "triggers": ["supports"]}}})
+
+    def found(text: str) -> set[tuple[str, str]]:
+        return {(p.subject, p.object) for p in RulesExtractor().extract(text, schema).kg.relations.get("SUPPORTS", [])}
+
+    assert found("Git supports HTTP.") == found("git supports HTTP.") == {("git", "HTTP")}
+    assert found("Curl supports TLS.") == {("curl", "TLS")}
+    assert found("openssl supports TLS.") == found("OpenSSL supports TLS.") == {("OpenSSL", "TLS")}
+    assert found("git supports http.") == set()  # HTTP is not the word in a URL
+    assert found("GIT supports HTTP.") == set()   # shouting is not the name
+
+
 def test_self_loops_are_dropped():
     assert triples(run("Turing worked with Turing.")) == set()
 
