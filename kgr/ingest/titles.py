@@ -14,8 +14,9 @@ found, first match wins, in:
    heading that reads as a phrase (:func:`is_tagline`: "Charset Detection, for Everyone", "Docker SDK
    for Python", "OpenAI Python API library") is no title, so the next rule answers; a heading that
    begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``) gives that name;
-4. the file's name without its suffix, unless that name says nothing about the content
-   (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG`` ...).
+4. the file's name without its suffix and without the words that name a kind of file
+   (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG``, ``copyright``, ``man`` ...:
+   ``copyright-curl.txt`` → ``curl``), unless nothing else is left.
 
 A title longer than :data:`MAX_TITLE` characters, or with no letter or digit, is none.
 
@@ -52,6 +53,7 @@ GENERIC_STEMS = frozenset({
     "readme", "index", "changelog", "changes", "history", "news", "license", "licence", "copying", "notice",
     "metadata", "pkg-info", "description", "document", "doc", "docs", "main", "intro", "introduction", "about",
     "contributing", "authors", "todo", "notes", "untitled", "text", "input", "data", "page", "content",
+    "copyright", "man", "manpage", "pydoc", "manual", "faq", "guide", "tutorial", "install", "usage",
 })
 
 _PKG_NAME = re.compile(r"^Metadata-Version:[^\n]*\n(?:[^\n]+\n)*?Name:[ \t]*([^\n]+)$", re.M)
@@ -112,6 +114,20 @@ def _heading(head: str) -> str | None:
     return None
 
 
+def _stem_name(path: str | None) -> str:
+    """What a file's name says its document is about: the name before its first dot without the words
+    that name a kind of file (:data:`GENERIC_STEMS`; ``copyright-curl`` → ``curl``, ``man-tar`` →
+    ``tar``, ``README`` → nothing), or ``""``.
+
+    >>> _stem_name("/x/copyright-curl.txt"), _stem_name("/x/README.md"), _stem_name("/x/charset-normalizer.md")
+    ('curl', '', 'charset-normalizer')
+    """
+    stem = PurePath(path).name.split(".")[0] if path else ""
+    words = [w for w in re.split(r"[-_ ]+", stem) if w]
+    kept = [w for w in words if w.lower() not in GENERIC_STEMS]
+    return stem if len(kept) == len(words) else "-".join(kept)
+
+
 def document_title(document: Any) -> str | None:
     """The title of ``document`` (a :class:`kgr.ingest.loaders.Document`), by the rules of the module
     docstring; None when none is found."""
@@ -121,8 +137,7 @@ def document_title(document: Any) -> str | None:
     head = document.text[:HEAD_CHARS]
     if (m := _PKG_NAME.search(head)) and (title := _clean(m.group(1))):
         return title
-    stem = PurePath(document.path).name.split(".")[0] if document.path else ""
-    stem = "" if stem.lower() in GENERIC_STEMS else stem
+    stem = _stem_name(document.path)
     if title := _heading(FENCE.sub("", head)):  # a shell comment in a fence is no heading
         if stem and title.casefold().startswith(stem.casefold() + " "):
             return title[:len(stem)]  # "Pydantic Validation" in pydantic.md: the name, not its product line

@@ -33,6 +33,12 @@ def doc(text: str, path: str | None = "/x/README.md", **meta) -> Document:
     ("# " + "long " * (MAX_TITLE // 4), "/x/index.md", {}, None),  # a sentence, not a title
     ("no heading", None, {}, None),  # a JSONL line without a title
     ("no heading", "/x/CHANGELOG.md", {}, None),  # a file name that says what kind of file, not whose
+    # ... and such words around the subject's name (Debian copyright files, man pages, pydoc output)
+    ("Files: *\nLicense: curl", "/x/copyright-curl.txt", {}, "curl"),
+    ("TAR(1) User Commands", "/x/man-tar.txt", {}, "tar"),
+    ("Help on module json:", "/x/pydoc_json.txt", {}, "json"),
+    ("no heading", "/x/readme-bash-readme.txt", {}, "bash"),
+    ("no heading", "/x/copyright-man.txt", {}, None),
 ])
 def test_document_title(text, path, meta, want):
     assert document_title(doc(text, path, **meta)) == want
