@@ -70,7 +70,13 @@ def similar_entity_keys(graph: Graph, key: str, *, limit: int = 3) -> list[str]:
 
 
 def no_entity_message(graph: Graph, key: str, *, suffix: str = "") -> str:
-    """``no entity with key 'X'`` with a did-you-mean from :func:`similar_entity_keys` when there is one."""
+    """``no entity with key 'X'`` with a did-you-mean from :func:`similar_entity_keys` when there is one;
+    for a key merged into another entity, that entity's key."""
+    merged = graph.read("entity_merged_into", {"key": key})
+    if merged:
+        into = merged[0]["merged_into"]
+        return (f"entity {key[:120]!r} was merged into {into[:120]!r}{suffix}; use {into[:120]!r} "
+                f"(or `kgr snapshot rollback` to before the merge)")
     hint = similar_entity_keys(graph, key)
     text = f"no entity with key {key[:120]!r}{suffix}"
     return text + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
@@ -97,12 +103,12 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
     Raises
     ------
     KgrNotFound
-        No entity has that key.
+        No entity has that key, or it was merged into another (the message names it).
     """
     key = user_entity_key(key)
     rows = graph.read("server_entity_neighbourhood", {"key": key, "statuses": list(dict.fromkeys(statuses)),
                                                       "fetch": limit + 1})
-    if not rows:
+    if not rows or graph.read("entity_merged_into", {"key": key}):  # none, or a merge's husk
         raise KgrNotFound(no_entity_message(graph, key, suffix=" (find keys with search_entities)"))
     row = rows[0]
     edges = [e for e in row["edges"] if e is not None]

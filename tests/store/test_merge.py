@@ -276,3 +276,18 @@ def test_promote_after_rolling_back_a_merge_keeps_each_fact_promoted_once(graph)
     # the retirement is explained on DROP's edge
     dec = graph.read("decisions_for_edge", {"key": dx})[0]
     assert "merged" in dec["decisions"][-1]["reason"]
+
+
+def test_a_merged_away_key_names_the_entity_it_was_merged_into(graph):
+    """Slicing or looking up the key of an entity that a merge dropped says where it went, instead of
+    "no entity" with a guess."""
+    from kgr.slices.anchors import resolve_anchors
+    from kgr.store.inspect import entity_neighbourhood
+
+    stage(graph, [T("Ada", "IBM", "s1", "WORKS_AT", ot="Organization"), T("Ada Lovelace", "Bob", "s2")])
+    merge_entities(graph, KEEP, DROP)
+    for lookup in (lambda: resolve_anchors(graph, [DROP], None), lambda: entity_neighbourhood(graph, DROP)):
+        with pytest.raises(KgrNotFound, match=f"was merged into '{KEEP}'"):
+            lookup()
+    with pytest.raises(KgrNotFound, match="no entity with key 'Person:nobody'"):
+        resolve_anchors(graph, ["Person:nobody"], None)

@@ -268,9 +268,10 @@ def test_identifier_validation_errors_name_the_kind():
         stage(None, [], batch_size=0)  # type: ignore[arg-type]
 
 
-def test_a_promoted_edge_shows_the_votes_its_staged_edge_gathers_and_keeps(graph):
-    """Votes staged after promotion, and votes forgotten, reach the current promoted instance (what
-    slices, exports and the Browser read); the content hash does not move."""
+def test_a_promoted_edge_shows_the_votes_its_staged_edge_had_at_the_last_version(graph):
+    """Votes staged after promotion reach the current promoted instance (what slices, exports and the
+    Browser read) with the next version that weighs them (a settle's refresh, or a forget), never
+    between versions: slices copy the promoted graph per version. The content hash does not move."""
     from kgr.engine import promote_by_quorum
     from kgr.store.forget import forget
     from kgr.store.versions import current_state
@@ -287,10 +288,12 @@ def test_a_promoted_edge_shows_the_votes_its_staged_edge_gathers_and_keeps(graph
     assert promoted() == (2, pytest.approx(0.75))
     before = current_state(graph)
     stage(graph, [T("Ada", "WORKS_AT", "IBM", s, conf=0.5) for s in ("c", "d", *[f"x{i}" for i in range(MAX_INLINE_VOTES)])])
-    votes, conf = promoted()
+    assert promoted() == (2, pytest.approx(0.75)) and current_state(graph) == before  # staging writes no version
     staged = graph.read("pending_edges", {"statuses": None})[0]
+    row = {"key": staged["key"], "s_key": "Person:ada", "o_key": "Organization:ibm", "p_hat": 0.9, "decided": True}
+    graph.write("settle_refresh", {"rows": [row]})  # what a settle writes for a promoted edge it keeps
+    votes, conf = promoted()
     assert votes == staged["votes"] == 4 + MAX_INLINE_VOTES and conf == pytest.approx(staged["confidence"])
-    assert current_state(graph) == before  # staging writes no version; the content hash is over keys
-    forget(graph, sources=["c", "x0"])
+    forget(graph, sources=["c", "x0"])  # a forget writes a version, and the instance follows
     assert promoted()[0] == 2 + MAX_INLINE_VOTES
     assert current_state(graph)[1] == before[1]
