@@ -117,7 +117,8 @@ def assemble(inputs: RoundInputs, scored, cfg: CalibratedConfig) -> Outcome:  # 
             if c.dirty or c.p_hat is None or abs(p - c.p_hat) > cfg.write_tolerance:
                 refreshed.append((c.key, c.subject_key, c.object_key, p, c.dirty))
             continue
-        info = {"votes": c.votes, "documents": c.documents, "p_hat": p, "tau": tau, "target_fmr": cfg.target_fmr,
+        info = {"votes": c.votes, "quorum": cfg.quorum, "documents": c.documents, "p_hat": p, "tau": tau,
+                "target_fmr": cfg.target_fmr,
                 "bound": ct.bound, "r_contr": r_contr[i], "violated": violated[i],
                 "gate": scored.gate[i], "evidence": evidence.get(i, [])}
         reason = _reason(c, i, scored, cfg, rank)

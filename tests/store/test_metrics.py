@@ -202,3 +202,16 @@ def test_cli_metrics_json_and_errors(graph, neo4j_settings, monkeypatch):
     assert "measured against labels instead" in res.stdout  # not to be mistaken for the benchmark's Acceptance
     res = runner.invoke(root, ["metrics", "--rounds", "0"])
     assert res.exit_code == 2 and "rounds" in res.output.lower()
+
+
+def test_the_calibrated_policys_holds_count_against_corroborated_acceptance(graph):
+    """A calibrated settle records the quorum with every decision, so its holds past the quorum count:
+    corroborated acceptance is promoted / (promoted + those holds), not 100 % whatever it held."""
+    from kgr.engine import Engine
+
+    stage(graph, [a for i in range(6) for a in knows(f"p{i}", f"q{i}")], schema=SCHEMA)
+    summary = Engine(graph, schema=SCHEMA).promote()
+    assert summary.held >= 1  # six look-alike edges and no label: nothing separates them
+    r = collect_metrics(graph, rounds=1).rounds[0]
+    assert r.corroborated_held == summary.held
+    assert collect_metrics(graph, rounds=1).psz.acceptance == pytest.approx(summary.promoted / (summary.promoted + summary.held))
