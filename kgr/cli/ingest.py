@@ -166,7 +166,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     is a document with a stable id (its path): when it changed since the last run, the chunks its new
     text no longer has are forgotten and only the new chunks are extracted. Exit code 0 when every
     chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
-    hold no document kgr can read.
+    hold no document kgr can read (then nothing is written: no prune, resolution or promotion round).
     """
     cfg = ingest_config(dict(
         extractor=extractor, model=model, parser=parser, api_base=api_base, input_cost_per_token=input_cost_per_token,

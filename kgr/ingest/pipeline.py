@@ -165,7 +165,9 @@ def ingest(
     (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
     the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
-    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). With
+    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). When ``paths`` hold no document
+    (empty or unreadable files only), nothing after the reading runs: no prune, resolution or promotion
+    round, so the graph and its versions stay as they were (``report.documents == 0`` says so). With
     ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
     embedding from it yet are embedded last; a failure there is reported (``embedding_error``) and
     leaves the ingest as it is (``kgr embed`` finishes the names).
@@ -187,6 +189,8 @@ def ingest(
     preflight(extractor if extractor is not None else make_extractor(cfg))  # before anything is read or written
     job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
+    if job.report.documents == 0:
+        return job.finish()  # nothing read: no prune, resolution, promotion round or version (the caller reports it)
     if cfg.prune:
         job.prune(paths)
     if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged or resolution_due(graph)):

@@ -91,3 +91,31 @@ def test_executor_options(kgr, graph, tmp_path):
                             "--workers", "2", "--json").stdout)
     assert (report["executor"], len(report["workers"]), report["chunks_processed"]) == ("process", 2, 3)
     assert report["new_votes"] == first["new_votes"] and json.loads(kgr("status", "--json").stdout)["votes"] == votes
+
+
+def _graph_state(kgr) -> tuple[int, list[str]]:
+    """The store's version and its promoted edges (``kgr export jsonl``), sorted."""
+    version = json.loads(kgr("status", "--json").stdout)["version"]
+    return version, sorted(kgr("export", "jsonl").stdout.splitlines())
+
+
+def test_nothing_to_ingest_opens_no_version(kgr, tmp_path):
+    """An ingest that reads no document (an empty file, a directory with nothing kgr reads, a broken
+    JSONL file) fails before any promotion round or resolution: no version written, the promoted
+    graph unchanged."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Konrad Zuse built the Z3. Alan Turing was born in London.", encoding="utf-8")
+    (corpus / "b.txt").write_text("Konrad Zuse built the Z3. Alan Turing was born in London.", encoding="utf-8")
+    kgr("ingest", str(corpus), "--schema", SCHEMA, "--policy", "quorum")
+    before = _graph_state(kgr)
+    assert before[0] >= 1 and len(before[1]) == 2
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{nope\n", encoding="utf-8")
+    for path in (empty, broken):
+        res = kgr("ingest", str(path), "--schema", SCHEMA, "--policy", "quorum", code=2)
+        assert res.stderr.strip().splitlines()[-1].startswith(f"Error: nothing to ingest under {path}")
+        assert "promotion" not in res.stderr + res.stdout.replace("promotion: not run", "")
+        assert _graph_state(kgr) == before
