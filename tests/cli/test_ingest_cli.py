@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from kgr.cli.ingest import as_flags
 from kgr.cli.main import app
+from kgr.ingest.chunking import ChunkingConfig
 from kgr.store.admin import reset
 
 pytestmark = pytest.mark.neo4j
@@ -119,3 +121,19 @@ def test_nothing_to_ingest_opens_no_version(kgr, tmp_path):
         assert res.stderr.strip().splitlines()[-1].startswith(f"Error: nothing to ingest under {path}")
         assert "promotion" not in res.stderr + res.stdout.replace("promotion: not run", "")
         assert _graph_state(kgr) == before
+
+
+def test_chunk_overlap_must_be_smaller_than_the_size(kgr, tmp_path):
+    """``--chunk-overlap`` >= ``--chunk-size`` is the chunking config's error, in option names, before
+    any work (it was clamped to size - 1 in silence: every sentence in several chunks, each a vote)."""
+    (tmp_path / "a.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
+    for overlap in ("100", "64"):
+        res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--chunk-size", "64", "--chunk-overlap", overlap, code=1)
+        assert res.stderr.strip() == f"Error: --chunk-overlap ({overlap}) must be smaller than --chunk-size (64)"
+    assert json.loads(kgr("status", "--json").stdout)["version"] == 0  # nothing ran
+    # without --chunk-overlap a small size gets a quarter of it as overlap, not an error
+    report = json.loads(kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--chunk-size", "32", "--json").stdout)
+    assert report["documents"] == 1 and report["chunks_processed"] == 1
+    with pytest.raises(ValidationError, match="'overlap' \\(64\\) must be smaller than 'size' \\(64\\)"):
+        ChunkingConfig(size=64, overlap=64)
+    assert ChunkingConfig(size=64, overlap=63).overlap == 63
