@@ -105,7 +105,7 @@ from pathlib import Path
 from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
-from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path, text_sha256
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, require_unique_ids, resolved_path, text_sha256
 from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
@@ -178,7 +178,7 @@ def ingest(
         Neo4j went away (a re-run resumes where the job stopped). ``graph`` is then closed, which ends
         the database calls still retrying in the background at once: reconnect to go on.
     KgrValidationError
-        A path does not exist.
+        A path does not exist, or two JSONL lines give one document id (before anything is written).
     KgrExtractionError
         The LLM cannot work (unknown model, missing key: before anything is read), or refused the
         job's first request (:mod:`kgr.ingest.fail_fast`; the re-run resumes).
@@ -187,6 +187,7 @@ def ingest(
     if extractor is None and cfg.executor == "inprocess":
         extractor = make_extractor(cfg)
     preflight(extractor if extractor is not None else make_extractor(cfg))  # before anything is read or written
+    require_unique_ids([str(p) for p in paths])  # two JSONL lines with one id: refused before anything is written
     job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
     if job.report.documents == 0:

@@ -137,3 +137,28 @@ def test_chunk_overlap_must_be_smaller_than_the_size(kgr, tmp_path):
     with pytest.raises(ValidationError, match="'overlap' \\(64\\) must be smaller than 'size' \\(64\\)"):
         ChunkingConfig(size=64, overlap=64)
     assert ChunkingConfig(size=64, overlap=63).overlap == 63
+
+
+def test_duplicate_jsonl_ids_are_refused_before_anything_is_written(kgr, tmp_path):
+    """Two JSONL lines with one id (one file, or two files of one ingest) were one Document in
+    silence, the second text in the first's place: refused, naming the id, files and lines."""
+    d = tmp_path / "d.jsonl"
+    d.write_text(json.dumps({"id": "dup", "text": "curl supports LDAP."}) + "\n"
+                 + json.dumps({"id": "dup", "text": "git supports IMAP."}) + "\n", encoding="utf-8")
+    res = kgr("ingest", str(d), "--schema", SCHEMA, code=1)
+    assert res.stderr.strip() == f"Error: document id 'dup' appears twice ({d} lines 1 and 2): ids must be unique"
+    e = tmp_path / "e.jsonl"
+    e.write_text(json.dumps({"id": "x", "text": "Konrad Zuse built the Z3."}) + "\n", encoding="utf-8")
+    f = tmp_path / "f.jsonl"
+    f.write_text(json.dumps({"id": "y", "text": "Alan Turing was born in London."}) + "\n"
+                 + json.dumps({"id": "x", "text": "Konrad Zuse built the Z4."}) + "\n", encoding="utf-8")
+    res = kgr("ingest", str(e), str(f), "--schema", SCHEMA, code=1)
+    assert res.stderr.strip() == f"Error: document id 'x' appears twice ({e} line 1, {f} line 2): ids must be unique"
+    status = json.loads(kgr("status", "--json").stdout)
+    assert (status["version"], status["documents"], status["chunks"]) == (0, 0, 0)
+    # unique ids across the files, and a file named twice (itself and its directory), are read as before
+    f.write_text(json.dumps({"id": "y", "text": "Alan Turing was born in London."}) + "\n", encoding="utf-8")
+    d.unlink()
+    report = json.loads(kgr("ingest", str(e), str(tmp_path), "--schema", SCHEMA, "--json").stdout)
+    assert report["chunks_processed"] == 2
+    assert json.loads(kgr("status", "--json").stdout)["documents"] == 2
