@@ -207,4 +207,6 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
         report = _run_job(kg, paths, cfg, verifier)
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
+    if report.files_skipped:
+        err.print(report.skipped_files_line(), markup=False, soft_wrap=True)
     _exit_status(report, paths)

@@ -7,8 +7,9 @@ Conventions
   single document, never by the corpus. A text file longer than ``max_document_chars`` is yielded
   as several documents (parts), cut at paragraph boundaries, so one huge file stays bounded too.
 - **Directories** are walked recursively in sorted order (by name, directories and files together),
-  skipping hidden entries (names starting with ``.``) and files whose extension no loader handles.
-  A file named explicitly must have a supported extension.
+  skipping hidden entries (names starting with ``.``) and files whose extension no loader handles
+  (those are passed to ``on_skip``, which ``kgr ingest`` counts and reports by extension). A file
+  named explicitly must have a supported extension.
 - **Encoding.** Text is UTF-8 (a byte-order mark is removed); ``\\r\\n`` and ``\\r`` become ``\\n``.
 - **Ids are stable, not content hashes.** A text, Markdown or PDF file's document id is its absolute
   path (symlinks resolved; ``#<part>`` appended for the parts of a long file): an edited file keeps
@@ -372,8 +373,10 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
     return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
 
-def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
+def iter_files(path: str | os.PathLike[str], *, on_skip: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """The files under ``path`` that a loader handles, recursively, in sorted order (``path`` itself if a file).
+    ``on_skip`` is called with each file under a directory passed over because no loader handles its
+    extension (hidden entries are passed over without a call).
 
     Raises
     ------
@@ -396,9 +399,11 @@ def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
             continue
         child = Path(entry.path)
         if entry.is_dir():
-            yield from iter_files(child)
+            yield from iter_files(child, on_skip=on_skip)
         elif entry.is_file() and child.suffix.lower() in SUPPORTED_SUFFIXES:
             yield child
+        elif entry.is_file() and on_skip is not None:
+            on_skip(child)
 
 
 def _jsonl_ids(path: Path) -> Iterator[tuple[int, str]]:
@@ -488,6 +493,7 @@ def iter_documents(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     on_error: Callable[[LoadIssue], None] | None = None,
+    on_skip: Callable[[Path], None] | None = None,
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """Stream the documents of files and directories (conventions in the module docstring).
@@ -499,6 +505,8 @@ def iter_documents(
     on_error:
         Called with a :class:`LoadIssue` for every skipped file or JSONL line. When None, file
         errors raise and skipped lines are logged to the ``kgr.ingest`` logger.
+    on_skip:
+        Called with each file under a directory that no loader handles (see :func:`iter_files`).
     max_document_chars:
         A text file longer than this is yielded in parts.
 
@@ -510,7 +518,7 @@ def iter_documents(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     for root in paths:
-        for f in iter_files(root):
+        for f in iter_files(root, on_skip=on_skip):
             try:
                 yield from load_file(f, on_error=on_error, max_document_chars=max_document_chars)
             except KgrValidationError as exc:

@@ -224,6 +224,7 @@ class _Job:
         self.rounds: list[int] = []
         self.since_promotion = 0
         self.issues: list[LoadIssue] = []
+        self.skipped: Counter[str] = Counter()
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
@@ -244,7 +245,7 @@ class _Job:
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
     def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
-        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue):
+        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue, on_skip=self.file_skipped):
             self.report.documents += 1
             self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
             self.file_read(doc.path)
@@ -254,6 +255,10 @@ class _Job:
     def load_issue(self, issue: LoadIssue) -> None:
         self.issues.append(issue)
         self.file_read(issue.path)
+
+    def file_skipped(self, path: Path) -> None:
+        """Count a file no loader reads, by its extension."""
+        self.skipped[path.suffix.lower() or "(none)"] += 1
 
     def file_read(self, path: str | None) -> None:
         """Tick ``files`` and ``file_bytes`` (its size on disk) the first time a file is met."""
@@ -441,6 +446,7 @@ class _Job:
         r.transactions = self.pipe.transactions
         r.executor = self.cfg.executor
         r.load_issues = [str(i) for i in self.issues][:MAX_LISTED]
+        r.files_skipped = dict(self.skipped.most_common())
         if self.rounds:
             hist = Counter(self.rounds)
             r.rounds_per_chunk = {"mean": round(statistics.fmean(self.rounds), 3), "max": float(max(self.rounds)),

@@ -243,8 +243,10 @@ def test_directories_are_walked_recursively_in_sorted_order(tmp_path):
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps({"text": rel}) if rel.endswith(".jsonl") else f"text of {rel}", encoding="utf-8")
-    names = [p.relative_to(tmp_path).as_posix() for p in iter_files(tmp_path)]
+    skipped: list[str] = []
+    names = [p.relative_to(tmp_path).as_posix() for p in iter_files(tmp_path, on_skip=lambda p: skipped.append(p.name))]
     assert names == ["A.txt", "a/b.jsonl", "a/c/d.txt", "a/z.md", "b.txt"]
+    assert skipped == ["notes.docx"]  # the hidden entries are passed over without a word
     texts = [d.text for d in iter_documents([tmp_path / "b.txt", tmp_path / "a"])]
     assert texts == ["text of b.txt", "a/b.jsonl", "text of a/c/d.txt", "text of a/z.md"]
 
