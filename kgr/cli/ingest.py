@@ -131,11 +131,19 @@ def _run_job(kg, paths: list[Path], cfg, verifier):  # noqa: ANN001, ANN202 - En
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
-            progress.stop()
-            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
-            sys.stderr.flush()
-            sys.stdout.flush()
-            os._exit(1)
+            _stop_now(progress, f"Error: {str(exc).splitlines()[0]}", 1)
+        except KeyboardInterrupt:  # Ctrl-C: the chunks written stay processed, a re-run resumes
+            _stop_now(progress, progress.interrupted(), 130)
+
+
+def _stop_now(progress: IngestProgress, message: str, code: int) -> None:
+    """End the display, print ``message`` and exit with ``code`` at once (threads still at work are
+    abandoned: each chunk's votes commit with its processed mark, so nothing is half-written)."""
+    progress.stop()
+    err.print(message, markup=False, soft_wrap=True)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
 
 
 @app.command()
@@ -194,7 +202,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     is a document with a stable id (its path): when it changed since the last run, the chunks its new
     text no longer has are forgotten and only the new chunks are extracted. Exit code 0 when every
     chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
-    hold no document kgr can read (then nothing is written: no prune, resolution or promotion round).
+    hold no document kgr can read (then nothing is written: no prune, resolution or promotion round);
+    130 when interrupted (Ctrl-C: it says how many chunks are done; re-run the same command to resume).
     """
     cfg = ingest_config(dict(
         extractor=extractor, model=model, parser=parser, api_base=api_base, input_cost_per_token=input_cost_per_token,
