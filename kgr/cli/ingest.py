@@ -211,7 +211,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
         executor=executor, workers=workers, ray_address=ray_address,
-        chunking={"size": chunk_size, "overlap": default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap}))
+        chunking={"size": chunk_size,
+                  "overlap": default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap}))
     verifier = _verifier(verify, cfg)
     with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
         report = _run_job(kg, paths, cfg, verifier)

@@ -105,7 +105,8 @@ from pathlib import Path
 from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
-from kgr.ingest.loaders import Document, LoadIssue, iter_documents, require_unique_ids, resolved_path, text_sha256
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path, text_sha256
+from kgr.ingest.unique_ids import require_unique_ids
 from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
@@ -165,9 +166,10 @@ def ingest(
     (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
     the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
-    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). When ``paths`` hold no document
-    (empty or unreadable files only), nothing after the reading runs: no prune, resolution or promotion
-    round, so the graph and its versions stay as they were (``report.documents == 0`` says so). With
+    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). When
+    ``paths`` hold no document (empty or unreadable files only), nothing after the reading runs: no
+    prune, resolution or promotion round, so the graph and its versions stay as they were
+    (``report.documents == 0`` says so). With
     ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
     embedding from it yet are embedded last; a failure there is reported (``embedding_error``) and
     leaves the ingest as it is (``kgr embed`` finishes the names).

@@ -13,8 +13,8 @@ import pytest
 
 from kgr.errors import KgrValidationError
 from kgr.ingest.chunking import ChunkingConfig, iter_chunks
-from kgr.ingest.loaders import (Document, LoadIssue, duplicate_ids, iter_documents, iter_files, load_file,
-                                 require_unique_ids, text_document)
+from kgr.ingest.loaders import Document, LoadIssue, iter_documents, iter_files, load_file, text_document
+from kgr.ingest.unique_ids import duplicate_ids, require_unique_ids
 
 
 def sha(text: str) -> str:
@@ -389,9 +389,10 @@ def test_duplicate_jsonl_ids_are_found_across_files_with_their_lines(tmp_path):
     lines and refused; a file named twice (itself and its directory) is not a duplicate, nor are
     lines without an id (their id is their text's hash) or bad lines."""
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a.write_text("\n".join([json.dumps({"id": "dup", "text": "curl supports LDAP."}),
-                            json.dumps({"id": "one", "text": "x"}), "{nope", json.dumps({"text": "same"}),
-                            json.dumps({"text": "same"}), json.dumps({"id": "dup", "text": "git supports IMAP."})]) + "\n")
+    lines = [json.dumps({"id": "dup", "text": "curl supports LDAP."}), json.dumps({"id": "one", "text": "x"}),
+             "{nope", json.dumps({"text": "same"}), json.dumps({"text": "same"}),
+             json.dumps({"id": "dup", "text": "git supports IMAP."})]
+    a.write_text("\n".join(lines) + "\n")
     b.write_text(json.dumps({"id": "dup", "text": "again"}) + "\n" + json.dumps({"id": "two", "text": "y"}) + "\n")
     assert duplicate_ids([a, tmp_path]) == {"dup": [(str(a), 1), (str(a), 6), (str(b), 1)]}
     with pytest.raises(KgrValidationError) as exc:

@@ -1,5 +1,5 @@
-"""A 200-chunk ``kgr ingest`` killed with SIGKILL halfway (or stopped by Ctrl-C), then re-run, ends with the same graph as an
-uninterrupted run — staged content (fingerprint) and, after a final promotion round, the promoted
+"""A 200-chunk ``kgr ingest`` killed with SIGKILL halfway (or stopped by Ctrl-C), then re-run, ends
+with the same graph as an uninterrupted run — staged content (fingerprint) and, after a final promotion round, the promoted
 graph's hash — and no chunk is ever processed twice. Subprocesses against the real Neo4j."""
 
 from __future__ import annotations
