@@ -39,6 +39,22 @@ def as_flags(message: str, options: frozenset[str] | set[str]) -> str:
     return re.sub(r"'([a-z_]+)'(?:='([^']*)')?", flag, message.removeprefix("Value error, "))
 
 
+#: The options that set a field of a nested config: ``--chunk-size`` is ``chunking.size``.
+_NESTED_OPTIONS = {"chunking": {"size": "chunk_size", "overlap": "chunk_overlap"}}
+
+
+def _option_names(loc: tuple[Any, ...], message: str) -> tuple[str, str | None]:
+    """A config error's message and field as options: the quoted field names of a nested config
+    (``chunking``'s ``'overlap'``) become the options that set them (``'chunk_overlap'``), and the
+    field is the option (None when the error is the nested config's own, about several of its fields)."""
+    nested = _NESTED_OPTIONS.get(str(loc[0])) if loc else None
+    if nested is None:
+        return message, (f"'{loc[0]}'" if loc else None)
+    for name, option in nested.items():
+        message = message.replace(f"'{name}'", f"'{option}'")
+    return message, (f"'{nested[loc[1]]}'" if len(loc) > 1 and loc[1] in nested else None)
+
+
 def ingest_config(options: dict[str, Any]):  # noqa: ANN201 - IngestConfig (import kept lazy for fast --help)
     """``IngestConfig`` from the options given (None: not given, the config's default applies).
 
@@ -56,9 +72,19 @@ def ingest_config(options: dict[str, Any]):  # noqa: ANN201 - IngestConfig (impo
         return IngestConfig.model_validate({k: v for k, v in options.items() if v is not None})
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
-        names = set(IngestConfig.model_fields)
-        field = as_flags(f"'{first['loc'][0]}'", names) if first.get("loc") else None
-        raise KgrValidationError(as_flags(str(first["msg"]), names), field=field) from exc
+        names = set(IngestConfig.model_fields) | {o for n in _NESTED_OPTIONS.values() for o in n.values()}
+        message, field = _option_names(tuple(first.get("loc") or ()), str(first["msg"]))
+        raise KgrValidationError(as_flags(message, names), field=field and as_flags(field, names)) from exc
+
+
+def default_overlap(chunk_size: int) -> int:
+    """``--chunk-overlap`` when not given: 64 tokens, or a quarter of a chunk size of 64 or less (an
+    overlap must be smaller than the size; a given one that is not is refused).
+
+    >>> default_overlap(512), default_overlap(64)
+    (64, 16)
+    """
+    return 64 if chunk_size > 64 else chunk_size // 4
 
 
 def _verifier(verify: VerifyChoice, cfg):  # noqa: ANN001, ANN202 - IngestConfig -> Verifier | None
@@ -105,11 +131,19 @@ def _run_job(kg, paths: list[Path], cfg, verifier):  # noqa: ANN001, ANN202 - En
         except KgrNeo4jUnavailable as exc:
             # exit now: database calls still retrying in worker threads are abandoned (each chunk's
             # votes commit with its processed mark, so nothing is half-written; a re-run resumes)
-            progress.stop()
-            err.print(f"Error: {str(exc).splitlines()[0]}", markup=False, soft_wrap=True)
-            sys.stderr.flush()
-            sys.stdout.flush()
-            os._exit(1)
+            _stop_now(progress, f"Error: {str(exc).splitlines()[0]}", 1)
+        except KeyboardInterrupt:  # Ctrl-C: the chunks written stay processed, a re-run resumes
+            _stop_now(progress, progress.interrupted(), 130)
+
+
+def _stop_now(progress: IngestProgress, message: str, code: int) -> None:
+    """End the display, print ``message`` and exit with ``code`` at once (threads still at work are
+    abandoned: each chunk's votes commit with its processed mark, so nothing is half-written)."""
+    progress.stop()
+    err.print(message, markup=False, soft_wrap=True)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
 
 
 @app.command()
@@ -133,7 +167,9 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
            max_attempts: Annotated[int | None, typer.Option(help="LLM requests per call, retries included (default 4).")] = None,
            concurrency: Annotated[int | None, typer.Option(help="LLM requests (rules: chunks) in flight (default 4).")] = None,
            chunk_size: Annotated[int, typer.Option(min=16, help="Chunk size in tokens (~4 chars).")] = 512,
-           chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap in tokens.")] = 64,
+           chunk_overlap: Annotated[int | None, typer.Option(min=0, help=(
+               "Overlap in tokens, smaller than --chunk-size (default 64, or a quarter of a --chunk-size of "
+               "64 or less)."))] = None,
            max_rounds: Annotated[int | None, typer.Option(help="Extraction rounds per chunk (default 3).")] = None,
            promote_every: Annotated[int | None, typer.Option(help="Promotion round every N chunks (default 0: at the end).")] = None,
            no_promote: Annotated[bool, typer.Option("--no-promote", help="Stage only.")] = False,
@@ -166,7 +202,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
     is a document with a stable id (its path): when it changed since the last run, the chunks its new
     text no longer has are forgotten and only the new chunks are extracted. Exit code 0 when every
     chunk was processed, 2 when some failed (they are listed; a re-run retries them) or when the paths
-    hold no document kgr can read.
+    hold no document kgr can read (then nothing is written: no prune, resolution or promotion round);
+    130 when interrupted (Ctrl-C: it says how many chunks are done; re-run the same command to resume).
     """
     cfg = ingest_config(dict(
         extractor=extractor, model=model, parser=parser, api_base=api_base, input_cost_per_token=input_cost_per_token,
@@ -174,9 +211,12 @@ def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="
         concurrency=concurrency, max_rounds=max_rounds, promote_every=promote_every, promote=not no_promote, resolve=not no_resolve,
         policy=policy, prune=prune, forget_quorum=forget_quorum,
         executor=executor, workers=workers, ray_address=ray_address,
-        chunking={"size": chunk_size, "overlap": min(chunk_overlap, chunk_size - 1)}))
+        chunking={"size": chunk_size,
+                  "overlap": default_overlap(chunk_size) if chunk_overlap is None else chunk_overlap}))
     verifier = _verifier(verify, cfg)
     with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
         report = _run_job(kg, paths, cfg, verifier)
     emit(report, json_, lambda r: out.print(r.render(), markup=False, soft_wrap=True))
+    if report.files_skipped:
+        err.print(report.skipped_files_line(), markup=False, soft_wrap=True)
     _exit_status(report, paths)

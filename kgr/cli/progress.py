@@ -120,6 +120,21 @@ class IngestProgress:
             parts.append(f"ETA {_clock((total - done) / rate)}")
         return f"{self.label}: " + ", ".join(parts)
 
+    def interrupted(self) -> str:
+        """What a job stopped by Ctrl-C says: the chunks done (processed, or found done) and how to go on.
+
+        >>> p = IngestProgress(None, files=2, size=10)
+        >>> p("chunks_read", 5); p("files", 2); p("chunks", 3); p("failed", 1)
+        >>> p.interrupted()
+        'Interrupted: 2 chunks done (kept in the graph); re-run the same command to resume'
+
+        (No total: a JSONL file's chunks are known only as far as it was read.)
+        """
+        with self._lock:
+            done = int(self.counts.get("chunks", 0) - self.counts.get("failed", 0))
+        return f"Interrupted: {done} chunk{'' if done == 1 else 's'} done (kept in the graph); " \
+               "re-run the same command to resume"
+
     # -- the callback ---------------------------------------------------------------------------
     def __call__(self, event: str, n: float) -> None:
         with self._lock:

@@ -95,7 +95,7 @@ class ChunkingConfig(BaseModel):
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "ChunkingConfig":
         if self.overlap >= self.size:
-            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+            raise ValueError(f"'overlap' ({self.overlap}) must be smaller than 'size' ({self.size})")
         return self
 
     @property

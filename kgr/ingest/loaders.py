@@ -7,13 +7,17 @@ Conventions
   single document, never by the corpus. A text file longer than ``max_document_chars`` is yielded
   as several documents (parts), cut at paragraph boundaries, so one huge file stays bounded too.
 - **Directories** are walked recursively in sorted order (by name, directories and files together),
-  skipping hidden entries (names starting with ``.``) and files whose extension no loader handles.
-  A file named explicitly must have a supported extension.
+  skipping hidden entries (names starting with ``.``) and files whose extension no loader handles
+  (those are passed to ``on_skip``, which ``kgr ingest`` counts and reports by extension). A file
+  named explicitly must have a supported extension.
 - **Encoding.** Text is UTF-8 (a byte-order mark is removed); ``\\r\\n`` and ``\\r`` become ``\\n``.
 - **Ids are stable, not content hashes.** A text, Markdown or PDF file's document id is its absolute
   path (symlinks resolved; ``#<part>`` appended for the parts of a long file): an edited file keeps
   its id, so re-ingestion replaces what it said (see :mod:`kgr.ingest.pipeline`). A JSONL line's id
-  is the ``id`` it gives, else the SHA-256 (hex) of its text. Two identical files are two documents.
+  is the ``id`` it gives, else the SHA-256 (hex) of its text; two lines that give one id, in one
+  file or in two, are refused by :func:`kgr.ingest.unique_ids.require_unique_ids` (the ingestion
+  checks before it reads).
+  Two identical files are two documents.
   ``Document.path`` is the file as named; re-loading is idempotent.
 - **JSONL** documents are objects ``{"id"?: str, "text": str, "metadata"?: object}``; any other keys
   are folded into ``metadata``. Lines are strict JSON (:mod:`kgr.model.jsontext`: duplicate keys,
@@ -50,6 +54,7 @@ __all__ = [
     "Document",
     "LoadIssue",
     "SUPPORTED_SUFFIXES",
+    "bounded_lines",
     "iter_documents",
     "load_file",
     "iter_files",
@@ -207,7 +212,7 @@ class _JsonlDoc(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-def _bounded_lines(fh: Any, limit: int) -> Iterator[bytes | None]:
+def bounded_lines(fh: Any, limit: int) -> Iterator[bytes | None]:
     """The lines of a binary file, each at most ``limit`` bytes; None for a longer line (which is
     read through in blocks and dropped, never held whole)."""
     while True:
@@ -244,7 +249,7 @@ def _load_jsonl(path: Path, report: Callable[[LoadIssue], None],
     except OSError as exc:
         raise _read_error(path, exc) from exc
     with fh:
-        for n, raw in enumerate(_bounded_lines(fh, MAX_JSONL_LINE_BYTES), start=1):
+        for n, raw in enumerate(bounded_lines(fh, MAX_JSONL_LINE_BYTES), start=1):
             if raw is None:
                 report(LoadIssue(path=str(path), line=n, error=f"line longer than {MAX_JSONL_LINE_BYTES} bytes: split "
                                                                "the document, or give it as a .txt file"))
@@ -368,8 +373,10 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
     return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
 
-def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
+def iter_files(path: str | os.PathLike[str], *, on_skip: Callable[[Path], None] | None = None) -> Iterator[Path]:
     """The files under ``path`` that a loader handles, recursively, in sorted order (``path`` itself if a file).
+    ``on_skip`` is called with each file under a directory passed over because no loader handles its
+    extension (hidden entries are passed over without a call).
 
     Raises
     ------
@@ -392,15 +399,18 @@ def iter_files(path: str | os.PathLike[str]) -> Iterator[Path]:
             continue
         child = Path(entry.path)
         if entry.is_dir():
-            yield from iter_files(child)
+            yield from iter_files(child, on_skip=on_skip)
         elif entry.is_file() and child.suffix.lower() in SUPPORTED_SUFFIXES:
             yield child
+        elif entry.is_file() and on_skip is not None:
+            on_skip(child)
 
 
 def iter_documents(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     on_error: Callable[[LoadIssue], None] | None = None,
+    on_skip: Callable[[Path], None] | None = None,
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
     """Stream the documents of files and directories (conventions in the module docstring).
@@ -412,6 +422,8 @@ def iter_documents(
     on_error:
         Called with a :class:`LoadIssue` for every skipped file or JSONL line. When None, file
         errors raise and skipped lines are logged to the ``kgr.ingest`` logger.
+    on_skip:
+        Called with each file under a directory that no loader handles (see :func:`iter_files`).
     max_document_chars:
         A text file longer than this is yielded in parts.
 
@@ -423,7 +435,7 @@ def iter_documents(
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     for root in paths:
-        for f in iter_files(root):
+        for f in iter_files(root, on_skip=on_skip):
             try:
                 yield from load_file(f, on_error=on_error, max_document_chars=max_document_chars)
             except KgrValidationError as exc:

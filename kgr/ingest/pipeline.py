@@ -106,6 +106,7 @@ from kgr.errors import KgrError, KgrNeo4jUnavailable
 from kgr.extract.base import Extractor
 from kgr.ingest.chunking import Chunk, chunk_document
 from kgr.ingest.loaders import Document, LoadIssue, iter_documents, resolved_path, text_sha256
+from kgr.ingest.unique_ids import require_unique_ids
 from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
@@ -165,7 +166,10 @@ def ingest(
     (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
     the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
-    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). With
+    ``config.final_promotion_rounds``; without ``promote``: no promotion, the caller decides). When
+    ``paths`` hold no document (empty or unreadable files only), nothing after the reading runs: no
+    prune, resolution or promotion round, so the graph and its versions stay as they were
+    (``report.documents == 0`` says so). With
     ``embed`` (an embedding model, :mod:`kgr.slices.anchors`), the names of the entities that have no
     embedding from it yet are embedded last; a failure there is reported (``embedding_error``) and
     leaves the ingest as it is (``kgr embed`` finishes the names).
@@ -176,7 +180,7 @@ def ingest(
         Neo4j went away (a re-run resumes where the job stopped). ``graph`` is then closed, which ends
         the database calls still retrying in the background at once: reconnect to go on.
     KgrValidationError
-        A path does not exist.
+        A path does not exist, or two JSONL lines give one document id (before anything is written).
     KgrExtractionError
         The LLM cannot work (unknown model, missing key: before anything is read), or refused the
         job's first request (:mod:`kgr.ingest.fail_fast`; the re-run resumes).
@@ -185,8 +189,11 @@ def ingest(
     if extractor is None and cfg.executor == "inprocess":
         extractor = make_extractor(cfg)
     preflight(extractor if extractor is not None else make_extractor(cfg))  # before anything is read or written
+    require_unique_ids([str(p) for p in paths])  # two JSONL lines with one id: refused before anything is written
     job = _Job(graph, schema, extractor, cfg, on_progress or (lambda event, n: None), promote)
     job.run(paths)
+    if job.report.documents == 0:
+        return job.finish()  # nothing read: no prune, resolution, promotion round or version (the caller reports it)
     if cfg.prune:
         job.prune(paths)
     if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged or resolution_due(graph)):
@@ -219,6 +226,7 @@ class _Job:
         self.rounds: list[int] = []
         self.since_promotion = 0
         self.issues: list[LoadIssue] = []
+        self.skipped: Counter[str] = Counter()
         self.paths_by_doc: dict[str, str | None] = {}
         self.seen: set[str] = set()
         self.documents_seen: set[str] = set()
@@ -239,7 +247,7 @@ class _Job:
         self.window = 2 * cfg.concurrency + cfg.commit_chunks
 
     def documents(self, paths: Sequence[str | Path]) -> Iterator[Document]:
-        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue):
+        for doc in iter_documents([str(p) for p in paths], on_error=self.load_issue, on_skip=self.file_skipped):
             self.report.documents += 1
             self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
             self.file_read(doc.path)
@@ -249,6 +257,10 @@ class _Job:
     def load_issue(self, issue: LoadIssue) -> None:
         self.issues.append(issue)
         self.file_read(issue.path)
+
+    def file_skipped(self, path: Path) -> None:
+        """Count a file no loader reads, by its extension."""
+        self.skipped[path.suffix.lower() or "(none)"] += 1
 
     def file_read(self, path: str | None) -> None:
         """Tick ``files`` and ``file_bytes`` (its size on disk) the first time a file is met."""
@@ -436,6 +448,7 @@ class _Job:
         r.transactions = self.pipe.transactions
         r.executor = self.cfg.executor
         r.load_issues = [str(i) for i in self.issues][:MAX_LISTED]
+        r.files_skipped = dict(self.skipped.most_common())
         if self.rounds:
             hist = Counter(self.rounds)
             r.rounds_per_chunk = {"mean": round(statistics.fmean(self.rounds), 3), "max": float(max(self.rounds)),

@@ -64,6 +64,9 @@ class IngestReport(BaseModel):
     chunks_processed: int = 0
     chunks_failed: list[ChunkFailure] = Field(default_factory=list)
     load_issues: list[str] = Field(default_factory=list)
+    files_skipped: dict[str, int] = Field(default_factory=dict, description=(
+        "files under the given directories that no loader reads, by extension ('(none)': no extension), "
+        "most first"))
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -133,6 +136,18 @@ class IngestReport(BaseModel):
         room = MAX_LISTED - len(self.rejections)
         if room > 0:
             self.rejections.extend(out.rejections[:room])
+
+    def skipped_files_line(self) -> str | None:
+        """One line on the files no loader reads (None when there were none).
+
+        >>> IngestReport(files_skipped={".gz": 3, ".html": 1, ".csv": 1}).skipped_files_line()
+        'skipped 5 files with no loader: .gz ×3, .html, .csv'
+        """
+        if not self.files_skipped:
+            return None
+        n = sum(self.files_skipped.values())
+        kinds = ", ".join(ext if k == 1 else f"{ext} ×{k}" for ext, k in self.files_skipped.items())
+        return f"skipped {n} file{'s' if n != 1 else ''} with no loader: {kinds}"
 
     def render(self) -> str:
         lines = [

@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from kgr.cli.ingest import as_flags
 from kgr.cli.main import app
+from kgr.ingest.chunking import ChunkingConfig
 from kgr.store.admin import reset
 
 pytestmark = pytest.mark.neo4j
@@ -91,3 +93,87 @@ def test_executor_options(kgr, graph, tmp_path):
                             "--workers", "2", "--json").stdout)
     assert (report["executor"], len(report["workers"]), report["chunks_processed"]) == ("process", 2, 3)
     assert report["new_votes"] == first["new_votes"] and json.loads(kgr("status", "--json").stdout)["votes"] == votes
+
+
+def _graph_state(kgr) -> tuple[int, list[str]]:
+    """The store's version and its promoted edges (``kgr export jsonl``), sorted."""
+    version = json.loads(kgr("status", "--json").stdout)["version"]
+    return version, sorted(kgr("export", "jsonl").stdout.splitlines())
+
+
+def test_nothing_to_ingest_opens_no_version(kgr, tmp_path):
+    """An ingest that reads no document (an empty file, a directory with nothing kgr reads, a broken
+    JSONL file) fails before any promotion round or resolution: no version written, the promoted
+    graph unchanged."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Konrad Zuse built the Z3. Alan Turing was born in London.", encoding="utf-8")
+    (corpus / "b.txt").write_text("Konrad Zuse built the Z3. Alan Turing was born in London.", encoding="utf-8")
+    kgr("ingest", str(corpus), "--schema", SCHEMA, "--policy", "quorum")
+    before = _graph_state(kgr)
+    assert before[0] >= 1 and len(before[1]) == 2
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{nope\n", encoding="utf-8")
+    for path in (empty, broken):
+        res = kgr("ingest", str(path), "--schema", SCHEMA, "--policy", "quorum", code=2)
+        assert res.stderr.strip().splitlines()[-1].startswith(f"Error: nothing to ingest under {path}")
+        assert "promotion" not in res.stderr + res.stdout.replace("promotion: not run", "")
+        assert _graph_state(kgr) == before
+
+
+def test_chunk_overlap_must_be_smaller_than_the_size(kgr, tmp_path):
+    """``--chunk-overlap`` >= ``--chunk-size`` is the chunking config's error, in option names, before
+    any work (it was clamped to size - 1 in silence: every sentence in several chunks, each a vote)."""
+    (tmp_path / "a.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
+    for overlap in ("100", "64"):
+        res = kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--chunk-size", "64", "--chunk-overlap", overlap, code=1)
+        assert res.stderr.strip() == f"Error: --chunk-overlap ({overlap}) must be smaller than --chunk-size (64)"
+    assert json.loads(kgr("status", "--json").stdout)["version"] == 0  # nothing ran
+    # without --chunk-overlap a small size gets a quarter of it as overlap, not an error
+    report = json.loads(kgr("ingest", str(tmp_path), "--schema", SCHEMA, "--chunk-size", "32", "--json").stdout)
+    assert report["documents"] == 1 and report["chunks_processed"] == 1
+    with pytest.raises(ValidationError, match="'overlap' \\(64\\) must be smaller than 'size' \\(64\\)"):
+        ChunkingConfig(size=64, overlap=64)
+    assert ChunkingConfig(size=64, overlap=63).overlap == 63
+
+
+def test_duplicate_jsonl_ids_are_refused_before_anything_is_written(kgr, tmp_path):
+    """Two JSONL lines with one id (one file, or two files of one ingest) were one Document in
+    silence, the second text in the first's place: refused, naming the id, files and lines."""
+    d = tmp_path / "d.jsonl"
+    d.write_text(json.dumps({"id": "dup", "text": "curl supports LDAP."}) + "\n"
+                 + json.dumps({"id": "dup", "text": "git supports IMAP."}) + "\n", encoding="utf-8")
+    res = kgr("ingest", str(d), "--schema", SCHEMA, code=1)
+    assert res.stderr.strip() == f"Error: document id 'dup' appears twice ({d} lines 1 and 2): ids must be unique"
+    e = tmp_path / "e.jsonl"
+    e.write_text(json.dumps({"id": "x", "text": "Konrad Zuse built the Z3."}) + "\n", encoding="utf-8")
+    f = tmp_path / "f.jsonl"
+    f.write_text(json.dumps({"id": "y", "text": "Alan Turing was born in London."}) + "\n"
+                 + json.dumps({"id": "x", "text": "Konrad Zuse built the Z4."}) + "\n", encoding="utf-8")
+    res = kgr("ingest", str(e), str(f), "--schema", SCHEMA, code=1)
+    assert res.stderr.strip() == f"Error: document id 'x' appears twice ({e} line 1, {f} line 2): ids must be unique"
+    status = json.loads(kgr("status", "--json").stdout)
+    assert (status["version"], status["documents"], status["chunks"]) == (0, 0, 0)
+    # unique ids across the files, and a file named twice (itself and its directory), are read as before
+    f.write_text(json.dumps({"id": "y", "text": "Alan Turing was born in London."}) + "\n", encoding="utf-8")
+    d.unlink()
+    report = json.loads(kgr("ingest", str(e), str(tmp_path), "--schema", SCHEMA, "--json").stdout)
+    assert report["chunks_processed"] == 2
+    assert json.loads(kgr("status", "--json").stdout)["documents"] == 2
+
+
+def test_files_no_loader_reads_are_counted_by_extension(kgr, tmp_path):
+    """Files under a directory that no loader reads were passed over in silence: one line on stderr
+    counts them by extension, and ``--json`` has them as ``files_skipped``."""
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "a.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
+    for name in ("x.gz", "sub/y.gz", "z.GZ", "page.html", "table.csv", "Makefile", ".hidden.gz"):
+        (corpus / name).write_bytes(b"\x1f\x8b not read")
+    res = kgr("ingest", str(corpus), "--schema", SCHEMA, "--json")
+    assert json.loads(res.stdout)["files_skipped"] == {".gz": 3, "(none)": 1, ".csv": 1, ".html": 1}
+    assert res.stderr.strip().splitlines()[-1] == "skipped 6 files with no loader: .gz ×3, (none), .html, .csv"
+    res = kgr("ingest", str(corpus / "a.txt"), "--schema", SCHEMA)
+    assert "with no loader" not in res.stderr + res.stdout

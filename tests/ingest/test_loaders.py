@@ -14,6 +14,7 @@ import pytest
 from kgr.errors import KgrValidationError
 from kgr.ingest.chunking import ChunkingConfig, iter_chunks
 from kgr.ingest.loaders import Document, LoadIssue, iter_documents, iter_files, load_file, text_document
+from kgr.ingest.unique_ids import duplicate_ids, require_unique_ids
 
 
 def sha(text: str) -> str:
@@ -242,8 +243,10 @@ def test_directories_are_walked_recursively_in_sorted_order(tmp_path):
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps({"text": rel}) if rel.endswith(".jsonl") else f"text of {rel}", encoding="utf-8")
-    names = [p.relative_to(tmp_path).as_posix() for p in iter_files(tmp_path)]
+    skipped: list[str] = []
+    names = [p.relative_to(tmp_path).as_posix() for p in iter_files(tmp_path, on_skip=lambda p: skipped.append(p.name))]
     assert names == ["A.txt", "a/b.jsonl", "a/c/d.txt", "a/z.md", "b.txt"]
+    assert skipped == ["notes.docx"]  # the hidden entries are passed over without a word
     texts = [d.text for d in iter_documents([tmp_path / "b.txt", tmp_path / "a"])]
     assert texts == ["text of b.txt", "a/b.jsonl", "text of a/c/d.txt", "text of a/z.md"]
 
@@ -379,3 +382,26 @@ def test_jsonl_lines_are_bounded_and_long_documents_split(tmp_path, monkeypatch)
     assert len(long) >= 4 and all(len(d.text) <= 100_000 for d in long)
     assert "".join(d.text for d in long) == ("para. " * 2000 + "\n\n") * 30
     assert docs[-1].text == "short"
+
+
+def test_duplicate_jsonl_ids_are_found_across_files_with_their_lines(tmp_path):
+    """Two JSONL lines that give one id (in one file or in two) are listed with their files and
+    lines and refused; a file named twice (itself and its directory) is not a duplicate, nor are
+    lines without an id (their id is their text's hash) or bad lines."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = [json.dumps({"id": "dup", "text": "curl supports LDAP."}), json.dumps({"id": "one", "text": "x"}),
+             "{nope", json.dumps({"text": "same"}), json.dumps({"text": "same"}),
+             json.dumps({"id": "dup", "text": "git supports IMAP."})]
+    a.write_text("\n".join(lines) + "\n")
+    b.write_text(json.dumps({"id": "dup", "text": "again"}) + "\n" + json.dumps({"id": "two", "text": "y"}) + "\n")
+    assert duplicate_ids([a, tmp_path]) == {"dup": [(str(a), 1), (str(a), 6), (str(b), 1)]}
+    with pytest.raises(KgrValidationError) as exc:
+        require_unique_ids([a, tmp_path])
+    assert str(exc.value) == (f"document id 'dup' appears 3 times ({a} lines 1 and 6, {b} line 1): "
+                              "ids must be unique")
+    b.unlink()
+    with pytest.raises(KgrValidationError, match=r"'dup' appears twice \(.*a.jsonl lines 1 and 6\)"):
+        require_unique_ids(tmp_path)
+    a.write_text(json.dumps({"id": "dup", "text": "curl supports LDAP."}) + "\n")
+    assert duplicate_ids([a, a, tmp_path]) == {}
+    require_unique_ids([a, tmp_path])

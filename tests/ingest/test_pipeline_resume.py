@@ -1,5 +1,5 @@
-"""A 200-chunk ``kgr ingest`` killed with SIGKILL halfway, then re-run, ends with the same graph as an
-uninterrupted run — staged content (fingerprint) and, after a final promotion round, the promoted
+"""A 200-chunk ``kgr ingest`` killed with SIGKILL halfway (or stopped by Ctrl-C), then re-run, ends
+with the same graph as an uninterrupted run — staged content (fingerprint) and, after a final promotion round, the promoted
 graph's hash — and no chunk is ever processed twice. Subprocesses against the real Neo4j."""
 
 from __future__ import annotations
@@ -110,3 +110,31 @@ def test_sigkill_halfway_then_rerun_gives_the_uninterrupted_graph(graph, neo4j_s
         promoted_full.promoted, promoted_full.held, promoted_full.rejected)
     assert current_state(graph) == state_full  # same version, same promoted-graph hash
     assert fingerprint(graph) == everything_full
+
+
+def test_ctrl_c_says_how_many_chunks_are_done_and_the_rerun_resumes(graph, neo4j_settings, tmp_path):
+    """SIGINT (Ctrl-C) stops ``kgr ingest`` with one line: the chunks done and that re-running the
+    same command resumes (exit 130); the re-run skips every chunk written before the stop."""
+    corpus = generate_corpus(tmp_path / "corpus.jsonl", load_schema(SCHEMA_PATH), N_CHUNKS)
+    env = _env(neo4j_settings)
+    proc = subprocess.Popen(_cmd(corpus), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 180
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _processed(graph) >= N_CHUNKS // 4:
+                proc.send_signal(signal.SIGINT)
+                break
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    last = err.decode().strip().splitlines()[-1]
+    assert proc.returncode == 130, f"the job did not stop on SIGINT: {err.decode()[-1000:]}"
+    said = int(last.split()[1])
+    assert last == f"Interrupted: {said} chunks done (kept in the graph); re-run the same command to resume"
+    done = _processed(graph)
+    assert 0 < said <= done < N_CHUNKS  # (chunks in flight at the stop are written, not counted)
+    rest = _run(corpus, env)
+    assert rest["chunks_skipped"] == done and rest["chunks_processed"] == N_CHUNKS - done
+    assert _process_counts(graph) == {1: N_CHUNKS}
