@@ -389,9 +389,13 @@ class Engine:
                 tie_break=None) -> "ResolveReport":  # noqa: ANN001, A002 - a TieBreak; `type` as the CLI spells it
         """Find, score and cluster duplicate entities (of ``type``) and apply merges and splits as one
         version (``dry_run``: propose only). Name embeddings (:attr:`embed`) add a blocking rule;
-        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band."""
+        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band.
+        A ``type`` neither the schema declares nor any entity has is refused, with a did-you-mean
+        (:func:`kgr.store.schema_store.check_entity_type`)."""
         from kgr.store.resolve import resolve
 
+        if type is not None:
+            schema_store.check_entity_type(self.graph, self.schema, type)
         return resolve(self.graph, self.schema, etype=type, dry_run=dry_run, target_fmr=target_fmr,
                        embed=self.embed, tie_break=tie_break)
 
