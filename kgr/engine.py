@@ -291,8 +291,10 @@ class Engine:
         return out
 
     def explain(self, key: str) -> EdgeExplanation:
-        """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`)."""
-        return inspect.explain_edge(self.graph, key)
+        """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`; a relation the
+        engine's schema does not declare is named with a did-you-mean)."""
+        relations = list(self.schema.relation_types) if self.schema is not None else None
+        return inspect.explain_edge(self.graph, key, relations=relations)
 
     def search_entities(self, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:  # noqa: A002
         """Entities whose name or alias matches ``query`` (fulltext, fuzzy), best first, at most ``limit``
@@ -389,9 +391,13 @@ class Engine:
                 tie_break=None) -> "ResolveReport":  # noqa: ANN001, A002 - a TieBreak; `type` as the CLI spells it
         """Find, score and cluster duplicate entities (of ``type``) and apply merges and splits as one
         version (``dry_run``: propose only). Name embeddings (:attr:`embed`) add a blocking rule;
-        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band."""
+        ``tie_break`` (e.g. :func:`kgr.extract.match_llm.llm_tie_break`) decides the uncertain band.
+        A ``type`` neither the schema declares nor any entity has is refused, with a did-you-mean
+        (:func:`kgr.store.schema_store.check_entity_type`)."""
         from kgr.store.resolve import resolve
 
+        if type is not None:
+            schema_store.check_entity_type(self.graph, self.schema, type)
         return resolve(self.graph, self.schema, etype=type, dry_run=dry_run, target_fmr=target_fmr,
                        embed=self.embed, tie_break=tie_break)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -20,7 +21,7 @@ from rich.console import Console
 from kgr.errors import KgrError
 
 __all__ = ["err", "out", "errors_to_exit", "emit", "JsonOpt", "SchemaOpt", "open_engine", "existing_path",
-           "print_table", "check_output_path"]
+           "print_table", "check_output_path", "FMR_MAX", "check_fmr"]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -28,6 +29,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON on stdout (for scripts).")]
 SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="KG schema JSON file (see schemas/kg_schema.schema.json).")]
+
+
+#: The largest target false-match / false-promotion rate a ``--target-fmr`` option takes (the least is above 0).
+FMR_MAX = 0.9999
+
+
+def check_fmr(value: float | None) -> float | None:
+    """``value`` of a ``--target-fmr`` option (a typer callback): a number in (0, FMR_MAX], or None
+    when not given; else :class:`typer.BadParameter` saying so, NaN and the infinities named as no
+    number (a range check alone lets NaN through or names only one end of the range)."""
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a number: give a number in (0, {FMR_MAX}]")
+    if not 0.0 < value <= FMR_MAX:
+        raise typer.BadParameter(f"{value:g} is outside (0, {FMR_MAX}]: give a number in (0, {FMR_MAX}]")
+    return value
 
 
 def errors_to_exit(fn: F) -> F:

@@ -10,8 +10,8 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kgr.cli.common import (JsonOpt, SchemaOpt, emit, err, errors_to_exit, existing_path, open_engine, out,
-                            print_table)
+from kgr.cli.common import (JsonOpt, SchemaOpt, check_fmr, emit, err, errors_to_exit, existing_path, open_engine,
+                            out, print_table)
 from kgr.model.inspect import EdgeExplanation
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
@@ -111,9 +111,9 @@ def promote(schema: SchemaOpt = None,
                      "quorum (votes only).")] = DEFAULT_POLICY,
             quorum: Annotated[int | None, typer.Option(min=1, help="Minimum distinct sources.")] = None,
             target_fmr: Annotated[float | None, typer.Option(
-                min=0.0001, max=0.9999,
+                callback=check_fmr,
                 help="Calibrated policy: the expected false-promotion rate to hold the promoted graph to "
-                     "(default 0.1).")] = None,
+                     "in (0, 0.9999] (default 0.1).")] = None,
             verify: Annotated[VerifierChoice, typer.Option(
                 help="Re-read the chunks of escalated edges with this verifier after each round (rules: offline; "
                      "llm: needs --model; auto: llm when --model is given, else none); none: leave them to "

@@ -16,6 +16,11 @@ from kgr.cli.common import JsonOpt, emit, errors_to_exit, open_engine, out, prin
 app = typer.Typer(rich_markup_mode=None)
 
 
+#: How the human output names a staged edge's status where the bare word would mislead: ``pending``
+#: is the status of the staged edges no round has decided (yet or again), not every staged edge.
+STATUS_LABELS = {"pending": "pending (undecided)"}
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
@@ -28,8 +33,8 @@ def _human(m) -> None:  # noqa: ANN001 - StoreMetrics (import kept lazy for fast
     s, e, c = m.status, m.entropy, m.coverage
     lines = [
         f"version {m.version}, hash {m.hash[:16]}…",
-        f"nodes {m.nodes}, promoted edges {m.edges}, pending edges {m.pending_edges}",
-        "  by status: " + ", ".join(f"{k} {v}" for k, v in s.items()),
+        f"nodes {m.nodes}, promoted edges {m.edges}, staged edges {m.pending_edges} (any status)",
+        "  staged edges by status: " + ", ".join(f"{STATUS_LABELS.get(k, k)} {v}" for k, v in s.items()),
         f"S_VN {_num(e.value)} nats ({e.method or 'no edges'}; {e.nodes} nodes, {e.edges} edges, mu={e.mu:g})",
         f"Cov_kappa {c.value:.4f} (kappa={c.kappa:g}, h={c.h})",
     ]

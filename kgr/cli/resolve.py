@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kgr.cli.common import JsonOpt, SchemaOpt, emit, errors_to_exit, open_engine, out
+from kgr.cli.common import JsonOpt, SchemaOpt, check_fmr, emit, errors_to_exit, open_engine, out
 from kgr.cli.embed import ApiBaseOpt, ModelOpt, embedder
 
 app = typer.Typer(rich_markup_mode=None, no_args_is_help=True)
@@ -53,7 +53,7 @@ def resolve(schema: SchemaOpt = None,
             dry_run: Annotated[bool, typer.Option("--dry-run", help="List the proposals with their evidence; "
                                                                     "change nothing.")] = False,
             target_fmr: Annotated[float, typer.Option(
-                min=0.0001, max=0.9999, help="The share of wrong merges to hold the accepted pairs to.")] = 0.02,
+                callback=check_fmr, help="The share of wrong merges to hold the accepted pairs to, in (0, 0.9999].")] = 0.02,
             llm_model: Annotated[str | None, typer.Option(
                 "--llm-model", envvar="KGR_RESOLVE_LLM_MODEL",
                 help="litellm chat model that decides the uncertain band (else: the review queue).")] = None,

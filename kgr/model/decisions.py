@@ -48,7 +48,8 @@ class CutReport(BaseModel):
     audits_needed: int = Field(0, description="audit labels the model's expectation counts as in the bound: from "
                                               "this many on the bound rests on the audits alone")
     audit_bound: float | None = Field(None, description="the Clopper-Pearson bound of the audit labels alone")
-    certified: bool = Field(False, description="the audit labels alone bound the FMR within the target")
+    certified: bool = Field(False, description="the audit labels alone (at least one) bound the FMR within the "
+                                                "target")
     labels: int = Field(0, description="labels the scorer learnt from (audit and active)")
     advice: str | None = Field(None, description="why nothing is promoted, and what to do (when nothing is)")
 
@@ -58,9 +59,13 @@ class CutReport(BaseModel):
         if not self.promoted:
             return f"{now}; target FMR {self.target_fmr:g}, nothing promoted" + (f": {self.advice}" if self.advice else "")
         alone = "" if self.audit_bound is None or not self.audit_labels else f" at {self.audit_bound:.4f}"
-        cert = (f"certified: its {self.audit_labels} audit labels alone bound it{alone}" if self.certified else
-                f"not certified: {self.audit_labels} audit labels bound it{alone or ' at 1'} alone; the model's "
-                f"expectation stands in for {max(0, self.audits_needed - self.audit_labels)} more")
+        stand_in = f"the model's expectation stands in for {max(0, self.audits_needed - self.audit_labels)}"
+        if not self.audit_labels:  # no audit label certifies nothing, whatever the flag says
+            cert = f"not certified: no audit label falls in the promoted set; {stand_in} audit labels"
+        elif self.certified:
+            cert = f"certified: its {self.audit_labels} audit labels alone bound it{alone}"
+        else:
+            cert = f"not certified: {self.audit_labels} audit labels bound it{alone or ' at 1'} alone; {stand_in} more"
         return (f"{now}; target FMR {self.target_fmr:g}: expected FMR {self.expected_fmr:.4f}, "
                 f"{self.level:.0%} bound {self.bound:.4f} ({cert})")
 

@@ -19,7 +19,7 @@ from kgr.model.decisions import EdgeDecision
 from kgr.model.promotion import CandidateRow, RoundInputs
 from kgr.promotion.config import CalibratedConfig
 
-__all__ = ["Outcome", "assemble", "advice"]
+__all__ = ["Outcome", "assemble", "advice", "certified"]
 
 
 @dataclass
@@ -50,12 +50,19 @@ def advice(inputs: RoundInputs, scored, cfg: CalibratedConfig) -> str:  # noqa: 
             f"(`kgr promote --verify llm --model NAME`)")
 
 
+def certified(ct, target_fmr: float) -> bool:  # noqa: ANN001 - a Cut
+    """Whether the audit labels alone bound the cut's FMR within ``target_fmr``: a cut that promotes
+    something, with at least one audit label in it (no label certifies nothing, even where every
+    promoted edge is labelled true and the plain bound is 0), whose audits' own bound is within the target."""
+    return bool(ct.k and ct.audits > 0 and ct.audit_bound <= target_fmr + 1e-12)
+
+
 def _report(inputs: RoundInputs, scored, cfg: CalibratedConfig, promoted: int) -> dict:  # noqa: ANN001
     ct = scored.cut
     return {"target_fmr": cfg.target_fmr, "promoted": promoted, "held": scored.action.count("hold"),
             "rejected": scored.action.count("reject"), "expected_fmr": ct.expected_fmr, "bound": ct.bound,
             "level": cfg.level, "audit_labels": ct.audits, "audits_needed": cfg.prior_audits,
-            "audit_bound": ct.audit_bound, "certified": bool(ct.k and ct.audit_bound <= cfg.target_fmr + 1e-12),
+            "audit_bound": ct.audit_bound, "certified": certified(ct, cfg.target_fmr),
             "labels": scored.labels,
             "advice": None if promoted else advice(inputs, scored, cfg)}
 

@@ -155,7 +155,8 @@ def forget(graph: Graph, *, documents: Sequence[str] = (), sources: Sequence[str
     KgrValidationError
         Nothing to forget was given, or ``quorum`` < 1.
     KgrNotFound
-        A given document does not exist (nothing is changed).
+        A given document does not exist, or a given source names no staged vote and no chunk
+        (nothing is changed).
     """
     documents, sources = list(dict.fromkeys(documents)), list(dict.fromkeys(sources))
     chunks = sorted(set(chunks))
@@ -188,14 +189,31 @@ def _touched_merges(tx: Tx, rows: list[dict], docs: list[dict]) -> list[dict]:
     return tx.run("forget_touched_merges", {"keys": sorted(keys)}) if keys else []
 
 
+def _more(names: list[str]) -> str:
+    """`` (and N more)`` after the first of ``names`` a message names, or nothing for one."""
+    return f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+
+
+def _unknown_sources(tx: Tx, sources: list[str]) -> list[str]:
+    """The given ``sources`` that name nothing stored (no staged vote, inline or overflow, and no
+    chunk), sorted: forgetting them would change nothing, and is refused like an unknown document."""
+    if not sources:
+        return []
+    known = {r["source"] for r in tx.run("forget_known_sources", {"sources": sources})}
+    return sorted(set(sources) - known)
+
+
 def _forget_unit(tx: Tx, documents: list[str], given_chunks: list[str], sources: list[str], quorum: int,
                  dry_run: bool, ts: float) -> ForgetReport:
     version, old_hash = open_version(tx)
     docs = tx.run("forget_chunks_of", {"documents": documents, "now": ts}) if documents else []
     missing = sorted(set(documents) - {d["document"] for d in docs})
     if missing:
-        raise KgrNotFound(f"no document with id {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1
-                                                                   else ""))
+        raise KgrNotFound(f"no document with id {missing[0]!r}" + _more(missing))
+    unknown = _unknown_sources(tx, sources)
+    if unknown:
+        raise KgrNotFound(f"no vote or chunk has source {unknown[0]!r}" + _more(unknown)
+                          + " (sources are as staged: the source field of a JSONL line, a chunk id)")
     if given_chunks:
         docs = [*docs, *tx.run("forget_chunks_read", {"chunks": given_chunks, "now": ts})]
     chunks = sorted({c for d in docs for c in d["chunks"]})

@@ -7,6 +7,7 @@ All reads run with read routing; values are parameters.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
 from kgr.store.lookup import lucene_escape, lucene_query
 
 __all__ = ["search_entities", "entity_neighbourhood", "explain_edge", "run_saved_query", "similar_entity_keys",
-           "no_entity_message", "user_entity_key", "check_entity_keys"]
+           "no_entity_message", "user_entity_key", "check_entity_keys", "relation_hint"]
 
 
 def search_entities(graph: Graph, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:
@@ -122,9 +123,24 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
                          aliases=[str(a) for a in row["aliases"] or []], edges=out, truncated=len(edges) > limit)
 
 
-def _edge_rows(graph: Graph, key: str) -> tuple[list[dict[str, Any]], str]:
+def relation_hint(relation: str, relations: Sequence[str] | None) -> str:
+    """``; 'SUPPORT' is no relation of the schema: did you mean 'SUPPORTS'?`` for a ``relation`` not
+    among ``relations`` (the schema's; compared case-blind), listing them when none is close; empty
+    for a known relation, or without a schema's relations to compare with."""
+    if not relations or relation in relations:
+        return ""
+    by_upper = {r.upper(): r for r in relations}
+    close = difflib.get_close_matches(relation.upper(), list(by_upper), n=1)
+    shown = ", ".join(sorted(relations)[:30]) + (", ..." if len(relations) > 30 else "")
+    return f"; {relation[:120]!r} is no relation of the schema: " + (
+        f"did you mean {by_upper[close[0]]!r}?" if close else f"its relations are {shown}")
+
+
+def _edge_rows(graph: Graph, key: str,
+               relations: Sequence[str] | None = None) -> tuple[list[dict[str, Any]], str]:
     """``decisions_for_edge``'s rows for ``key`` (24 hex digits, or ``SUBJECT_KEY|RELATION|OBJECT_KEY``
-    with entity keys a user typed: normalised, either direction), and the edge key found."""
+    with entity keys a user typed: normalised, either direction), and the edge key found; a
+    ``RELATION`` not among ``relations`` is named with a did-you-mean (:func:`relation_hint`)."""
     if key.count("|") == 2:
         s_key, rel, o_key = (part.strip() for part in key.split("|"))
         s_key, o_key = user_entity_key(s_key), user_entity_key(o_key)
@@ -134,7 +150,7 @@ def _edge_rows(graph: Graph, key: str) -> tuple[list[dict[str, Any]], str]:
             if found and found[0]["status"] is not None:
                 return found, k
         check_entity_keys(graph, [s_key, o_key])
-        raise KgrNotFound(f"no staged edge {s_key} -[{rel}]-> {o_key}")
+        raise KgrNotFound(f"no staged edge {s_key} -[{rel}]-> {o_key}" + relation_hint(rel, relations))
     rows = graph.read("decisions_for_edge", {"key": key})
     if not rows or rows[0]["status"] is None:
         raise KgrNotFound(f"no staged edge with key {key[:120]!r} (an edge key is 24 hex digits, as kgr review queue "
@@ -142,19 +158,20 @@ def _edge_rows(graph: Graph, key: str) -> tuple[list[dict[str, Any]], str]:
     return rows, key
 
 
-def explain_edge(graph: Graph, key: str) -> EdgeExplanation:
+def explain_edge(graph: Graph, key: str, *, relations: Sequence[str] | None = None) -> EdgeExplanation:
     """The staged state of edge ``key``, the evidence of its first 10 votes (source, chunk, document,
     the sentence that produced the vote) and every decision recorded about it, oldest first.
 
     ``key`` is an edge key, or ``SUBJECT_KEY|RELATION|OBJECT_KEY`` (entity keys as a user types
-    them: ``Software:Flask|DEPENDS_ON|Software:Werkzeug``).
+    them: ``Software:Flask|DEPENDS_ON|Software:Werkzeug``); ``relations``, the schema's relation
+    types, give a did-you-mean for a relation that is none of them.
 
     Raises
     ------
     KgrNotFound
         No staged edge has that key.
     """
-    rows, key = _edge_rows(graph, key)
+    rows, key = _edge_rows(graph, key, relations)
     row = rows[0]
     decisions = [DecisionRecord(action=str(d["action"]), version=None if d.get("version") is None else int(d["version"]),
                                 at=_num(d.get("at")), reason=str(d.get("reason") or ""), inputs=d.get("inputs"))

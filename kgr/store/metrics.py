@@ -5,8 +5,9 @@ Everything here is read-only and computed from what the store holds.
 Conventions
 -----------
 * **Nodes** are ``(:Entity)`` nodes; **edges** are current promoted edges (``valid_to`` null).
-  ``status`` counts ``PENDING_REL`` edges by status (``pending``, ``held``, ``promoted``,
-  ``rejected``, ``expired``), every status present with 0 when there is none.
+  ``pending_edges`` counts the staged (``PENDING_REL``) edges of any status (``kgr metrics`` prints
+  it as "staged edges"), and ``status`` counts them by status (``pending``: undecided, ``held``,
+  ``promoted``, ``rejected``, ``expired``), every status present with 0 when there is none.
 * **Entropy** :math:`S_{VN}` (nats) of the undirected simple projection of the promoted graph
   (self loops and parallel edges dropped, entities without a promoted edge left out: with
   :math:`\mu = 0` they add nothing), streamed from Neo4j into a sparse Laplacian
@@ -158,8 +159,10 @@ class StoreMetrics(BaseModel):
     hash: str
     nodes: int = Field(ge=0, description="(:Entity) nodes")
     edges: int = Field(ge=0, description="current promoted edges")
-    pending_edges: int = Field(ge=0, description="PENDING_REL edges, any status")
-    status: dict[str, int] = Field(description="PENDING_REL edges by status")
+    pending_edges: int = Field(ge=0, description=(
+        "staged (PENDING_REL) edges of any status: pending, held, promoted, rejected, expired; not only those "
+        "whose status is 'pending' (status['pending'] counts those)"))
+    status: dict[str, int] = Field(description="staged (PENDING_REL) edges by status; 'pending': undecided")
     entropy: EntropyFigure
     coverage: CoverageFigure
     rounds_requested: int = Field(ge=1)

@@ -9,15 +9,17 @@ with the rest of the data.
 
 from __future__ import annotations
 
+import difflib
 import time
 from typing import Any
 
-from kgr.errors import KgrNotFound, KgrSchemaMismatch
+from kgr.errors import KgrNotFound, KgrSchemaMismatch, KgrValidationError
 from kgr.model.schema import KGSchema
 from kgr.model.schema_versions import SchemaChange, SchemaDiff, StoredSchema, schema_diff, schema_hash
 from kgr.store.connection import Graph, Tx
 
-__all__ = ["read_schema", "schema_history", "store_schema", "check_schema", "mismatch_message", "undeclared_types"]
+__all__ = ["read_schema", "schema_history", "store_schema", "check_schema", "mismatch_message", "undeclared_types",
+           "known_entity_types", "check_entity_type"]
 
 
 def _stored(row: dict[str, Any]) -> StoredSchema:
@@ -104,3 +106,32 @@ def undeclared_types(graph: Graph, schema: KGSchema) -> dict[str, int]:
         return {}
     return {str(r["type"]): int(r["n"]) for r in graph.read("entity_type_counts")
             if r["type"] is not None and r["type"] not in schema.entity_types}
+
+
+#: Known types an unknown-type error lists at most.
+SHOWN_TYPES = 30
+
+
+def known_entity_types(graph: Graph, schema: KGSchema | None) -> list[str]:
+    """The entity types a command may name, sorted: those ``schema`` declares and those of the
+    graph's entities (not merged away)."""
+    declared = set(schema.entity_types) if schema is not None else set()
+    present = {str(r["type"]) for r in graph.read("entity_type_counts") if r["type"] is not None}
+    return sorted(declared | present)
+
+
+def check_entity_type(graph: Graph, schema: KGSchema | None, etype: str, *, field: str = "type") -> None:
+    """Raise :class:`KgrValidationError` when ``etype`` is no known entity type (neither declared by
+    ``schema`` nor the type of any entity: :func:`known_entity_types`), naming the closest known
+    type (difflib, as the schema's unknown keys are) and the known types: ``kgr resolve --type
+    Softwre`` says "type: unknown entity type 'Softwre'; did you mean 'Software'? (known types:
+    Person, Software)"."""
+    known = known_entity_types(graph, schema)
+    if etype in known:
+        return
+    close = difflib.get_close_matches(etype, known, n=1)
+    listed = ", ".join(known[:SHOWN_TYPES]) + (f", ... ({len(known)} in all)" if len(known) > SHOWN_TYPES else "")
+    raise KgrValidationError(
+        f"unknown entity type {etype[:120]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+        + (f" (known types: {listed})" if known else " (the schema declares no entity type and the graph has no entity)"),
+        field=field)

@@ -92,6 +92,23 @@ def test_label_files_are_strict_json(tmp_path) -> None:
         assert "reviewer: Value error, holds the character U+" in msg
 
 
+@pytest.mark.parametrize("command", [["promote"], ["resolve", "--dry-run"]])
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf"])
+def test_target_fmr_that_is_no_number_is_named_so(command, value) -> None:
+    """``--target-fmr nan`` was refused as "should be less than or equal to 0.9999": NaN is no number."""
+    res = runner.invoke(app, [*command, "--target-fmr", value])
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    assert "is not a number: give a number in (0, 0.9999]" in res.stderr and "less than" not in res.stderr
+
+
+@pytest.mark.parametrize("command", [["promote"], ["resolve", "--dry-run"]])
+@pytest.mark.parametrize("value", ["0", "-0.5", "1", "0.99995"])
+def test_target_fmr_outside_its_range_names_the_range(command, value) -> None:
+    res = runner.invoke(app, [*command, "--target-fmr", value])
+    assert res.exit_code == 2, (res.stdout, res.stderr, res.exception)
+    assert "is outside (0, 0.9999]: give a number in (0, 0.9999]" in res.stderr
+
+
 # -- against Neo4j ------------------------------------------------------------------------------------
 
 

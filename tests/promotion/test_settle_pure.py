@@ -7,6 +7,7 @@ import json
 import warnings
 
 from kgr.evidence.features import FEATURES
+from kgr.model.decisions import CutReport
 from kgr.model.promotion import CandidateRow, EdgeList, RoundContext, RoundInputs
 from kgr.model.schema import KGSchema
 from kgr.promotion.config import CalibratedConfig
@@ -182,3 +183,24 @@ def test_the_supervised_stage_waits_for_twenty_labels_of_each_class():
     assert FAST.min_per_class == 20
     assert default.n_labels_ == 40 and default.model_ is None
     assert loose.n_labels_ == 40 and loose.model_ is not None
+
+
+def test_a_cut_without_audit_labels_is_never_certified():
+    """Every promoted edge labelled true by a reviewer (active labels, no audit among them): the plain
+    bound of the audits is 0, yet no audit label falls in the cut, so nothing certifies it."""
+    rows = sorted((row(f"p{i}", "KNOWS", f"p{(i + 1) % 30}", votes=3, docs=3, label=True, label_kind="active")
+                   for i in range(30)), key=lambda c: c.key)
+    out = CalibratedPolicy(FAST).decide(inputs(rows), None)
+    rep = out.report
+    assert rep["promoted"] == 30 and rep["audit_labels"] == 0 and rep["certified"] is False
+    text = CutReport(**rep).describe()
+    assert "not certified: no audit label" in text and "alone bound it" not in text
+
+
+def test_a_report_flagged_certified_with_zero_audit_labels_does_not_say_certified():
+    """A stored report (an older round's) with the flag set and no audit label is described as not certified."""
+    rep = CutReport(target_fmr=0.1, promoted=5, expected_fmr=0.0, bound=0.0, audit_labels=0, audits_needed=200,
+                    audit_bound=0.0, certified=True)
+    text = rep.describe()
+    assert "not certified" in text and "its 0 audit labels" not in text
+    assert "certified: its 3 audit labels alone bound it" in rep.model_copy(update={"audit_labels": 3}).describe()

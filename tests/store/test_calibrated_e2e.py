@@ -153,6 +153,34 @@ def test_unknown_or_contradictory_labels_write_nothing(graph):
     assert current_state(graph)[0] == 0
 
 
+def test_explain_names_a_relation_the_schema_does_not_declare(graph, neo4j_settings, monkeypatch, tmp_path):
+    """``--explain 'Software:curl|SUPPORT|Protocol:TLS'`` said "no staged edge" and nothing more: a
+    relation the schema does not declare now gets a did-you-mean (the schema's relations, case-blind)."""
+    from kgr.errors import KgrNotFound
+
+    stage(graph, [A("P0", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")])
+    kg = Engine(graph, schema=SCHEMA)
+    with pytest.raises(KgrNotFound, match=r"^no staged edge Person:p0 -\[WORK_AT\]-> Organization:acme; 'WORK_AT' is no "
+                                          r"relation of the schema: did you mean 'WORKS_AT'\?$"):
+        kg.explain("Person:P0|WORK_AT|Organization:Acme")
+    with pytest.raises(KgrNotFound, match=r"did you mean 'WORKS_AT'\?$"):
+        kg.explain("Person:P0|works_at|Organization:Acme")
+    with pytest.raises(KgrNotFound, match=r"'EMPLOYS' is no relation of the schema: its relations are KNOWS, LOCATED_IN, "
+                                          r"WORKS_AT$"):
+        kg.explain("Person:P0|EMPLOYS|Organization:Acme")
+    with pytest.raises(KgrNotFound, match=r"^no staged edge Person:p0 -\[KNOWS\]-> Organization:acme$"):
+        kg.explain("Person:P0|KNOWS|Organization:Acme")  # a declared relation: no hint
+    with pytest.raises(KgrNotFound, match=r"-\[WORK_AT\]-> Organization:acme$"):
+        Engine(graph).explain("Person:P0|WORK_AT|Organization:Acme")  # no schema: nothing to suggest from
+    assert kg.explain("Person:P0|WORKS_AT|Organization:Acme").votes == 2
+    monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(SCHEMA.model_dump_json(), encoding="utf-8")
+    res = CliRunner().invoke(app, ["promote", "--schema", str(schema_file), "--explain",
+                                   "Person:P0|WORK_AT|Organization:Acme"])
+    assert res.exit_code == 1 and "did you mean 'WORKS_AT'?" in res.stderr, (res.stdout, res.stderr)
+
+
 def test_labels_refit_the_scorer_and_change_decisions(graph):
     """Labels on some candidates move the scores of the unlabelled ones that look like them."""
     rows, truth = world(seed=11)

@@ -122,6 +122,25 @@ def test_errors_change_nothing(graph):
     assert fingerprint(graph) == before
 
 
+def test_unknown_sources_are_refused_like_unknown_documents(graph):
+    """A source no vote (inline or overflow) and no chunk has was "forgotten" (``would forget 1
+    source(s)``, exit 0): now it is named, as a document id that names none is, and nothing changes."""
+    corpus(graph)
+    stage(graph, [T("Ada", "Dee", f"o{i:02d}") for i in range(MAX_INLINE_VOTES + 2)])  # o(last): overflow only
+    before = fingerprint(graph)
+    for dry_run in (True, False):
+        with pytest.raises(KgrNotFound, match=r"^no vote or chunk has source 'bogus-source' \(sources are as staged"):
+            forget(graph, sources=["bogus-source"], dry_run=dry_run)
+        with pytest.raises(KgrNotFound, match=r"source 'a-bogus' \(and 1 more\)"):
+            forget(graph, sources=["d1#0", "z-bogus", "a-bogus"], dry_run=dry_run)
+    assert fingerprint(graph) == before
+    # each kind of known source is accepted: an inline vote, an overflow vote, a chunk without votes
+    upsert_chunks(graph, [_Chunk("d4", 0)])
+    last = f"o{MAX_INLINE_VOTES + 1:02d}"
+    rep = forget(graph, sources=["o00", last, "d4#0"], dry_run=True)
+    assert rep.votes_removed == 2 and rep.sources == 3
+
+
 def test_cli_forget_dry_run_and_json(graph, neo4j_settings, monkeypatch):
     monkeypatch.setenv("NEO4J_URI", neo4j_settings.uri)
     corpus(graph)
@@ -133,6 +152,12 @@ def test_cli_forget_dry_run_and_json(graph, neo4j_settings, monkeypatch):
     assert res.exit_code == 0 and json.loads(res.stdout)["chunks_removed"] == 2
     res = CliRunner().invoke(app, ["forget", "missing-doc"])
     assert res.exit_code != 0 and "no document with id 'missing-doc'" in res.stderr
+    before = fingerprint(graph)
+    for dry in (["--dry-run"], []):
+        bogus = CliRunner().invoke(app, ["forget", "--sources", "bogus-source", *dry])
+        assert bogus.exit_code == res.exit_code == 1, (bogus.stdout, bogus.stderr)
+        assert bogus.stderr.startswith("Error: no vote or chunk has source 'bogus-source'") and bogus.stdout == ""
+    assert fingerprint(graph) == before
 
 
 def test_a_forget_racing_eight_writers_keeps_every_other_vote_and_none_of_its_own(graph):

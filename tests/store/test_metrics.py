@@ -197,6 +197,10 @@ def test_cli_metrics_json_and_errors(graph, neo4j_settings, monkeypatch):
     assert data["entropy"]["value"] == pytest.approx(math.log(2)) and data["coverage"]["value"] == pytest.approx(0.57)
     res = runner.invoke(root, ["metrics"])
     assert res.exit_code == 0 and "S_VN 0.6931" in res.stdout and "quorum 2" in res.stdout
+    # the staged edges of any status and those whose status is pending are told apart (JSON keys kept)
+    assert data["pending_edges"] == 3 and data["status"]["pending"] == 0 and data["status"]["promoted"] == 3
+    assert "promoted edges 3, staged edges 3 (any status)" in res.stdout and "pending edges" not in res.stdout
+    assert "staged edges by status: pending (undecided) 0, held 0, promoted 3, rejected 0, expired 0" in res.stdout
     assert "PSZ (targets Acc >= 0.95, FMR <= 0.02, P50 <= 200 ms), without labels: corroborated acceptance 100.0 %" \
         in res.stdout
     assert "measured against labels instead" in res.stdout  # not to be mistaken for the benchmark's Acceptance

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kgr.cli.main import app
-from kgr.errors import KgrNotFound
+from kgr.engine import Engine
+from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.canonical import entity_key
 from kgr.model.resolution import PairLabel
 from kgr.model.triples import TripleAssertion
@@ -83,6 +84,24 @@ def test_dry_run_changes_nothing(graph):
     res = CliRunner().invoke(app, ["resolve", "--dry-run", "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert fingerprint(graph) == before and current_state(graph) == state
+
+
+def test_an_unknown_type_is_refused_with_a_did_you_mean(graph):
+    """``kgr resolve --type Softwre --dry-run`` said "0 pairs" and exited 0: a type neither the
+    schema declares nor any entity has is now refused, naming the closest type and the known ones."""
+    stage(graph, [T("ada lovelace", "WORKS_AS", "writer", "Occupation", "s1")], schema=SCHEMA)
+    before = fingerprint(graph)
+    with pytest.raises(KgrValidationError, match=r"^type: unknown entity type 'Persn'; did you mean 'Person'\? "
+                                                 r"\(known types: Date, Occupation, Person, Place\)$"):
+        Engine(graph, schema=SCHEMA).resolve(type="Persn", dry_run=True)
+    assert Engine(graph, schema=SCHEMA).resolve(type="Date", dry_run=True).merges == []  # declared, no entity
+    assert Engine(graph).resolve(type="Occupation", dry_run=True).merges == []  # no schema: an entity's type
+    with pytest.raises(KgrValidationError, match=r"'Date' \(known types: Occupation, Person\)$"):
+        Engine(graph).resolve(type="Date", dry_run=True)  # no schema and no Date entity: nothing to suggest
+    res = CliRunner().invoke(app, ["resolve", "--type", "Persn", "--dry-run"])
+    assert res.exit_code == 1 and res.stdout == "", (res.stdout, res.stderr)
+    assert res.stderr.startswith("Error: type: unknown entity type 'Persn'; did you mean 'Person'?")
+    assert fingerprint(graph) == before
 
 
 def test_cannot_link_stops_a_chain(graph):
