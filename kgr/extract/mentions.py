@@ -1,5 +1,5 @@
-"""Whether a known name found in a sentence is a mention of it (rules extractor, step 2), and whether
-it modifies a noun.
+"""Whether a known name found in a sentence is a mention of it (rules extractor, step 2), whether
+its case agrees with the name's (:func:`case_agrees`), and whether it modifies a noun.
 
 A gazetteer match is a name's mention only when it is not part of a longer name or word:
 
@@ -27,7 +27,7 @@ import re
 
 from kgr.extract.phrases import modifier_of_product
 
-__all__ = ["continues", "ends_longer", "modifies_noun"]
+__all__ = ["case_agrees", "continues", "ends_longer", "modifies_noun"]
 
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name.
 _NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
@@ -87,3 +87,23 @@ def modifies_noun(text: str, start: int, end: int) -> bool:
     if modifier_of_product(text, end):
         return True
     return _OTHER_BEFORE.search(text[max(0, start - 12):start]) is not None and _NOUN_NEXT.match(text, end) is not None
+
+
+def case_agrees(got: str, surface: str) -> bool:
+    """Whether the text ``got`` may stand for the declared one-word ``surface`` (several words: always).
+
+    The first letters agree in case; or the name is written lowercase and the text capitalises it
+    (a sentence start, a title: ``git`` / ``Git``); or the name has a capital after its first letter
+    (``OpenSSL``, ``PyPI``: no common word is spelled so) and the text is all lowercase (a command
+    or package name: ``openssl``).
+
+    >>> case_agrees("Git", "git"), case_agrees("openssl", "OpenSSL"), case_agrees("engine", "Engine")
+    (True, True, False)
+    >>> case_agrees("http", "HTTP"), case_agrees("GIT", "git")
+    (False, False)
+    """
+    if " " in surface or got[:1] == surface[:1]:
+        return True
+    if surface[:1].islower() and got[:1].isupper() and got[1:] == got[1:].lower():
+        return True
+    return got.islower() and any(c.isupper() for c in surface[1:]) and any(c.islower() for c in surface)

@@ -12,7 +12,7 @@ How it reads a chunk
    - ``names`` and both sides of ``aliases`` (an alias is reported under its canonical name). Matching
      ignores case and runs of whitespace, except that a one-word surface form must agree on the case
      of its first letter (so the alias ``"Engine"`` does not fire on "the engine"), with two
-     exceptions (:func:`_case_agrees`): a lowercase name also matches capitalised ("git" on "Git
+     exceptions (:func:`kgr.extract.mentions.case_agrees`): a lowercase name also matches capitalised ("git" on "Git
      supports HTTP"), and a name with a capital inside it also matches all lowercase ("OpenSSL" on
      "openssl").
    - ``patterns``: regular expressions (Python syntax, compiled by the ``regex`` library when the
@@ -74,7 +74,7 @@ from kgr.extract.ends import left_subject_ok, license_chain, readings, right_obj
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
-from kgr.extract.mentions import continues, ends_longer, modifies_noun
+from kgr.extract.mentions import case_agrees, continues, ends_longer, modifies_noun
 from kgr.extract.notices import notice
 from kgr.extract.paths import abstains, end_kind, path_of
 from kgr.extract.phrases import title_mention, written_in
@@ -118,26 +118,6 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
 _LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
 #: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
 _LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
-
-
-def _case_agrees(got: str, surface: str) -> bool:
-    """Whether the text ``got`` may stand for the declared one-word ``surface`` (several words: always).
-
-    The first letters agree in case; or the name is written lowercase and the text capitalises it
-    (a sentence start, a title: ``git`` / ``Git``); or the name has a capital after its first letter
-    (``OpenSSL``, ``PyPI``: no common word is spelled so) and the text is all lowercase (a command
-    or package name: ``openssl``).
-
-    >>> _case_agrees("Git", "git"), _case_agrees("openssl", "OpenSSL"), _case_agrees("engine", "Engine")
-    (True, True, False)
-    >>> _case_agrees("http", "HTTP"), _case_agrees("GIT", "git")
-    (False, False)
-    """
-    if " " in surface or got[:1] == surface[:1]:
-        return True
-    if surface[:1].islower() and got[:1].isupper() and got[1:] == got[1:].lower():
-        return True
-    return got.islower() and any(c.isupper() for c in surface[1:]) and any(c.islower() for c in surface)
 
 
 @dataclass
@@ -249,7 +229,7 @@ class RulesExtractor:
                 types: list[str] = []
                 names: dict[str, str] = {}
                 for etype, reported, surface in entries:
-                    if not _case_agrees(got, surface):
+                    if not case_agrees(got, surface):
                         continue
                     if etype not in names:
                         types.append(etype)

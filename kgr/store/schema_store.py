@@ -121,7 +121,8 @@ def known_entity_types(graph: Graph, schema: KGSchema | None) -> list[str]:
 
 
 def check_entity_type(graph: Graph, schema: KGSchema | None, etype: str, *, field: str = "type") -> None:
-    """Raise :class:`KgrValidationError` when ``etype`` is no known entity type (neither declared by
+    """Raise :class:`KgrNotFound` (HTTP 404: a well-formed name of nothing, like an unknown entity key)
+    when ``etype`` is no known entity type (neither declared by
     ``schema`` nor the type of any entity: :func:`known_entity_types`), naming the closest known
     type (difflib, as the schema's unknown keys are) and the known types: ``kgr resolve --type
     Softwre`` says "type: unknown entity type 'Softwre'; did you mean 'Software'? (known types:
@@ -131,7 +132,6 @@ def check_entity_type(graph: Graph, schema: KGSchema | None, etype: str, *, fiel
         return
     close = difflib.get_close_matches(etype, known, n=1)
     listed = ", ".join(known[:SHOWN_TYPES]) + (f", ... ({len(known)} in all)" if len(known) > SHOWN_TYPES else "")
-    raise KgrValidationError(
-        f"unknown entity type {etype[:120]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
-        + (f" (known types: {listed})" if known else " (the schema declares no entity type and the graph has no entity)"),
-        field=field)
+    raise KgrNotFound(
+        f"{field}: unknown entity type {etype[:120]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+        + (f" (known types: {listed})" if known else " (the schema declares no entity type and the graph has no entity)"))

@@ -101,7 +101,7 @@ def test_forget_and_aging_over_http(http_server, graph):
             bogus = c.post("/tools/forget_document", json={"sources": ["bogus-source"], "dry_run": dry_run})
             assert bogus.status_code == 404 and "'bogus-source'" in bogus.json()["error"]["message"]
         typo = c.post("/tools/resolve_entities", json={"type": "Persn", "dry_run": True})
-        assert typo.status_code == 422 and "did you mean 'Person'?" in typo.json()["error"]["message"]
+        assert typo.status_code == 404 and "did you mean 'Person'?" in typo.json()["error"]["message"]
         assert c.post("/tools/graph_status").json() == after
 
         aged = c.post("/tools/age_edges", json={"ttl_days": 30}).json()

@@ -114,9 +114,16 @@ def test_stage_survives_database_outage(graph, tmp_path, monkeypatch):
         corpus = tmp_path / "corpus"
         corpus.mkdir()
         examples = Path(__file__).resolve().parents[2] / "examples"
-        for i in range(30):
+        for i in range(30):  # 30 distinct copies (a JSONL line's id is its document's: each copy gets its own)
             for f in sorted((examples / "corpus").iterdir()):
-                (corpus / f"{i}-{f.name}").write_text(f.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n", encoding="utf-8")
+                if f.suffix == ".jsonl":
+                    lines = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+                    text = "".join(json.dumps({**d, "id": f"{d['id']}-{i}", "text": d["text"] + f" Copy {i}."}) + "\n"
+                                   if "id" in d else json.dumps({**d, "text": d["text"] + f" Copy {i}."}) + "\n"
+                                   for d in lines)
+                else:
+                    text = f.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n"
+                (corpus / f"{i}-{f.name}").write_text(text, encoding="utf-8")
         ing = _kgr(["ingest", str(corpus), "--schema", str(examples / "schema.json")], env)
         probe = connect(Neo4jSettings(uri=cfg.bolt_uri))
         deadline = time.time() + 120

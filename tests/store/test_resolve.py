@@ -91,12 +91,12 @@ def test_an_unknown_type_is_refused_with_a_did_you_mean(graph):
     schema declares nor any entity has is now refused, naming the closest type and the known ones."""
     stage(graph, [T("ada lovelace", "WORKS_AS", "writer", "Occupation", "s1")], schema=SCHEMA)
     before = fingerprint(graph)
-    with pytest.raises(KgrValidationError, match=r"^type: unknown entity type 'Persn'; did you mean 'Person'\? "
+    with pytest.raises(KgrNotFound, match=r"^type: unknown entity type 'Persn'; did you mean 'Person'\? "
                                                  r"\(known types: Date, Occupation, Person, Place\)$"):
         Engine(graph, schema=SCHEMA).resolve(type="Persn", dry_run=True)
     assert Engine(graph, schema=SCHEMA).resolve(type="Date", dry_run=True).merges == []  # declared, no entity
     assert Engine(graph).resolve(type="Occupation", dry_run=True).merges == []  # no schema: an entity's type
-    with pytest.raises(KgrValidationError, match=r"'Date' \(known types: Occupation, Person\)$"):
+    with pytest.raises(KgrNotFound, match=r"'Date' \(known types: Occupation, Person\)$"):
         Engine(graph).resolve(type="Date", dry_run=True)  # no schema and no Date entity: nothing to suggest
     res = CliRunner().invoke(app, ["resolve", "--type", "Persn", "--dry-run"])
     assert res.exit_code == 1 and res.stdout == "", (res.stdout, res.stderr)
