@@ -13,7 +13,7 @@ import difflib
 import time
 from typing import Any
 
-from kgr.errors import KgrNotFound, KgrSchemaMismatch, KgrValidationError
+from kgr.errors import KgrNotFound, KgrSchemaMismatch
 from kgr.model.schema import KGSchema
 from kgr.model.schema_versions import SchemaChange, SchemaDiff, StoredSchema, schema_diff, schema_hash
 from kgr.store.connection import Graph, Tx
