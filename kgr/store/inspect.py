@@ -109,7 +109,8 @@ def entity_neighbourhood(graph: Graph, key: str, *, statuses: Sequence[str] = ("
     key = user_entity_key(key)
     rows = graph.read("server_entity_neighbourhood", {"key": key, "statuses": list(dict.fromkeys(statuses)),
                                                       "fetch": limit + 1})
-    if not rows or graph.read("entity_merged_into", {"key": key}):  # none, or a merge's husk
+    if not rows or (not any(e is not None for e in rows[0]["edges"])  # none, or perhaps a merge's husk
+                    and graph.read("entity_merged_into", {"key": key})):
         raise KgrNotFound(no_entity_message(graph, key, suffix=" (find keys with search_entities)"))
     row = rows[0]
     edges = [e for e in row["edges"] if e is not None]
