@@ -1,7 +1,6 @@
 """The Python API: one :class:`Engine` mirroring the command line::
 
     from kgr.engine import Engine
-
     with Engine.connect(schema="examples/schema.json") as kg:   # NEO4J_URI or the managed Neo4j
         kg.init()
         report = kg.stage_file("examples/triples.jsonl")
@@ -14,6 +13,7 @@ Every method returns a pydantic model (the same data ``--json`` prints).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,38 +23,45 @@ from pydantic import BaseModel, Field
 from kgr.errors import KgrValidationError
 from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
-from kgr.model.inspect import EdgeExplanation, EntityHit, Neighbourhood
-from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
 from kgr.model.schema import KGSchema, load_schema
 from kgr.model.triples import LineError, TripleAssertion, parse_triple_lines
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 from kgr.model.review import EdgeLabel, LabelReport, RereadReport, ReviewQueue
-from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
-from kgr.store import admin, aging, forget, inspect, merge, provenance, review, rounds, schema_store, staging, versions
+from kgr.store import admin, rounds, schema_store, staging, versions
 from kgr.model.schema_versions import SchemaChange, StoredSchema
-from kgr import slices
-from kgr.slices.anchors import EmbedReport, embed_entities, model_of
-from kgr.slices.outcome import DoctorReport
 from kgr.connect import connect
 from kgr.store.connection import Graph, Neo4jSettings
-
-from kgr.store.aging import AgingConfig, AgingReport
-from kgr.store.export import JsonlExport
-from kgr.store.forget import ForgetReport
 from kgr.store.group_commit import GroupWriter
-from kgr.store.unmerge import resolution_due
 
 if TYPE_CHECKING:
+    from kgr.model.inspect import EdgeExplanation, EntityHit, Neighbourhood
+    from kgr.model.resolution import PairEvidence, PairLabel, PairLabelReport, ResolveReport, SplitReport
+    from kgr.model.slices import ContextSlice, OutcomeReport, SliceVerification
+    from kgr.slices.anchors import EmbedReport
+    from kgr.slices.outcome import DoctorReport
+    from kgr.store.aging import AgingConfig, AgingReport
+    from kgr.store.forget import ForgetReport
+    from kgr.store.merge import MergeResult
     from kgr.extract.verify import Verifier  # imported where used: the promotion stack (scipy) costs ~2 s at start-up
     from kgr.promotion.policies import Policy
     from kgr.ingest.config import IngestConfig
     from kgr.ingest.report import IngestReport
-    from kgr.store.export import ExportedTriple, LaplacianExport
+    from kgr.store.export import ExportedTriple, JsonlExport, LaplacianExport
     from kgr.store.metrics import StoreMetrics
 
 #: The settings and report models the front door takes and returns, and the group-commit writer it hands
 #: out (so callers, the server and the tool catalogue among them, need not reach into the layers behind it).
 __all__ = ["Engine", "FileStageReport", "promote_by_quorum", "AgingConfig", "AgingReport", "ForgetReport", "GroupWriter", "JsonlExport"]
+
+#: Re-exports imported when first asked for (PEP 562): imports are most of a short command's start-up.
+_LAZY = {"AgingConfig": "kgr.store.aging", "AgingReport": "kgr.store.aging", "ForgetReport": "kgr.store.forget",
+         "JsonlExport": "kgr.store.export"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _with_target(policy: object, config: BaseModel | None, target_fmr: float | None) -> BaseModel | None:
@@ -64,7 +71,6 @@ def _with_target(policy: object, config: BaseModel | None, target_fmr: float | N
     if policy != "calibrated":
         raise KgrValidationError("target_fmr applies to the calibrated policy only", field="target_fmr")
     from kgr.promotion.config import CalibratedConfig
-
     base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
     return base.model_copy(update={"target_fmr": target_fmr})
 
@@ -74,7 +80,6 @@ def _with_reader(policy: object, config: BaseModel | None, verifier: Verifier | 
     if verifier is None or policy != "calibrated":
         return config
     from kgr.promotion.config import CalibratedConfig
-
     base = config if isinstance(config, CalibratedConfig) else CalibratedConfig()
     return base.model_copy(update={"hold_unread": True})
 
@@ -105,8 +110,7 @@ class Engine:
         Without ``schema`` the graph's own (stored by ``kgr init --schema``,
         :mod:`kgr.store.schema_store`) is used, when it keeps one. A given schema that differs from
         the graph's raises :class:`~kgr.errors.KgrSchemaMismatch`, unless ``migrate`` (then
-        :meth:`init` stores it as the graph's next schema version).
-        """
+        :meth:`init` stores it as the graph's next schema version)."""
         sch = load_schema(schema) if isinstance(schema, (str, Path)) else schema
         graph = connect(settings)
         try:
@@ -181,7 +185,6 @@ class Engine:
                    on_batch: Callable[[staging.StageReport], None] | None = None) -> FileStageReport:
         """Stage a triple JSONL file, streaming it; bad lines are reported with their number and skipped."""
         from kgr.ingest.loaders import path_kind
-
         p = Path(path)
         if path_kind(p) != "file":
             raise KgrValidationError(f"no such file: {p}", field="path")
@@ -245,17 +248,19 @@ class Engine:
     def reread(self, verifier: Verifier, *, limit: int = 1000, per_edge: int = 3) -> RereadReport:
         """Re-read the chunks that mention both endpoints of escalated candidates (see :mod:`kgr.ingest.reread`)."""
         from kgr.ingest.reread import reread
-
         if self.schema is None:
             raise KgrValidationError("re-reading needs the KG schema (the verifier reads with it)", field="schema")
         return reread(self.graph, self.schema, verifier, limit=limit, per_edge=per_edge)
 
-    def review_queue(self, *, limit: int = 20, audit_share: float = review.AUDIT_SHARE) -> ReviewQueue:
-        """The candidates whose label would teach the scorer most, with their evidence (see :mod:`kgr.store.review`)."""
-        return review.review_queue(self.graph, limit=limit, audit_share=audit_share)
+    def review_queue(self, *, limit: int = 20, audit_share: float | None = None) -> ReviewQueue:
+        """The candidates whose label would teach the scorer most, with their evidence (:mod:`kgr.store.review`)."""
+        from kgr.store import review
+        share = review.AUDIT_SHARE if audit_share is None else audit_share
+        return review.review_queue(self.graph, limit=limit, audit_share=share)
 
     def label(self, labels: Iterable[EdgeLabel]) -> LabelReport:
         """Record reviewer labels as one version; a promoted edge labelled false is retired."""
+        from kgr.store import review
         return review.record_labels(self.graph, list(labels))
 
     def promote_until_done(self, *, policy: PolicyName | Policy = DEFAULT_POLICY, quorum: int | None = None,
@@ -294,27 +299,33 @@ class Engine:
         """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`; a relation the
         engine's schema does not declare is named with a did-you-mean)."""
         relations = list(self.schema.relation_types) if self.schema is not None else None
+        from kgr.store import inspect
         return inspect.explain_edge(self.graph, key, relations=relations)
 
     def search_entities(self, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:  # noqa: A002
         """Entities whose name or alias matches ``query`` (fulltext, fuzzy), best first, at most ``limit``
         (:func:`kgr.store.inspect.search_entities`)."""
+        from kgr.store import inspect
         return inspect.search_entities(self.graph, query, type=type, limit=limit)
 
     def neighbourhood(self, key: str, *, statuses: Sequence[str] = ("pending", "held"), limit: int = 50) -> Neighbourhood:
         """Entity ``key`` and at most ``limit`` one-hop edges, current promoted ones first, then staged
         ones with one of ``statuses`` (:func:`kgr.store.inspect.entity_neighbourhood`)."""
+        from kgr.store import inspect
         return inspect.entity_neighbourhood(self.graph, key, statuses=statuses, limit=limit)
 
-    def age(self, config: aging.AgingConfig | None = None) -> aging.AgingReport:
+    def age(self, config: AgingConfig | None = None) -> AgingReport:
+        from kgr.store import aging
         return aging.age(self.graph, config)
 
     def forget(self, documents: Sequence[str] = (), sources: Sequence[str] = (), *, quorum: int = 2,
-               dry_run: bool = False) -> forget.ForgetReport:
+               dry_run: bool = False) -> ForgetReport:
         """Forget documents (by id) and sources as one version (:mod:`kgr.store.forget`); the merges
         that lost evidence are undone (:mod:`kgr.store.unmerge`) and re-decided by a resolution of
         their entities' types, and of any type an earlier interrupted run left due
         (:func:`kgr.store.unmerge.resolution_due`; merges only; ``remerge_versions``)."""
+        from kgr.store import forget
+        from kgr.store.unmerge import resolution_due
         rep = forget.forget(self.graph, documents=documents, sources=sources, quorum=quorum, dry_run=dry_run)
         due = set() if dry_run else set(resolution_due(self.graph))  # also what an interrupted forget left
         if rep.unmerged or due:
@@ -328,12 +339,14 @@ class Engine:
     # -- context slices for agents ------------------------------------------------------------------
     def schema_version(self) -> str:
         """A short hash of the engine's schema (goes into every slice's provenance), or ``none``."""
-        return slices.build.schema_version(self.schema)
+        from kgr.slices.build import schema_version
+        return schema_version(self.schema)
 
     def slice(self, anchors: Sequence[str] = (), *, query: str | None = None, policy: str = "default",
               budget_tokens: int | None = None, model: str | None = None) -> ContextSlice:
         """A context slice around ``anchors`` / the entities ``query`` finds (:mod:`kgr.slices`;
         with :attr:`embed`, also by name embeddings)."""
+        from kgr import slices
         return slices.build_slice(self.graph, anchors=anchors, query=query, policy=policy, budget_tokens=budget_tokens,
                                   model=model, schema_version=self.schema_version(), embed=self.embed)
 
@@ -343,22 +356,27 @@ class Engine:
         if self.embed is None:
             raise KgrValidationError("no embedding model is configured (KGR_EMBEDDING_MODEL or --model)",
                                      field="embedding_model")
+        from kgr.slices.anchors import embed_entities
         return embed_entities(self.graph, self.embed, batch=batch, replace=replace, on_batch=on_batch)
 
     def verify_slice(self, s: ContextSlice) -> SliceVerification:
+        from kgr import slices
         return slices.verify_slice(self.graph, s)
 
     def report_outcome(self, slice_id: str, outcome: int, edges: Sequence[str] = ()) -> OutcomeReport:
+        from kgr import slices
         return slices.report_outcome(self.graph, slice_id, outcome, edges=edges)
 
     def doctor(self, *, relax: float = 0.0, half_life_days: float | None = None) -> DoctorReport:
+        from kgr import slices
+        from kgr.slices.anchors import model_of
         return slices.doctor(self.graph, relax=relax, half_life_days=half_life_days,
                              embedding_model=model_of(self.embed) if self.embed is not None else None)
 
     def documents_under(self, paths: Sequence[str | Path]) -> list[str]:
         """The ids of the documents read from files at or under ``paths`` (what to forget for them)."""
         from kgr.ingest.loaders import resolved_path
-
+        from kgr.store import provenance
         return [d.id for d in provenance.documents_under(self.graph, [resolved_path(str(p)) for p in paths])]
 
     # -- versions --------------------------------------------------------------------------------
@@ -375,13 +393,13 @@ class Engine:
         return versions.rollback(self.graph, ref)
 
     # -- entities --------------------------------------------------------------------------------
-    def merge_entities(self, keep: str, drop: str) -> merge.MergeResult:
+    def merge_entities(self, keep: str, drop: str) -> MergeResult:
         """Merge entity ``drop`` into entity ``keep`` (keys ``"Type:name"``) as one version.
 
         Semantics (edges, votes, hash, what a rollback undoes) in :mod:`kgr.store.merge`. Keys are
         normalised as staging does (``Person:Ada`` is ``Person:ada``); a key that names no entity is
-        reported with the closest existing keys.
-        """
+        reported with the closest existing keys."""
+        from kgr.store import inspect, merge
         keep, drop = inspect.user_entity_key(keep), inspect.user_entity_key(drop)
         inspect.check_entity_keys(self.graph, [keep, drop], ["keep", "drop"])
         return merge.merge_entities(self.graph, keep, drop)
@@ -395,7 +413,6 @@ class Engine:
         A ``type`` neither the schema declares nor any entity has is refused, with a did-you-mean
         (:func:`kgr.store.schema_store.check_entity_type`)."""
         from kgr.store.resolve import resolve
-
         if type is not None:
             schema_store.check_entity_type(self.graph, self.schema, type)
         return resolve(self.graph, self.schema, etype=type, dry_run=dry_run, target_fmr=target_fmr,
@@ -404,19 +421,16 @@ class Engine:
     def split(self, key: str, *, dry_run: bool = False) -> "SplitReport":
         """Split entity ``key`` where its sources' functional values conflict, as one version."""
         from kgr.store.resolve import split_entity
-
         return split_entity(self.graph, self.schema, key, dry_run=dry_run)
 
     def review_pairs(self, *, limit: int = 20) -> "list[PairEvidence]":
         """The entity pairs in resolution's uncertain band, most uncertain first."""
         from kgr.store.resolve import review_pairs
-
         return review_pairs(self.graph, limit=limit)
 
     def label_pairs(self, labels: Iterable["PairLabel"]) -> "PairLabelReport":
         """Record merge / no-merge labels on entity pairs (the next resolution uses them)."""
         from kgr.store.resolve import record_pair_labels
-
         return record_pair_labels(self.graph, list(labels))
 
     # -- ingestion, export, metrics (kgr.ingest, kgr.store.export, kgr.store.metrics) --------------
@@ -446,7 +460,6 @@ class Engine:
         escalates with ``verifier``) until settled; ``on_round`` is called before each promotion round."""
         from kgr.ingest.config import IngestConfig
         from kgr.ingest.pipeline import ingest
-
         schema = self.require_schema()
         cfg = config or IngestConfig()
 
@@ -461,19 +474,16 @@ class Engine:
     def export_jsonl(self, *, pending: bool = False, statuses: Sequence[str] | None = None) -> "Iterable[ExportedTriple]":
         """The promoted edges (``pending``: the staged ones, of ``statuses``), one model per edge, streamed."""
         from kgr.store.export import iter_exported
-
         return iter_exported(self.graph, pending=pending, statuses=statuses)
 
     def export_laplacian(self, path: str | Path, *, include_pending: bool = False) -> "LaplacianExport":
         """Write the promoted graph's Laplacian (scipy CSR) and its node-id order to ``path`` (.npz)."""
         from kgr.store.export import export_laplacian
-
         return export_laplacian(self.graph, path, include_pending=include_pending)
 
     def metrics(self, *, rounds: int = 5) -> "StoreMetrics":
         """Counts, entropy and coverage of the promoted graph, and the recent ``rounds``' rates."""
         from kgr.store.metrics import collect_metrics
-
         return collect_metrics(self.graph, rounds=rounds)
 
 
@@ -485,7 +495,6 @@ def promote_by_quorum(graph: Graph, *, quorum: int = 2, now: float | None = None
     store decides nothing). ``now`` is the round's clock in epoch seconds (default: the time now).
     """
     from kgr.promotion.policies import QuorumConfig, QuorumPolicy
-
     if quorum < 1:
         raise KgrValidationError("quorum must be >= 1", field="quorum")
     return rounds.run_round(graph, QuorumPolicy(QuorumConfig(quorum=quorum)), now=now)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from kgr.cli.common import (JsonOpt, SchemaOpt, check_fmr, emit, err, errors_to_exit, existing_path, open_engine,
                             out, print_table)
-from kgr.model.inspect import EdgeExplanation
+from kgr.cli.progress import spinner
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
+
+if TYPE_CHECKING:
+    from kgr.model.inspect import EdgeExplanation
 
 app = typer.Typer(rich_markup_mode=None, 
     no_args_is_help=True,
@@ -84,8 +85,7 @@ def stage(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Tripl
 
     Exit code 2 when no line could be staged (every one bad or rejected).
     """
-    with open_engine(schema) as kg, Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                             console=err, transient=True, disable=not err.is_terminal) as bar:
+    with open_engine(schema) as kg, spinner(err) as bar:
         task = bar.add_task("staging…")
         rep = kg.stage_file(path, batch_size=batch_size, workers=workers,
                             on_batch=lambda r: bar.update(task, description=f"staging… {r.rows} rows, {r.new_votes} new votes"))
@@ -141,8 +141,7 @@ def promote(schema: SchemaOpt = None,
             summary = kg.promote(policy=policy, quorum=quorum, target_fmr=target_fmr, verifier=verifier)
             emit(summary, json_, lambda s: out.print(_round_line(s), markup=False))
             return
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True, disable=not err.is_terminal) as bar:
+        with spinner(err) as bar:
             task = bar.add_task("promoting…")
             totals = {"promoted": 0, "rounds": 0}
 
@@ -313,6 +312,8 @@ def status(json_: JsonOpt = False) -> None:
         st = kg.status()
 
     def human(s) -> None:  # noqa: ANN001
+        from rich.table import Table
+
         t = Table(show_header=False)
         for k, v in s.model_dump().items():
             t.add_row(k, str(v))

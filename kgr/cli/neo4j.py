@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from kgr.cli.common import err, errors_to_exit, out
-from kgr.runtime import ManagedNeo4j, Neo4jStatus, RuntimeConfig
+
+if TYPE_CHECKING:
+    from kgr.runtime import ManagedNeo4j, Neo4jStatus, RuntimeConfig
 
 __all__ = ["app"]
 
@@ -42,7 +44,17 @@ HttpOpt = Annotated[
 ]
 
 
+def _managed(cfg: RuntimeConfig) -> ManagedNeo4j:
+    """The managed Neo4j of ``cfg``, reporting on stderr (:mod:`kgr.runtime` is imported by the commands
+    that run it, not by every ``kgr`` command)."""
+    from kgr.runtime import ManagedNeo4j
+
+    return ManagedNeo4j(cfg, console=err)
+
+
 def _config(home: Path | None, bolt_port: int | None, http_port: int | None, **extra: Any) -> RuntimeConfig:
+    from kgr.runtime import RuntimeConfig
+
     overrides: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
     if home is not None:
         overrides["home"] = home
@@ -91,7 +103,7 @@ def start(
 ) -> None:
     """Start the managed Neo4j (downloading the jars once) and wait until Bolt answers. Idempotent."""
     cfg = _config(home, bolt_port, http_port, heap=heap, pagecache=pagecache)
-    status = ManagedNeo4j(cfg, console=err).start(timeout=timeout)
+    status = _managed(cfg).start(timeout=timeout)
     _report(status, json_)
 
 
@@ -103,7 +115,7 @@ def stop(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for a clean shutdown before SIGKILL.", min=1)] = 60.0,
 ) -> None:
     """Stop the managed Neo4j (clean shutdown, SIGKILL after --timeout). Stopping a stopped server is fine."""
-    status = ManagedNeo4j(_config(home, None, None), console=err).stop(timeout=timeout)
+    status = _managed(_config(home, None, None)).stop(timeout=timeout)
     _report(status, json_)
 
 
@@ -119,4 +131,4 @@ def status(
 
     Exits 0 in both states; scripts read ``running`` and ``ready`` from ``--json``.
     """
-    _report(ManagedNeo4j(_config(home, bolt_port, http_port), console=err).status(), json_)
+    _report(_managed(_config(home, bolt_port, http_port)).status(), json_)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IngestProgress", "corpus_size", "progress_interval"]
+__all__ = ["IngestProgress", "corpus_size", "progress_interval", "spinner"]
 
 DEFAULT_SECONDS = 10.0
 
@@ -181,3 +181,13 @@ class IngestProgress:
             self._thread = None
             if self.counts:
                 self.console.print(self.line(), markup=False, highlight=False, soft_wrap=True)  # where it ended
+
+
+def spinner(console: Any) -> Any:
+    """A transient spinner with the task's description and the time elapsed, on ``console`` (stderr)
+    when it is a terminal, else nothing drawn: a :class:`rich.progress.Progress` to use as a context
+    manager. rich's progress module is imported here, by the commands that show one (~50 ms)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                    console=console, transient=True, disable=not console.is_terminal)

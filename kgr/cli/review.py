@@ -10,7 +10,6 @@ from pydantic import ValidationError
 
 from kgr.cli.common import JsonOpt, emit, err, errors_to_exit, open_engine, out
 from kgr.errors import KgrValidationError
-from kgr.ingest.loaders import path_kind
 from kgr.model.jsontext import json_lines, loads_strict
 from kgr.model.review import EdgeLabel
 from kgr.text.controls import escape_unsafe
@@ -24,6 +23,8 @@ MAX_LABEL_FILE = 50 * 1024 * 1024
 def read_labels(path: Path, model: type = EdgeLabel) -> list:
     """Every line of a label JSONL file (``model`` lines: edge labels, or pair labels); any bad line
     fails the whole file with its line number."""
+    from kgr.ingest.loaders import path_kind
+
     if path_kind(path) != "file":
         raise KgrValidationError(f"no such file: {path}", field="path")
     if path.stat().st_size > MAX_LABEL_FILE:
@@ -91,7 +92,8 @@ def label(path: Annotated[Path, typer.Argument(metavar="FILE.jsonl", help="Lines
         rep = kg.label(labels)
     emit(rep, json_, lambda r: out.print(
         f"version {r.version}: {r.labelled} labels recorded ({r.relabelled} replaced), {r.retired} promoted edges "
-        f"retired, {r.rejected} staged edges rejected", markup=False))
+        f"retired, {r.rejected} staged edges rejected"
+        + (f", {r.reopened} rejected edges labelled true back in play" if r.reopened else ""), markup=False))
     if rep.labelled:
         err.print("note: the labels take effect on promotion at the next round: run `kgr promote` (the scorer refits "
                   "on them; edges labelled true are promoted when the round accepts them)", markup=False,

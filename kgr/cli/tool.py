@@ -18,15 +18,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from kgr.errors import KgrError, KgrValidationError
 from kgr.model.jsontext import loads_strict
-from kgr.tools.context import ToolContext
-from kgr.tools.registry import call_tool, function_definitions, get_tool
+
+if TYPE_CHECKING:
+    from kgr.tools.context import ToolContext
 
 __all__ = ["app", "read_json_input"]
 
@@ -76,6 +77,9 @@ def read_json_input(path: Path | None) -> Any:
 
 
 def _context(name: str, schema_path: Path | None) -> ToolContext:
+    from kgr.tools.context import ToolContext
+    from kgr.tools.registry import get_tool
+
     schema = None
     if schema_path is not None:
         from kgr.model.schema import load_schema
@@ -104,6 +108,8 @@ def tool(
                                                       "with --names, a list of {name, description})."),
 ) -> None:
     """Run an agent tool on JSON input and print its JSON output (or --list the tools)."""
+    from kgr.tools.registry import call_tool, function_definitions, get_tool  # the tools' models: ~50 ms, here only
+
     try:
         if names:
             rows = [{"name": d["function"]["name"], "description": d["function"]["description"].split(". ")[0].rstrip(".")}

@@ -181,8 +181,8 @@ def _twin(e: int, holders, names, types, deg, votes, threshold: float,  # noqa: 
     distinguishing marks differ (``C`` / ``C++``, ``UNIVAC I`` / ``UNIVAC II``), and never when both
     are entities the schema names (``declared``: ``HTTP`` and ``HTTPS`` are two protocols)."""
     etype, _, name = names[e].partition(":")
-    marks = distinguishing_marks(name)
-    mine_declared = declared is not None and declared(names[e])
+    marks: tuple[str, ...] | None = None  # computed for the first holder that reads alike
+    mine_declared: bool | None = None
     mine = (deg[e], votes[e])
     best: tuple[float, int] | None = None
     for x in holders:
@@ -190,10 +190,12 @@ def _twin(e: int, holders, names, types, deg, votes, threshold: float,  # noqa: 
                                                                              and names[x] < names[e])):
             continue
         other = names[x].partition(":")[2]
-        if distinguishing_marks(other) != marks or (mine_declared and declared(names[x])):
-            continue
-        sm = SequenceMatcher(None, name, other)
+        sm = SequenceMatcher(None, name, other)  # the cheap bounds first: most holders are far off
         if sm.real_quick_ratio() < threshold or sm.quick_ratio() < threshold:
+            continue
+        if marks is None:
+            marks, mine_declared = distinguishing_marks(name), declared is not None and declared(names[e])
+        if distinguishing_marks(other) != marks or (mine_declared and declared(names[x])):
             continue
         sim = name_similarity(name, other)
         if sim >= threshold and (best is None or (sim, -x) > (best[0], -best[1])):

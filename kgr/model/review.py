@@ -63,6 +63,9 @@ class LabelReport(BaseModel):
     relabelled: int = Field(0, description="edges that already had a label (the new one replaces it)")
     retired: int = Field(0, description="promoted edges labelled false, retired in this version")
     rejected: int = Field(0, description="staged edges labelled false, rejected")
+    reopened: int = Field(0, description=(
+        "rejected edges labelled true, back in play: the next promotion round decides them (a hard constraint, a "
+        "self-loop say, still rejects one)"))
     hash: str = ""
 
 

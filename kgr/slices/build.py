@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 from kgr.errors import KgrValidationError
 from kgr.model.embedding import EmbedFn
+from kgr.model.schema import KGSchema
+from kgr.model.schema_versions import schema_hash
 from kgr.model.slices import (NEUTRAL_WEIGHT, ContextSlice, SliceEdge, SliceNode, SlicePolicy, slice_content,
                               slice_digest, tier_of)
 from kgr.slices.adjacency import adjacency_for
@@ -25,11 +26,13 @@ __all__ = ["build_slice", "slice_id_of", "schema_version", "MAX_ANCHORS"]
 _ATTEMPTS = 3
 
 
-def schema_version(schema: object | None) -> str:
-    """A short hash of a :class:`~kgr.model.schema.KGSchema` (a slice's ``schema_version``), or ``none``."""
+def schema_version(schema: KGSchema | None) -> str:
+    """A slice's ``schema_version``: the first 16 hex digits of the schema's hash, the one the graph
+    stores (:func:`kgr.model.schema_versions.schema_hash`, ``kgr status``'s ``schema_hash``, so a
+    reader can match the two), or ``none``."""
     if schema is None:
         return "none"
-    return "sha256:" + hashlib.sha256(schema.model_dump_json().encode()).hexdigest()[:16]  # type: ignore[attr-defined]
+    return schema_hash(schema)[:len("sha256:") + 16]
 
 
 def slice_id_of(s: ContextSlice) -> str:

@@ -12,7 +12,6 @@ from kgr.store.connection import Graph
 from kgr.store.cypher import validate_identifiers
 from kgr.store.slice_records import flush_slice_records
 from kgr.store.versions import ZERO_HASH, current_state
-from kgr.store.unmerge import resolution_due
 
 __all__ = ["init_store", "StoreStatus", "status", "fingerprint", "reset", "SchemaObject", "schema_objects"]
 
@@ -56,7 +55,9 @@ class StoreStatus(BaseModel):
     database: str
     version: int
     hash: str
-    entities: int
+    entities: int = Field(description="live entities (an entity merged into another is not counted)")
+    merged_entities: int = Field(0, description=(
+        "entities merged into another (kgr merge, kgr resolve): kept as the merge's record, reversible by rollback"))
     documents: int
     chunks: int
     votes: int
@@ -75,11 +76,13 @@ class StoreStatus(BaseModel):
 
 def status(graph: Graph) -> StoreStatus:
     """Counts and the current version/hash."""
+    from kgr.store.unmerge import resolution_due  # merges' bookkeeping: imported by the commands that report it
+
     row = graph.read("graph_counts")[0]
     version, h = current_state(graph)
     return StoreStatus(
         uri=graph.uri, database=graph.database, version=version, hash=h,
-        entities=row["entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
+        entities=row["entities"], merged_entities=row["merged_entities"], documents=row["documents"], chunks=row["chunks"], votes=row["votes"],
         decisions=row["decisions"], promoted=row["promoted"], promoted_on_merged=row["promoted_on_merged"],
         pending_by_status={s: n for s, n in row["pending_by_status"]},
         schema_version=row["schema_version"], schema_hash=row["schema_hash"], resolve_due=resolution_due(graph),

@@ -210,6 +210,7 @@ def _label_unit(tx: Tx, by_key: dict[str, EdgeLabel], ends: dict[str, dict], ts:
     new_hash = add_terms(old_hash, removed=[g["key"] for g in gone])
     close_version(tx, version, new_hash, kind="label", now=ts, note=f"{len(rows)} labels", retired=len(gone))
     rejected = sum(1 for r in rows if not r["label"] and found[r["key"]]["status"] in ("pending", "held", "expired"))
+    reopened = sum(1 for r in rows if r["label"] and found[r["key"]]["status"] == "rejected")
     return LabelReport(version=version, labelled=len(rows),
                        relabelled=sum(1 for r in rows if found[r["key"]]["label"] is not None),
-                       retired=len(gone), rejected=rejected, hash=new_hash)
+                       retired=len(gone), rejected=rejected, reopened=reopened, hash=new_hash)

@@ -117,6 +117,8 @@ def test_slices_and_the_server_use_the_stored_schema(kgr, tmp_path, graph):
     kgr("promote", "--policy", "quorum", "--quorum", "1")
     s = json.loads(kgr("slice", "--anchor", "Software:flask", "--json").stdout)
     assert s["schema_version"] == schema_version(KGSchema.model_validate(S1)) != "none"
+    st = json.loads(kgr("status", "--json").stdout)  # the same hash as the one the graph keeps, shortened
+    assert st["schema_hash"].startswith(s["schema_version"]) and len(s["schema_version"]) == len("sha256:") + 16
     assert _served_schema(None) == KGSchema.model_validate(S1)
     with pytest.raises(KgrSchemaMismatch):
         _served_schema(_file(tmp_path, "s2.json", S2))

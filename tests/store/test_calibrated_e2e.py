@@ -138,6 +138,17 @@ def test_a_false_label_retires_a_promoted_edge_exactly_and_rollback_restores_it(
     assert {e.key for e in promoted_edges(graph)} == set(edges[s].key for s in edges)
 
 
+def test_a_rejected_edge_labelled_true_is_reported_back_in_play(graph):
+    kg = Engine(graph, schema=SCHEMA)
+    stage(graph, [A("P0", "Person", "WORKS_AT", "Acme", "Organization", "a")])
+    key = graph.read("pending_edges", {"statuses": None})[0]["key"]
+    assert kg.label([EdgeLabel(key=key, label=False, reviewer="a")]).rejected == 1
+    rep = kg.label([EdgeLabel(key=key, label=True, reviewer="b")])
+    assert (rep.relabelled, rep.reopened, rep.rejected) == (1, 1, 0)
+    assert graph.read("pending_edges", {"statuses": None})[0]["status"] == "pending"
+    assert kg.label([EdgeLabel(key=key, label=True, reviewer="c")]).reopened == 0  # already in play
+
+
 def test_unknown_or_contradictory_labels_write_nothing(graph):
     kg = Engine(graph, schema=SCHEMA)
     stage(graph, [A("P0", "Person", "WORKS_AT", "Acme", "Organization", s) for s in ("a", "b")])
@@ -306,6 +317,37 @@ def test_escalated_candidates_are_reread_and_decided_on_the_evidence(graph):
         key = next(r["key"] for r in graph.read("pending_edges", {"statuses": None}) if (r["subject"], r["object"]) == pair)
         ps = [json.loads(d["inputs"]).get("p_hat") for d in graph.read("decisions_for_edge", {"key": key})[0]["decisions"]]
         assert len(ps) >= 2 and (ps[-1] - ps[0]) * moved > 0.1, (pair, ps)
+
+
+def test_an_edge_reread_without_an_answer_is_decided_again_not_left_unread(graph):
+    """An escalated edge whose chunks name only one of its ends gets no claim to read; the re-read
+    still marks it read, so the next round decides it again (its reason no longer says that no
+    verifier has read it, and it is not re-read again)."""
+    from types import SimpleNamespace
+
+    from kgr.model.canonical import entity_key
+    from kgr.store import evidence
+
+    rows, truth = world(seed=5)
+    stage(graph, rows, schema=SCHEMA)
+    text = "P02 knows P17 from the chess club."
+    upsert_chunks(graph, [SimpleNamespace(id="k1", document_id="doc-k1", index=0, text=text, sha256="k1", start=0,
+                                          end=len(text))])
+    stage(graph, [A("P02", "Person", "KNOWS", "P17", "Person", "k1")], schema=SCHEMA)
+    commit_chunks(graph, [ChunkMark(chunk_id="k1", entity_keys=[entity_key("Person", "P02")], extractor="test")])
+    kg = Engine(graph, schema=SCHEMA)
+    cfg = CalibratedConfig(embedding=False, target_fmr=0.2)
+    first = kg.promote(config=cfg, verifier=RulesVerifier())
+    assert first.reread is not None and first.reread.no_chunks >= 1
+    p = next(r for r in graph.read("pending_edges", {"statuses": None}) if (r["subject"], r["object"]) == ("P02", "P17"))
+    held = graph.driver.execute_query("MATCH ()-[p:PENDING_REL {key: $k}]->() RETURN p.held_reason AS r, "
+                                      "p.evidence_rev AS rev, p.decided_evidence_rev AS dec", k=p["key"]).records[0]
+    assert "no verifier has read it" in held["r"] and held["rev"] == held["dec"] + 1  # marked read: to decide again
+    assert p["key"] not in {k for k, _, _ in evidence.escalated(graph, limit=1000)}  # and not to read again
+    kg.promote(config=cfg, verifier=RulesVerifier())
+    after = graph.driver.execute_query("MATCH ()-[p:PENDING_REL {key: $k}]->() RETURN p.reason AS r, "
+                                       "p.evidence_rev AS rev, p.decided_evidence_rev AS dec", k=p["key"]).records[0]
+    assert after["rev"] == after["dec"] and "no verifier has read it" not in after["r"]
 
 
 def test_cli_review_queue_label_and_explain(graph, neo4j_settings, monkeypatch, tmp_path):

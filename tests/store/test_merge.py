@@ -172,6 +172,15 @@ def test_promoted_edges_move_hash_and_rollback(graph):
     check_hash(graph)
 
 
+def test_status_counts_live_entities_and_the_merged_away_apart(graph):
+    stage(graph, [T("Ada", "Bob", "s1"), T("Ada Lovelace", "Carl", "s2")])
+    before = status(graph)
+    assert (before.entities, before.merged_entities) == (4, 0)
+    merge_entities(graph, KEEP, DROP)
+    after = status(graph)  # the merged-away node stays (the merge's record) but is no entity of the graph
+    assert (after.entities, after.merged_entities) == (3, 1)
+
+
 def test_errors_leave_the_store_unchanged(graph):
     stage(graph, [T("Ada", "IBM", "s1", "WORKS_AT", ot="Organization"), T("Ada Lovelace", "Bob", "s1"),
                   T("Cy", "Bob", "s1")])
