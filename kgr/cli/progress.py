@@ -4,9 +4,11 @@
 events). It knows the corpus before the job starts (the files under the paths and their sizes on
 disk, listed once), so it shows totals and an estimated time left:
 
-- **chunks**: done (processed, skipped or failed) out of the total, which is known once every file
-  has been read and estimated before: ``chunks read × bytes of all files / bytes of the files read``
-  (shown with ``≈``);
+- **chunks**: done (processed, skipped or failed) out of the total, which is exact once the job has
+  cut every document (its ``read_all`` event) and estimated before (shown with ``≈``): the chunks
+  of the documents cut so far, plus the text loaded but not yet cut at their chunks per character,
+  the whole scaled by ``bytes of all files / bytes of the files loaded`` while files are left to load
+  (the job loads documents ahead of cutting them, so "every file loaded" is not "every chunk known");
 - **rate** = chunks done / seconds since the job started; **ETA** = (total − done) / rate;
 - files read of the total, triples staged, failures, LLM calls and cost when there are any, and the
   phase once the chunks are done (``promoting``).
@@ -84,14 +86,21 @@ class IngestProgress:
 
     # -- the numbers ----------------------------------------------------------------------------
     def total(self) -> tuple[int | None, bool]:
-        """``(chunks in total, exact?)``: exact once every file was read, else the estimate."""
+        """``(chunks in total, exact?)``: exact once every chunk is known, else the estimate (module
+        docstring)."""
         c = self.counts
         read, files, size = int(c.get("chunks_read", 0)), int(c.get("files", 0)), c.get("file_bytes", 0)
-        if files >= self.files_total:
+        if c.get("read_all"):
             return read, True
-        if size <= 0 or self.bytes_total <= 0:
-            return None, False
-        return max(read, round(read * self.bytes_total / size)), False
+        est = float(read)
+        known, text_known = c.get("chunks_known", 0), c.get("text_known", 0)
+        if known and text_known > 0:  # the loaded text not cut yet, at the cut documents' chunks per character
+            est = max(est, known + max(0.0, c.get("text_loaded", 0) - text_known) * known / text_known)
+        if files < self.files_total:
+            if size <= 0 or self.bytes_total <= 0:
+                return None, False
+            est *= self.bytes_total / size
+        return max(read, round(est)), False
 
     def line(self) -> str:
         """The progress line: ``120/≈290 chunks (41 %), 12/46 files, ... ETA 0:00:41``."""

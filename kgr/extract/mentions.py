@@ -19,15 +19,21 @@ type (:func:`kgr.extract.pairs.fits`): a standard or a language directly before 
 (:func:`kgr.extract.phrases.modifier_of_product`), or after *other* / *another*, determiners that
 need a common noun as head — "pip supports other Python packaging tools" speaks of tools, not of
 Python (a language's name takes no "other").
+
+A schema **pattern**'s match that is one plain lowercase word of common English is no name either
+(:func:`common_word_match`): ``\blib[a-z0-9]+\b`` is meant for ``libcurl`` and ``libssl3``, and
+also matches "The library has been written by Jean-loup Gailly". A gazetteer name is the schema's
+own word and stays one ("shell" as a language).
 """
 
 from __future__ import annotations
 
 import re
 
+from kgr.extract.lexicon import is_common_word
 from kgr.extract.phrases import modifier_of_product
 
-__all__ = ["case_agrees", "continues", "ends_longer", "modifies_noun"]
+__all__ = ["case_agrees", "common_word_match", "continues", "ends_longer", "modifies_noun"]
 
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name.
 _NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
@@ -107,3 +113,16 @@ def case_agrees(got: str, surface: str) -> bool:
     if surface[:1].islower() and got[:1].isupper() and got[1:] == got[1:].lower():
         return True
     return got.islower() and any(c.isupper() for c in surface[1:]) and any(c.islower() for c in surface)
+
+
+def common_word_match(surface: str) -> bool:
+    """Whether a pattern's match ``surface`` is a plain lowercase word of common English (so no name;
+    :func:`kgr.extract.lexicon.is_common_word`: with ``kgr[nlp]`` a frequent English word, else the
+    built-in list of function words and changelog verbs).
+
+    >>> common_word_match("release"), common_word_match("libcurl"), common_word_match("Library")
+    (True, False, False)
+
+    ("library" is one with ``kgr[nlp]``, whose list counts it 20,383 times.)
+    """
+    return surface.isalpha() and surface.islower() and is_common_word(surface)

@@ -74,7 +74,7 @@ from kgr.extract.ends import left_subject_ok, license_chain, readings, right_obj
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
-from kgr.extract.mentions import case_agrees, continues, ends_longer, modifies_noun
+from kgr.extract.mentions import case_agrees, common_word_match, continues, ends_longer, modifies_noun
 from kgr.extract.notices import notice
 from kgr.extract.paths import abstains, end_kind, path_of
 from kgr.extract.phrases import title_mention, written_in
@@ -249,6 +249,8 @@ class RulesExtractor:
                 if s < 0 or e <= s:
                     continue
                 surface = " ".join(text[s:e].split())
+                if common_word_match(surface):
+                    continue
                 try:
                     canon = canonical_name(surface)
                 except KgrValidationError:

@@ -162,7 +162,9 @@ def ingest(
 
     ``on_progress(event, n)`` is called from the calling thread with increments of ``documents``,
     ``files`` and ``file_bytes`` (files read, and their sizes on disk: a progress display's share
-    of the corpus read), ``chunks_read`` (cut and queued, or found processed), ``chunks``
+    of the corpus read), ``text_loaded`` (characters of the documents loaded), ``text_known`` and
+    ``chunks_known`` (characters and chunks of the documents cut or found processed, so far),
+    ``read_all`` (once: every chunk is known), ``chunks_read`` (cut and queued, or found processed), ``chunks``
     (processed, skipped or failed), ``failed``, ``llm_calls``, ``cost_usd`` (USD, as litellm prices
     the calls) and ``triples`` (assertions staged). ``promote`` runs one promotion round; it is called every ``config.promote_every``
     chunks and, when ``config.promote``, at the end until a round is ``settled`` (at most
@@ -252,6 +254,7 @@ class _Job:
             self.paths_by_doc[doc.id] = resolved_path(doc.path) if doc.path else None
             self.file_read(doc.path)
             self.tick("documents", 1)
+            self.tick("text_loaded", len(doc.text))
             yield doc
 
     def load_issue(self, issue: LoadIssue) -> None:
@@ -301,10 +304,13 @@ class _Job:
                 again.add(doc.id)
             st = None if doc.id in again else states.get(doc.id)
             self.documents_seen.add(doc.id)
+            self.tick("text_known", len(doc.text))
             if st is not None and (st.sha256, st.chunking) == (sha, fingerprint) and st.done == st.chunk_count:
+                self.tick("chunks_known", st.chunk_count or 0)
                 self.skip(st.chunk_count or 0)
                 continue
             chunks = list(chunk_document(doc, config=self.cfg.chunking))
+            self.tick("chunks_known", len(chunks))
             self.states[doc.id] = provenance.DocumentState(sha256=sha, chunking=fingerprint, chunk_count=len(chunks))
             cut.append((doc, chunks))
         yield from self.changed(cut, again)
@@ -395,6 +401,7 @@ class _Job:
                 done_ids = provenance.processed_chunk_ids(self.graph, [c.id for c in batch])
                 for chunk in batch:
                     self.submit(chunk, done_ids)
+            self.tick("read_all", 1)  # every chunk is known: the progress total is exact from here
             self.drain(0)
             remote = self.pipe.remote
             if remote is not None:

@@ -136,8 +136,35 @@ def test_the_progress_line_estimates_the_total_and_the_time_left():
     for _ in range(3):
         p("files", 1)
     p("chunks_read", 22)
+    # every file loaded is not every chunk known (documents are loaded ahead of being cut): still an estimate
+    assert p.line().startswith("kgr ingest: 5/≈32 chunks (15 %), 4/4 files")
+    p("read_all", 1)
     p.set_phase("promoting, round 1")
     assert p.line().startswith("kgr ingest: 5/32 chunks (15 %), 4/4 files") and p.line().endswith("promoting, round 1")
+
+
+def test_the_estimate_counts_the_loaded_text_not_cut_yet():
+    """The walkthrough's 51 files: all loaded after 10 s, 256 chunks cut of 570, and the line said
+    "/256", exact, then "/448", then "/570". The text loaded but not cut counts at the cut documents'
+    chunks per character."""
+
+    class Console:
+        is_terminal = False
+
+    p = IngestProgress(Console(), files=3, size=3000, every=0, clock=lambda: 0.0)
+    for event, n in (("files", 3), ("file_bytes", 3000), ("text_loaded", 30_000), ("text_known", 10_000),
+                     ("chunks_known", 40), ("chunks_read", 40)):
+        p(event, n)
+    assert p.total() == (120, False)  # 40 chunks for a third of the text
+    p("text_known", 10_000)
+    p("chunks_known", 50)
+    p("chunks_read", 50)
+    assert p.total() == (135, False)  # 90 for two thirds: 45 per 10,000 characters
+    p("text_known", 10_000)
+    p("chunks_known", 40)
+    p("chunks_read", 40)
+    p("read_all", 1)
+    assert p.total() == (130, True)
 
 
 def test_an_ingest_without_a_key_fails_on_one_line_and_writes_nothing(kgr, tmp_path, graph, monkeypatch):
@@ -174,7 +201,7 @@ def test_on_a_terminal_the_live_line_shows_the_total_and_the_eta():
     console = Console(file=buf, force_terminal=True, width=200)
     t = [0.0]
     with IngestProgress(console, files=2, size=200, clock=lambda: t[0]) as p:
-        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8)):
+        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8), ("read_all", 1)):
             p(event, n)
         t[0] = 4.0
         p("chunks", 2)
@@ -249,7 +276,7 @@ def test_off_a_terminal_the_periodic_lines_show_the_total_and_the_eta():
     with IngestProgress(console, files=2, size=200, every=0.02, clock=lambda: t[0]) as p:
         time.sleep(0.1)
         assert buf.getvalue() == ""  # nothing before the job's first event
-        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8)):
+        for event, n in (("files", 2), ("file_bytes", 200), ("chunks_read", 8), ("read_all", 1)):
             p(event, n)
         t[0] = 4.0
         p("chunks", 2)

@@ -76,6 +76,22 @@ def test_end_kinds_and_the_known_as_guess_fallback():
     assert end_kind(None, False) == "title"
 
 
+def test_a_name_the_schema_declares_stands_in_as_the_title_not_as_a_guess(monkeypatch):
+    """An unseen path whose subject the schema names is judged as ``named`` too: "Git is written in C"
+    (a walkthrough's Debian README, the schema naming git) was dropped as ``guess>known`` (0/2)."""
+    monkeypatch.delenv("KGR_EXTRACT_ALL_PATHS", raising=False)
+    schema = KGSchema.model_validate({
+        "entity_types": {"Software": {"names": ["git"]}, "Language": {"names": ["C", "Perl"]}},
+        "relation_types": {"WRITTEN_IN": {"domain": ["Software"], "range": ["Language"], "triggers": ["written in"]}}})
+    assert "trigger/WRITTEN_IN/known>known" not in path_table.BASIS
+    assert path_of("trigger", "WRITTEN_IN", "named", "known") in path_table.ENABLED
+    assert path_of("trigger", "WRITTEN_IN", "guess", "known") not in path_table.ENABLED
+    r = RulesExtractor().extract("Git is written in C and Perl.", schema)
+    assert {(p.subject, p.object) for p in r.kg.relations["WRITTEN_IN"]} == {("git", "C"), ("git", "Perl")}
+    assert {s.path for s in r.spans} == {"trigger/WRITTEN_IN/known>known"}
+    assert abstains("trigger/WRITTEN_IN/guess>known")  # a guessed subject is still judged as a guess
+
+
 def test_a_relation_the_table_does_not_know_is_not_abstained_from():
     schema = KGSchema.model_validate({
         "entity_types": {"Person": {"names": ["Charles Babbage"]}, "Machine": {"names": ["Analytical Engine"]}},

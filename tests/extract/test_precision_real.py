@@ -181,3 +181,23 @@ def test_headings_take_linear_time_on_a_long_line():
     found = headings(text)
     assert [(h.level, h.text) for h in found] == [(1, "Title")]
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_a_pattern_match_that_is_a_common_word_is_no_name():
+    """A Debian copyright file (zlib's): the schema's ``\\blib[a-z0-9]+\\b`` for libraries also matched
+    "library", which became the subject of DEVELOPED_BY; ``libcurl`` is still a name."""
+    from kgr.extract.lexicon import has_lexicon
+    from kgr.model.schema import KGSchema
+
+    schema = KGSchema.model_validate({
+        "entity_types": {"Software": {"patterns": [r"\blib[a-z0-9]+\b"]}, "Person": {"names": ["Jean-loup Gailly",
+                                                                                                "Daniel Stenberg"]}},
+        "relation_types": {"DEVELOPED_BY": {"domain": ["Software"], "range": ["Person"], "triggers": ["written by"]}}})
+    ex = RulesExtractor()
+
+    def rel(text):
+        return {(p.subject, p.object) for ps in ex.extract(text, schema).kg.relations.values() for p in ps}
+
+    assert rel("libcurl has been written by Daniel Stenberg.") == {("libcurl", "Daniel Stenberg")}
+    if has_lexicon():  # kgr[nlp]'s word list knows "library" (the dev install has it)
+        assert rel("The library has been entirely written by Jean-loup Gailly.") == set()

@@ -194,8 +194,11 @@ def test_examples_ingest_is_idempotent_and_reports_everything(graph):
     # and what was read, for the totals and ETA of the progress lines: 8 files (one JSONL holds 6
     # documents), their bytes on disk, every chunk read
     corpus = sorted((EXAMPLES / "corpus").iterdir())
+    text = events.pop("text_loaded")
+    assert events.pop("text_known") == text > 0  # every document loaded was cut
     assert events == {"documents": 13, "chunks": 20, "triples": rep.triples_staged, "files": len(corpus),
-                      "file_bytes": sum(p.stat().st_size for p in corpus), "chunks_read": 20}
+                      "file_bytes": sum(p.stat().st_size for p in corpus), "chunks_read": 20, "chunks_known": 20,
+                      "read_all": 1}
     # the report carries the promotion summary
     assert rep.promotion == rounds and rounds[0].promoted > 0 and "promotion v1" in rep.render()
     # the tool calls follow the rounds: a round that may be followed by another asks the density tool, and
