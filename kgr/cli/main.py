@@ -194,8 +194,9 @@ def _print_explanation(why: EdgeExplanation) -> None:
     printed with its control characters and bidi overrides escaped (:func:`kgr.text.controls.escape_unsafe`)."""
     from kgr.text.controls import escape_unsafe as esc
 
+    docs = f" from {why.documents} document{'s' if why.documents != 1 else ''}" if why.documents else ""
     out.print(esc(f"({why.subject}) -[{why.relation}]-> ({why.object}): {why.status}, "
-                  f"{why.votes} votes, confidence {why.confidence:.3f}"), markup=False)
+                  f"{why.votes} votes{docs}, confidence {why.confidence:.3f}"), markup=False)
     if why.features:
         from kgr.evidence.features import FEATURE_SET, FEATURES
 

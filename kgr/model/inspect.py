@@ -88,6 +88,8 @@ class EdgeExplanation(_Row):
     object: str
     status: str
     votes: int
+    documents: int = Field(0, description=(
+        "distinct documents its votes come from: the independent sources (the chunks of one document are one)"))
     confidence: float
     p_hat: float | None = Field(None, description="the calibrated probability of its last scored decision")
     features: list[float] | None = Field(None, description="the feature vector of that decision")

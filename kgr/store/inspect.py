@@ -179,6 +179,7 @@ def explain_edge(graph: Graph, key: str, *, relations: Sequence[str] | None = No
                  for d in row["decisions"] if d and d.get("action") is not None]
     return EdgeExplanation(key=key, subject=str(row["subject"]), relation=str(row["relation"]),
                            object=str(row["object"]), status=str(row["status"]), votes=int(row["votes"] or 0),
+                           documents=int(row.get("documents") or 0),
                            confidence=float(row["confidence"] or 0.0), p_hat=_num(row.get("p_hat")),
                            features=[float(x) for x in row["features"]] if row.get("features") else None,
                            feature_set=row.get("feature_set"), decisions=decisions,

@@ -108,6 +108,22 @@ def test_votes_from_chunks_of_one_document_count_as_one_independent_source(graph
     inputs = read_round(graph, RoundRequest(limit=10), ctx)
     docs = {c.subject_key: (c.votes, c.documents) for c in inputs.candidates}
     assert docs == {"Person:ann": (2, 1), "Person:bob": (2, 2), "Person:cyd": (3, 2)}
+    # explain says it too, beside the votes (a reader weighs documents, not chunks)
+    kg = Engine(graph, schema=SCHEMA)
+    why = {c.subject_key: kg.explain(c.key) for c in inputs.candidates}
+    assert {k: (w.votes, w.documents) for k, w in why.items()} == docs
+
+
+def test_explain_counts_the_documents_of_overflow_votes(graph):
+    """Past the inline limit votes are (:Vote) nodes; their documents count too."""
+    from kgr.store.staging import MAX_INLINE_VOTES
+
+    n = MAX_INLINE_VOTES + 5
+    stage(graph, [A("Ann", "Person", "WORKS_AT", "Acme", "Organization", f"doc-{i % 3 if i < MAX_INLINE_VOTES else 9}#{i}")
+                  for i in range(n)], schema=SCHEMA)
+    key = graph.read("pending_edges", {"statuses": None})[0]["key"]
+    why = Engine(graph, schema=SCHEMA).explain(key)
+    assert (why.votes, why.documents) == (n, 4)  # doc-0, doc-1, doc-2 inline, doc-9 only in the overflow
 
 
 def test_a_false_label_retires_a_promoted_edge_exactly_and_rollback_restores_it(graph):
