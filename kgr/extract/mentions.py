@@ -5,8 +5,9 @@ A gazetteer match is a name's mention only when it is not part of a longer name 
 
 - **followed by a capitalised word** it starts a longer, unknown name ("JSON Object Signing and
   Encryption", "Python Package Index");
-- **run into a longer word**: a hyphenated compound ("X Window System-specific", "C-extensions") or a
-  longer name ("C" of "C++11", "C#");
+- **run into a longer word**: a hyphenated compound ("X Window System-specific", "C-extensions", the
+  "DNS" of "DNS-SD"), a longer name ("C" of "C++11", "C#") or a dotted token ("C" of the locale
+  "C.UTF-8", "Node" of "Node.js");
 - **preceded by a capitalised word inside the sentence** it ends a longer, unknown name: English
   writes a multi-word proper name with each word capitalised, so a capitalised word that does not
   open the sentence (or a clause, a list item) and is no known name itself is that name's first word
@@ -38,7 +39,7 @@ __all__ = ["case_agrees", "common_word_match", "continues", "ends_longer", "modi
 #: A known name directly followed by a capitalised word is the start of a longer, unknown name.
 _NAME_GOES_ON = re.compile(r" [A-Z][a-z]| [A-Z][A-Z0-9]*\d")
 #: A known name run into a longer word.
-_RUN_ON = re.compile(r"-[a-z]|[+#]")
+_RUN_ON = re.compile(r"-[A-Za-z]|[+#]|\.[A-Za-z0-9]")
 #: Before a known name (a window of the text ending at it): a capitalised word, and before it a
 #: word of the same sentence (not a sentence, clause or list opening: ``. : ; ( * -`` or the start).
 _NAME_BEFORE = re.compile(r"[\w,)]\s+([A-Z][a-z]+)\s$")
@@ -61,6 +62,10 @@ def continues(text: str, start: int, end: int) -> bool:
     >>> continues("C++11 support", 0, 1)
     True
     >>> continues("Added support for TLS 1.3.", 18, 21)
+    False
+    >>> continues("Support for the C.UTF-8 locale", 16, 17), continues("the mDNS/DNS-SD specification", 9, 12)
+    (True, True)
+    >>> continues("It is written in C. Then", 17, 18)
     False
     """
     return _NAME_GOES_ON.match(text, end) is not None or (_RUN_ON.match(text, end) is not None and text[end - 1].isalpha())

@@ -53,7 +53,7 @@ GENERIC_STEMS = frozenset({
     "readme", "index", "changelog", "changes", "history", "news", "license", "licence", "copying", "notice",
     "metadata", "pkg-info", "description", "document", "doc", "docs", "main", "intro", "introduction", "about",
     "contributing", "authors", "todo", "notes", "untitled", "text", "input", "data", "page", "content",
-    "copyright", "man", "manpage", "pydoc", "manual", "faq", "guide", "tutorial", "install", "usage",
+    "copyright", "man", "manpage", "pydoc", "manual", "faq", "guide", "tutorial", "install", "usage", "info",
 })
 
 _PKG_NAME = re.compile(r"^Metadata-Version:[^\n]*\n(?:[^\n]+\n)*?Name:[ \t]*([^\n]+)$", re.M)

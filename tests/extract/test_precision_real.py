@@ -201,3 +201,26 @@ def test_a_pattern_match_that_is_a_common_word_is_no_name():
     assert rel("libcurl has been written by Daniel Stenberg.") == {("libcurl", "Daniel Stenberg")}
     if has_lexicon():  # kgr[nlp]'s word list knows "library" (the dev install has it)
         assert rel("The library has been entirely written by Jean-loup Gailly.") == set()
+
+
+@pytest.mark.parametrize("text,relation,wrong", [
+    # GNU NEWS files (a tenth, blind census: glibc, Avahi): a name inside a dotted or hyphenated token
+    ("* Support for the C.UTF-8 locale has been added to glibc.", "SUPPORTS", "C"),
+    ("Avahi is designed to be compatible with the mDNS/DNS-SD specification.", "SUPPORTS", "DNS"),
+])
+def test_a_known_name_inside_a_dotted_or_hyphenated_token_is_no_end(text, relation, wrong):
+    from kgr.model.schema import KGSchema
+
+    schema = KGSchema.model_validate({
+        "entity_types": {"Software": {"names": ["glibc", "Avahi"]}, "Language": {"names": ["C"]},
+                         "Protocol": {"names": ["DNS", "HTTP"]}},
+        "relation_types": {"SUPPORTS": {"domain": ["Software"], "range": ["Language", "Protocol"],
+                                        "triggers": ["support for", "compatible with"]}}})
+    found = RulesExtractor().extract(text, schema, title="glibc").kg.relations.get(relation, [])
+    assert wrong not in {p.object for p in found}
+    plain = text.replace("C.UTF-8 locale", "C language").replace("mDNS/DNS-SD", "DNS")  # the name alone: read
+    assert wrong in {p.object for p in RulesExtractor().extract(plain, schema, title="glibc").kg.relations.get(relation, [])}
+
+
+def test_an_info_manual_is_titled_by_its_subject():
+    assert document_title(Document(id="d", path="/x/info-wget.info.txt", text="GNU Wget.\n")) == "wget"
