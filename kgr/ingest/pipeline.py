@@ -114,6 +114,7 @@ from kgr.store import provenance
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
 from kgr.store.unmerge import resolution_due
+from kgr.store.inspect import names_under_several_types
 from kgr.store.resolve import resolve as resolve_entities
 from kgr.slices.anchors import embed_entities
 
@@ -202,6 +203,8 @@ def ingest(
         # new votes, or merges a forget undid (in this run or in one that stopped before resolving)
         job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
                                                  apply_splits=cfg.resolve_splits)
+    job.report.names_under_several_types = [f"{name}: {', '.join(types)}"
+                                            for name, types in names_under_several_types(graph, schema)]
     job.promote_backlog()
     if embed is not None:
         job.embed_names(embed)

@@ -89,6 +89,9 @@ class IngestReport(BaseModel):
     rejections: list[Rejection] = Field(default_factory=list, description=f"the first {MAX_LISTED}")
     promotion: list[RoundSummary] = Field(default_factory=list)
     resolution: ResolveReport | None = Field(None, description="the entity resolution at the end of the job, if it ran")
+    names_under_several_types: list[str] = Field(default_factory=list, description=(
+        "names the graph holds under more than one entity type, the schema not declaring them so (\"linux: Language, "
+        "Software\"): usually an extraction's typing error, which entity resolution never merges (first 10)"))
     chunks_forgotten: int = Field(0, description=(
         "chunks of edited documents that their new text no longer has: their votes forgotten (kgr.store.forget)"))
     documents_pruned: int = Field(0, description="documents no longer under the given paths, forgotten (--prune)")
@@ -183,6 +186,9 @@ class IngestReport(BaseModel):
                       f"{len(r.splits)} splits proposed (`kgr resolve --dry-run` lists them, `kgr resolve` applies them)")
             lines.append(f"resolution: {len(r.merges)} merges, {splits}, {len(r.review)} pairs to review"
                          + (f" (version {r.version})" if r.version is not None else ""))
+        if self.names_under_several_types:
+            lines.append("names under several types (check the schema's names and the extraction; resolution does not "
+                         "merge across types): " + "; ".join(self.names_under_several_types))
         if not self.promotion:
             lines.append("promotion: not run")
         for p in self.promotion:

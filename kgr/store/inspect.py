@@ -21,7 +21,7 @@ from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
 from kgr.store.lookup import lucene_escape, lucene_query
 
 __all__ = ["search_entities", "entity_neighbourhood", "explain_edge", "run_saved_query", "similar_entity_keys",
-           "no_entity_message", "user_entity_key", "check_entity_keys", "relation_hint"]
+           "no_entity_message", "user_entity_key", "check_entity_keys", "relation_hint", "names_under_several_types"]
 
 
 def search_entities(graph: Graph, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:
@@ -196,3 +196,18 @@ def run_saved_query(graph: Graph, text: str, params: dict[str, Any]) -> list[dic
     except DRIVER_ERRORS as exc:
         raise translate_driver_error(exc, graph.uri) from exc
     return [r.data() for r in records]
+
+
+def names_under_several_types(graph: Graph, schema: Any = None, *, limit: int = 10) -> list[tuple[str, list[str]]]:
+    """Canonical names that live entities carry under more than one type (``"linux"`` as a Language,
+    a Software and an Organization), with those types sorted, most types first; at most ``limit``.
+    A name the schema itself declares under two or more of its types (``schema.declares``: Python as a
+    Language and as a Software) is the schema's choice and is left out. Scans the entities."""
+    out = []
+    for row in graph.read("names_under_several_types", {"limit": 10 * limit}):  # room for the declared ones
+        name, types = str(row["name"]), sorted(str(t) for t in row["types"])
+        if schema is not None and sum(1 for t in types if schema.declares(t, name)) >= 2:
+            continue
+        out.append((name, types))
+    return out[:limit]
+

@@ -81,3 +81,28 @@ def _same_spelling(corpus: Path) -> int:
         repeats += n in seen
         seen.add(n)
     return repeats
+
+
+class LivesIn:
+    """Reads "A B" as A (a Person) LIVES_IN B (a Place)."""
+
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        name, place = chunk_text.split()[:2]
+        kg = ExtractedKG.model_validate({"entities": {"Person": [name], "Place": [place]},
+                                         "relations": {"LIVES_IN": [{"subject": name, "object": place}]}})
+        return ExtractionResult(kg=kg, extractor="scripted")
+
+
+def test_the_report_names_a_name_staged_under_two_types_unless_the_schema_declares_it(graph, tmp_path):
+    """The walkthrough's "Linux" as a Language, a Software and an Organization: resolution never merges
+    across types, so the job says so; a name the schema lists under both types is its own choice."""
+    for i, text in enumerate(["Jordan Perth", "Ann Jordan", "Sydney Perth", "Bob Sydney"]):
+        (tmp_path / f"d{i}.txt").write_text(text + "\n", encoding="utf-8")
+    raw = SCHEMA.model_dump(mode="json")
+    raw["entity_types"]["Person"]["names"] = ["Sydney"]
+    raw["entity_types"]["Place"]["names"] = ["Sydney"]
+    cfg = IngestConfig(max_rounds=1, promote=False, resolve=False)
+    rep = ingest(graph, [tmp_path], KGSchema.model_validate(raw), config=cfg, extractor=LivesIn())
+    assert rep.new_edges == 4
+    assert rep.names_under_several_types == ["jordan: Person, Place"]
+    assert "names under several types" in rep.render() and "jordan: Person, Place" in rep.render()
