@@ -14,7 +14,8 @@ found, first match wins, in:
    heading that reads as a phrase (:func:`is_tagline`: "Charset Detection, for Everyone", "Docker SDK
    for Python", "OpenAI Python API library") is no title, so the next rule answers; a heading that
    begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``) gives that name;
-4. the file's name without its suffix and without the words that name a kind of file
+4. the file's name without its file-type suffixes (:data:`FILE_SUFFIXES`: ``.md.txt`` goes, the dots of
+   ``http.client`` or ``libpango-1.0-0`` stay) and without the words that name a kind of file
    (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG``, ``copyright``, ``man`` ...:
    ``copyright-curl.txt`` → ``curl``), unless nothing else is left.
 
@@ -42,7 +43,7 @@ from typing import Any
 
 from kgr.text.headings import FENCE, MD_LINK, TAGS
 
-__all__ = ["document_title", "is_tagline", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
+__all__ = ["document_title", "is_tagline", "FILE_SUFFIXES", "GENERIC_STEMS", "HEAD_CHARS", "MAX_TITLE"]
 
 #: How far into a document its heading is looked for (characters).
 HEAD_CHARS = 4000
@@ -55,6 +56,12 @@ GENERIC_STEMS = frozenset({
     "contributing", "authors", "todo", "notes", "untitled", "text", "input", "data", "page", "content",
     "copyright", "man", "manpage", "pydoc", "manual", "faq", "guide", "tutorial", "install", "usage", "info",
 })
+
+#: The suffixes that name a file's type (any case; also ``info-2``, a part of an info manual), removed
+#: from a file's name before it is read as a title. A version's digits are no suffix (``python3.11``).
+FILE_SUFFIXES = frozenset({"txt", "text", "md", "markdown", "rst", "adoc", "org", "html", "htm", "xhtml", "pdf",
+                           "json", "jsonl", "ndjson", "gz", "bz2", "xz", "zst", "tar", "info", "pod", "tex", "man"})
+_FILE_SUFFIX = re.compile(r"(?i)(?:" + "|".join(sorted(FILE_SUFFIXES)) + r"|info-\d+)")
 
 _PKG_NAME = re.compile(r"^Metadata-Version:[^\n]*\n(?:[^\n]+\n)*?Name:[ \t]*([^\n]+)$", re.M)
 _ATX = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
@@ -115,14 +122,20 @@ def _heading(head: str) -> str | None:
 
 
 def _stem_name(path: str | None) -> str:
-    """What a file's name says its document is about: the name before its first dot without the words
-    that name a kind of file (:data:`GENERIC_STEMS`; ``copyright-curl`` → ``curl``, ``man-tar`` →
-    ``tar``, ``README`` → nothing), or ``""``.
+    """What a file's name says its document is about: the name without its file-type suffixes
+    (:data:`FILE_SUFFIXES`, as many as it ends with: ``.md.txt``, ``.info.gz``; a dot inside a name
+    stays: ``http.client``, ``libpango-1.0-0``, ``python3.11``) and without the words that name a kind
+    of file (:data:`GENERIC_STEMS`; ``copyright-curl`` → ``curl``, ``man-tar`` → ``tar``, ``README`` →
+    nothing), or ``""``.
 
     >>> _stem_name("/x/copyright-curl.txt"), _stem_name("/x/README.md"), _stem_name("/x/charset-normalizer.md")
     ('curl', '', 'charset-normalizer')
+    >>> _stem_name("/x/pydoc-http.client.txt"), _stem_name("/x/readme-git-README.md.txt"), _stem_name("/x/find.info-1")
+    ('http.client', 'git', 'find')
     """
-    stem = PurePath(path).name.split(".")[0] if path else ""
+    stem = PurePath(path).name if path else ""
+    while "." in stem and _FILE_SUFFIX.fullmatch(stem.rsplit(".", 1)[1]):
+        stem = stem.rsplit(".", 1)[0]
     words = [w for w in re.split(r"[-_ ]+", stem) if w]
     kept = [w for w in words if w.lower() not in GENERIC_STEMS]
     return stem if len(kept) == len(words) else "-".join(kept)

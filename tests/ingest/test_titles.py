@@ -94,3 +94,14 @@ def test_a_paragraph_long_line_is_read_in_linear_time():
 
     assert document_title(doc(one_line, path=None)) is None
     assert best(one_line) < 10 * best(short_lines) + 0.002
+
+
+@pytest.mark.parametrize("path,title", [
+    ("/x/pydoc-http.client.txt", "http.client"),         # a dotted module name (was "http", the protocol's name)
+    ("/x/news-libpango-1.0-0.txt", "libpango-1.0-0"),    # a package name with its version (was "libpango-1")
+    ("/x/changelog-python3.11.txt", "python3.11"),
+    ("/x/readme-git-README.md.txt", "git"),              # every file-type suffix goes, then the generic words
+    ("/x/find.info-2", "find"),
+])
+def test_a_file_name_loses_its_type_suffixes_not_the_dots_of_a_name(path, title):
+    assert document_title(Document(id="d", path=path, text="Some text here.\n")) == title
