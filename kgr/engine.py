@@ -298,8 +298,8 @@ class Engine:
     def explain(self, key: str) -> EdgeExplanation:
         """Why edge ``key`` is where it is (:func:`kgr.store.inspect.explain_edge`; a relation the
         engine's schema does not declare is named with a did-you-mean)."""
-        relations = list(self.schema.relation_types) if self.schema is not None else None
         from kgr.store import inspect
+        relations = list(self.schema.relation_types) if self.schema is not None else None
         return inspect.explain_edge(self.graph, key, relations=relations)
 
     def search_entities(self, query: str, *, type: str | None = None, limit: int = 10) -> list[EntityHit]:  # noqa: A002

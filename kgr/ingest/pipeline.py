@@ -203,8 +203,9 @@ def ingest(
         # new votes, or merges a forget undid (in this run or in one that stopped before resolving)
         job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,
                                                  apply_splits=cfg.resolve_splits)
-    job.report.names_under_several_types = [f"{name}: {', '.join(types)}"
-                                            for name, types in names_under_several_types(graph, schema)]
+    if job.pipe.staged.new_votes:  # a scan of the entities: only when the job staged something
+        job.report.names_under_several_types = [f"{name}: {', '.join(types)}"
+                                                for name, types in names_under_several_types(graph, schema)]
     job.promote_backlog()
     if embed is not None:
         job.embed_names(embed)

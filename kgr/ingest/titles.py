@@ -134,8 +134,8 @@ def _stem_name(path: str | None) -> str:
     ('http.client', 'git', 'find')
     """
     stem = PurePath(path).name if path else ""
-    while "." in stem and _FILE_SUFFIX.fullmatch(stem.rsplit(".", 1)[1]):
-        stem = stem.rsplit(".", 1)[0]
+    while (cut := stem.rpartition("."))[1] and _FILE_SUFFIX.fullmatch(cut[2]):
+        stem = cut[0]
     words = [w for w in re.split(r"[-_ ]+", stem) if w]
     kept = [w for w in words if w.lower() not in GENERIC_STEMS]
     return stem if len(kept) == len(words) else "-".join(kept)
