@@ -114,7 +114,7 @@ def test_cache_skips_lookups_of_exact_matches_and_changes_nothing(graph, tmp_pat
     assert [m[1:] for m in marks] == [(1, "scripted", 1, True)] * 5
 
 
-def _corpus(path: Path, n_docs: int, seed: int = 3) -> Path:
+def _corpus(path: Path, n_docs: int, seed: int = 3, prefix: str = "doc") -> Path:
     """One-chunk documents of facts about a few gazetteer names that are far from each other (so what
     disambiguation finds cannot depend on the order chunks commit in)."""
     people = ["Grace Hopper", "Konrad Zuse", "Alan Turing", "Tommy Flowers", "Claude Shannon"]
@@ -127,29 +127,75 @@ def _corpus(path: Path, n_docs: int, seed: int = 3) -> Path:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n_docs):
             text = f"Record {i}. " + " ".join(rng.choice(facts)() for _ in range(4))
-            fh.write(json.dumps({"id": f"doc-{i}", "text": text}) + "\n")
+            fh.write(json.dumps({"id": f"{prefix}-{i}", "text": text}) + "\n")
     return path
 
 
+class Lagged:
+    """The rules extractor, extracting document ``more-k`` only once ``more-(k - LAG)`` is committed:
+    ``LAG`` chunks are drafted at once, and whatever the machine's load, every name of a chunk
+    ``LAG`` places back was looked up before a chunk is, so the cache's hits have a lower bound."""
+
+    LAG = 8
+
+    def __init__(self, graph):
+        self.graph, self.rules = graph, RulesExtractor()
+
+    def extract(self, chunk_text: str, schema: KGSchema, *, guidance: list[str] | None = None) -> ExtractionResult:
+        k = int(chunk_text.split(".")[0].removeprefix("Record "))  # "Record k. ..." (one chunk each)
+        if k >= self.LAG:
+            deadline = time.monotonic() + 30
+            while not self._processed(f"more-{k - self.LAG}"):
+                assert time.monotonic() < deadline, f"more-{k - self.LAG} was never committed"
+                time.sleep(0.02)
+        return self.rules.extract(chunk_text, schema, guidance=guidance)
+
+    def _processed(self, doc: str) -> bool:
+        rec = self.graph.driver.execute_query(
+            "MATCH (c:Chunk {document_id: $d}) WHERE c.processed_at IS NOT NULL RETURN count(c) AS n", d=doc).records
+        return rec[0]["n"] == 1
+
+
+def _names_by_document(graph, prefix: str, n: int) -> list[set[str]]:
+    """The entity keys each document ``prefix-k`` mentions, in ``k`` order."""
+    rec = graph.driver.execute_query(
+        "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE c.document_id STARTS WITH $p "
+        "RETURN c.document_id AS d, collect(e.key) AS keys", p=f"{prefix}-").records
+    by_doc = {r["d"]: set(r["keys"]) for r in rec}
+    return [by_doc.get(f"{prefix}-{k}", set()) for k in range(n)]
+
+
 def test_concurrent_run_with_the_cache_equals_one_without(graph, tmp_path):
-    corpus = _corpus(tmp_path / "c.jsonl", 48)
+    # a first job builds the graph; a second (other documents, the same names) runs on it, so every
+    # lookup of the second is a unique exact match, remembered for the rest of the job
+    first = _corpus(tmp_path / "a.jsonl", 48, seed=3)
+    second = _corpus(tmp_path / "b.jsonl", 48, seed=4, prefix="more")
     runs = {}
     for size in (0, 65_536):
         reset(graph)
-        rep = ingest(graph, [corpus], SCHEMA, extractor=RulesExtractor(),
-                     config=IngestConfig(concurrency=8, commit_chunks=8, max_rounds=1, disambiguation_cache=size))
-        assert rep.chunks_processed == 48 and rep.chunks_failed == []
-        runs[size] = (rep, fingerprint(graph), _mentions(graph), _chunk_marks(graph))
-    off, on = runs[0][0], runs[65_536][0]
+        reps = [ingest(graph, [corpus], SCHEMA, extractor=extractor,
+                       config=IngestConfig(concurrency=8, commit_chunks=8, max_rounds=1, disambiguation_cache=size))
+                for corpus, extractor in ((first, RulesExtractor()), (second, Lagged(graph)))]
+        assert [(r.chunks_processed, r.chunks_failed) for r in reps] == [(48, [])] * 2
+        runs[size] = (reps, fingerprint(graph), _mentions(graph), _chunk_marks(graph))
+    (off1, off2), (on1, on2) = runs[0][0], runs[65_536][0]
     assert runs[0][1:] == runs[65_536][1:]
-    assert (off.new_votes, off.new_entities) == (on.new_votes, on.new_entities)
-    assert off.disambiguation_cached == 0 and on.disambiguation_cached > 48
-    # a call is saved only when every name of a chunk is cached, which depends on when the writer
-    # commits (under load all 48 chunks may be drafted first): the saving is in names, asserted above
-    assert on.tool_calls["query_entity_disambiguation"] <= off.tool_calls["query_entity_disambiguation"] == 48
+    assert [(r.new_votes, r.new_entities) for r in (off1, off2)] == [(r.new_votes, r.new_entities) for r in (on1, on2)]
+    assert off2.new_entities == 0  # the second job's names are all known
+    assert off1.disambiguation_cached == off2.disambiguation_cached == 0
+    # document more-k is drafted after more-(k - 8) was committed: its names known from the
+    # documents up to k - 8 come from the cache (a lower bound; chunks drafted later hit more)
+    names = _names_by_document(graph, "more", 48)
+    known: set[str] = set()
+    floor = 0
+    for k in range(Lagged.LAG, 48):
+        known |= names[k - Lagged.LAG]
+        floor += len(names[k] & known)
+    assert floor > 100 and on2.disambiguation_cached >= floor
+    assert on2.tool_calls["query_entity_disambiguation"] < off2.tool_calls["query_entity_disambiguation"] == 48
     # every chunk marked exactly once, by the group's one statement
     assert {m[1:] for m in runs[65_536][3]} == {(1, "rules", 1, True)}
-    assert on.transactions < 48  # groups of chunks per transaction
+    assert on1.transactions < 48 and on2.transactions < 48  # groups of chunks per transaction
 
 
 def test_storage_step_is_reported_as_staging_not_as_a_tool_call(graph, tmp_path, monkeypatch):
