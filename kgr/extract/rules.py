@@ -16,9 +16,9 @@ How it reads a chunk
      supports HTTP"), and a name with a capital inside it also matches all lowercase ("OpenSSL" on
      "openssl").
    - ``patterns``: regular expressions (Python syntax, compiled by the ``regex`` library when the
-     schema loads), matched case-sensitively as written, each with a time bound per chunk
-     (:data:`kgr.model.schema.PATTERN_SECONDS`; a pattern that backtracks catastrophically matches
-     nothing in that chunk and is logged). When a pattern has a named group ``name``, that group is
+     schema loads), matched case-sensitively as written, each with a bound on its CPU time per chunk
+     (:func:`kgr.model.schema.pattern_matches`; a pattern that backtracks catastrophically matches
+     nothing in that chunk and is logged; a busy machine's waits do not count). When a pattern has a named group ``name``, that group is
      the mention; otherwise the whole match is.
    - Overlapping candidates: the longest wins; at equal spans gazetteer types come before pattern
      types, and a span can carry several types (resolved by relation context, else the first).
@@ -82,7 +82,7 @@ from kgr.extract.sections import changelog_spans
 from kgr.extract.validate import sanitize_extraction
 from kgr.text.sentences import sentence_spans
 from kgr.model.canonical import canonical_name
-from kgr.model.schema import PATTERN_SECONDS, KGSchema, compile_pattern
+from kgr.model.schema import PATTERN_SECONDS, KGSchema, compile_pattern, pattern_matches
 
 __all__ = ["RulesExtractor", "guided_types"]
 
@@ -238,7 +238,7 @@ class RulesExtractor:
                     cands.append((m.start(), m.end(), 0, Mention(m.start(), m.end(), types, names)))
         for etype, pat in comp.patterns:
             try:
-                found = list(pat.finditer(text, timeout=PATTERN_SECONDS))
+                found = pattern_matches(pat, text)
             except TimeoutError:
                 log.warning("schema pattern %r of %s gave up after %s s on a %d-character chunk (catastrophic "
                             "backtracking?); it matched nothing there", pat.pattern, etype, PATTERN_SECONDS, len(text))

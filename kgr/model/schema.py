@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,8 +48,37 @@ class _RuleError(ValueError):
         self.message = message
 
 
-#: Seconds one schema pattern may spend on one chunk (the ``regex`` library's timeout).
+#: Seconds of CPU one schema pattern may spend on one chunk (see :func:`pattern_matches`).
 PATTERN_SECONDS = 0.25
+#: Attempts :func:`pattern_matches` makes when the clock, not the pattern, ran out.
+PATTERN_ATTEMPTS = 4
+
+
+def pattern_matches(pattern: Any, text: str, seconds: float = PATTERN_SECONDS) -> list[Any]:
+    """Every match of a compiled schema pattern in ``text``, within ``seconds`` of matching work.
+
+    The ``regex`` library's ``timeout`` runs on a clock that also advances while the matching
+    thread waits for a core (eight extraction threads and the database on two cores): a linear
+    pattern then "times out" on a 100-character chunk and the chunk loses its matches, so the
+    extraction would depend on the machine's load. An attempt that timed out is therefore repeated
+    (``PATTERN_ATTEMPTS`` in all) unless this thread itself spent at least half the budget in it
+    (:func:`time.thread_time`): only a pattern that does that much work — catastrophic
+    backtracking — gives up.
+
+    Raises
+    ------
+    TimeoutError
+        The pattern spent ``seconds / 2`` or more of this thread's CPU time in an attempt, or every
+        attempt timed out.
+    """
+    for _ in range(PATTERN_ATTEMPTS):
+        cpu = time.thread_time()
+        try:
+            return list(pattern.finditer(text, timeout=seconds))
+        except TimeoutError:
+            if time.thread_time() - cpu >= seconds / 2:
+                raise
+    raise TimeoutError(f"pattern {pattern.pattern!r} timed out {PATTERN_ATTEMPTS} times")
 
 
 def compile_pattern(pattern: str) -> Any:

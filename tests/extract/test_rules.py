@@ -263,3 +263,46 @@ def test_an_invalid_pattern_in_a_schema_file_is_a_one_line_error(tmp_path):
     f.write_text(json.dumps({"entity_types": {"Thing": {"patterns": ["ok", "[z-a]"]}}}))
     with pytest.raises(KgrSchemaError, match=r"entity_types\.Thing\.patterns.*invalid regular expression '\[z-a\]'"):
         load_schema(f)
+
+
+class _Clocked:
+    """A compiled pattern whose first ``stalls`` calls time out the way a busy machine makes them:
+    the clock runs out while the thread waits (``busy=False``: sleeping) or works (``busy=True``)."""
+
+    def __init__(self, pattern: str, stalls: int, *, busy: bool = False):
+        from kgr.model.schema import compile_pattern
+
+        self.real, self.pattern, self.stalls, self.busy, self.calls = compile_pattern(pattern), pattern, stalls, busy, 0
+
+    def finditer(self, text: str, timeout: float):
+        import time
+
+        self.calls += 1
+        if self.calls <= self.stalls:
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                if not self.busy:
+                    time.sleep(timeout / 10)
+            raise TimeoutError("regular expression time-out")
+        return self.real.finditer(text, timeout=timeout)
+
+
+def test_a_pattern_the_clock_stopped_while_it_waited_is_matched_again_not_dropped():
+    """A real ingest on a loaded machine logged that ``\\bPython\\s+[23]`` "gave up after 0.25 s" on a
+    118-character chunk and matched nothing there: the ``regex`` library's timeout ran out while the
+    thread waited for a core. Only a pattern that spends the budget working gives up."""
+    import pytest
+
+    from kgr.model.schema import PATTERN_ATTEMPTS, pattern_matches
+
+    text = "Runs on Python 3.11 and Python 2."
+    waited = _Clocked(r"\bPython\s+[23](?:\.\d+)?", stalls=PATTERN_ATTEMPTS - 1)
+    assert [m.group(0) for m in pattern_matches(waited, text, seconds=0.05)] == ["Python 3.11", "Python 2"]
+    assert waited.calls == PATTERN_ATTEMPTS
+    never = _Clocked(r"\bPython", stalls=PATTERN_ATTEMPTS)
+    with pytest.raises(TimeoutError, match=f"timed out {PATTERN_ATTEMPTS} times"):
+        pattern_matches(never, text, seconds=0.05)
+    working = _Clocked(r"\bPython", stalls=1, busy=True)  # spent its budget: catastrophic, no second try
+    with pytest.raises(TimeoutError):
+        pattern_matches(working, text, seconds=0.05)
+    assert working.calls == 1
