@@ -14,6 +14,9 @@ Each rule abstains (precision first) where a name stands near a trigger without 
   "Configuration support currently exists"), or when the trigger is a participle after a comma
   and the name is not the noun just before that comma ("an Apache2 licensed containers library,
   written in pure-Python").
+- :func:`participle_of_noun`: a participle right after a lowercase noun that ends a prepositional
+  phrase is said of that noun, not of the clause's subject ("Rhythmbox … is extensible via *plugins
+  written in* Python or C", "a tool for concurrent *programs written in* a subset of C").
 - :func:`right_object_ok`: the object right of its trigger is not one when another name stands
   between (unless both are items of one list), when the words between end in a preposition or a passive participle ("implements the
   PRF *used by* TLS", "the long double datatype *with* 128bit") or hold a relative pronoun
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["readings", "left_subject_ok", "right_object_ok", "license_chain"]
+__all__ = ["readings", "left_subject_ok", "right_object_ok", "participle_of_noun", "license_chain"]
 
 _PRONOUN = re.compile(r"\b(?:it|they|he|she|we|you|i)\b")
 _PREPOSITION_BEFORE = re.compile(
@@ -61,6 +64,13 @@ _PLURAL_HEAD = re.compile(r"\s+(?!(?:is|was|has|does|its|this|thus|also|always|p
 _PLURAL_SUBJECT = re.compile(_PLURAL_HEAD.pattern + r"(?:are|were|have|had|do|did)\b")
 _PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
 _ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
+#: A participle right after a lowercase noun that ends a prepositional phrase is said of that noun (a
+#: reduced relative clause): "extensible via *plugins written in* Python", "a tool for concurrent
+#: *programs written in* C" — not of the clause's subject ("an environment written in Python" is).
+_PREPOSITION_NOUN_END = re.compile(
+    r"\b(?:via|for|with|of|to|from|in|on|by|through|using|into|about|between|among)\s+"
+    r"(?:[\w+#/.'-]+\s+){0,3}(?!(?:is|are|was|were|be|been|being|has|have|had|and|or|but|also|now|then|not|still|"
+    r"only|first|originally|mainly|can|will|may|must|should|could|would)\s)[a-z][a-z-]*\s+$")
 #: Words between a trigger and its object that make the object another noun's: a relative pronoun, a
 #: preposition (other than "of": "the terms of", "version 2 of") or a passive participle ending the gap.
 _RIGHT_GAP_STOP = re.compile(
@@ -101,6 +111,8 @@ def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: 
     if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \
             and not (own and not gap.strip()):
         return False
+    if participle_of_noun(gap, trigger):
+        return False
     comma = gap.rfind(",")
     if comma >= 0 and _PARTICIPLE.match(trigger) and _ADVERB_ONLY.fullmatch(gap[comma + 1:]):
         return not gap[:comma].strip(" \"'”’)")  # ", written in": said of the noun just before the comma
@@ -119,6 +131,18 @@ def right_object_ok(text: str, te: int, start: int, others: list[tuple[int, int]
         if not _LIST_REST.fullmatch("".join(rest)):
             return False
     return _RIGHT_GAP_STOP.search(gap) is None and _SAME_AS.search(text, 0, te) is None
+
+
+def participle_of_noun(before: str, trigger: str) -> bool:
+    """Whether the participle ``trigger`` is said of the lowercase noun ending a prepositional phrase
+    at the end of ``before`` (the text before the trigger), not of the clause's subject.
+
+    >>> participle_of_noun("Rhythmbox is extensible via plugins ", "written in")
+    True
+    >>> participle_of_noun("Spyder is a scientific environment ", "written in"), participle_of_noun("tool for X, ", "written in")
+    (False, False)
+    """
+    return _PARTICIPLE.match(trigger) is not None and _PREPOSITION_NOUN_END.search(before) is not None
 
 
 def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0, opened: bool = False) -> list[tuple[int, int]]:

@@ -16,7 +16,8 @@ A **guess** is a run of name-like tokens in a sentence (after :func:`kgr.extract
   than names), numbers, and runs of common words alone.
 
 Consecutive capitalised or shaped tokens (and initials such as "A.") form one name ("Amazon Web
-Services", "Sybren A. Stüvel").
+Services", "Sybren A. Stüvel"); an acronym right before such a name opens it ("KDE Frameworks", not
+"Frameworks").
 
 **Types** (:func:`guess_type`): one name gets one type across a corpus because the type is a
 function of the name's shape and the schema, never of the slot alone. A *person-shaped* name (two
@@ -206,6 +207,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
     first = toks[0][0] if toks else 0
     out: list[Guess] = []
     run: list[tuple[int, int, str]] = []
+    acronym: tuple[int, int, str] | None = None  # the token before, when it was an acronym outside a run
 
     def flush() -> None:
         while run and _drop_head(run[0], first, starts) and not _person_run(run):
@@ -233,6 +235,8 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         if run and (gap.strip() or len(gap) > 2):
             flush()
         if kind in ("shaped", "cap") or (kind in ("initial", "acronym") and run):  # "GoogleTest UI" goes on
+            if not run and acronym is not None and masked[acronym[1]:s] == " ":
+                run.append(acronym)  # an acronym opens the name it stands before ("KDE Frameworks", "GNU Emacs")
             run.append((s, e, tok))
             if kind == "shaped" and len(run) == 1 and not tok[:1].isupper():
                 flush()  # a lowercase shaped name stands alone ("libdrm-dev")
@@ -242,6 +246,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             flush()
         else:
             flush()
+        acronym = (s, e, tok) if kind == "acronym" and not run else None
     flush()
     return out
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from kgr.extract.cues import BOUNDARY
+from kgr.extract.ends import participle_of_noun
 from kgr.extract.guesses import Roles, guess_type
 
 __all__ = ["Mention", "resolve_overlaps", "mark_possessives", "close", "find_pair", "fits", "shared_subject"]
@@ -178,7 +179,7 @@ def shared_subject(text: str, cands: list[Mention], ts: int, allowed: list[str],
     if first is None or text[lo:first.start].strip():
         return None
     gap = text[first.end:ts]
-    if not (_COPULA_RELATIVE.match(gap) or _SECOND_PREDICATE.search(gap)):
+    if not (_COPULA_RELATIVE.match(gap) or _SECOND_PREDICATE.search(gap)) or participle_of_noun(gap, text[ts:ts + 40]):
         return None
     t = fits(first, allowed, widened, roles)
     return (first, t) if t is not None else None
