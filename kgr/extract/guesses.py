@@ -12,8 +12,10 @@ A **guess** is a run of name-like tokens in a sentence (after :func:`kgr.extract
 - *plain lowercase* words ("hyperframe", "valgrind") are names only with the ``nlp`` extra's word
   list, only where a name is expected (the first word of a clause, or right after a trigger), and
   only when they are not common words;
-- never: acronyms of three letters or fewer ("API", "CLI", "CA" are generic terms far more often
-  than names), numbers, and runs of common words alone.
+- never: acronyms of three letters or fewer and their plurals ("API", "CLI", "CA", "IDs" are generic
+  terms far more often than names), numbers, runs of common words alone, and a name cut short by an
+  apostrophe ("Theodore Ts’o": the guess would be "Theodore Ts"), and a name that modifies a noun
+  of design lineage ("the LZ77 family", "the Raft algorithm").
 
 Consecutive capitalised or shaped tokens (and initials such as "A.") form one name ("Amazon Web
 Services", "Sybren A. Stüvel"); an acronym right before such a name opens it ("KDE Frameworks", not
@@ -25,9 +27,10 @@ to four capitalised words or initials, the last no common word: "Grace Hopper" b
 Web Services") takes the schema's person type (an
 entity type named or described as a person, people, author or human); an *organization-shaped* one
 (a word such as Foundation, Inc, Team, Project, Institute, Labs, Services among its words, or
-followed by "organization", "team", "project" or "community") the organization type; any other
-name the first type of the slot, in schema order, that is neither and is *open*: a type whose
-schema lists no names. A type with a gazetteer (languages, licences, standards …) is a closed
+followed by "organization", "team", "project" or "community") the organization type; a name of
+capitalised words followed by an e-mail address in angle brackets the person type too (an author
+line: "Mark Leisher <mleisher@…> added"); any other name the first type of the slot, in schema
+order, that is neither and is *open*: a type whose schema lists no names. A type with a gazetteer (languages, licences, standards …) is a closed
 class: a name it does not list is no evidence for it, and guessing it is how "Linux" became a
 Language. The guess fills the slot only when its type is allowed there; otherwise it is dropped
 (precision first).
@@ -95,6 +98,15 @@ _PERSON_WORD = re.compile(r"[A-Z][a-z\u00c0-\u024f'’-]+")
 ORG_WORDS = frozenset("""foundation inc inc. ltd ltd. llc gmbh corporation corp corp. company team project consortium
 labs laboratory laboratories organization organisation community group university institute services systems
 technologies association society agency""".split())
+_PLURAL_ACRONYM = re.compile(r"[A-Z]{2,4}s")
+#: After a name: an apostrophe and a letter that is no possessive "s" ("Theodore Ts’o"): the name goes on.
+_APOSTROPHE_NEXT = re.compile(r"['’](?![sS]\b)[A-Za-z]")
+#: After a name: an e-mail address in angle brackets ("Mark Leisher <mleisher@…>"): an author, a person.
+_EMAIL_AFTER = re.compile(r"\s*<[^<>\s@]+@[^<>\s]+>")
+#: After a name: a noun of design lineage it modifies ("the LZ77 family", "the Raft algorithm"): the thing is
+#: an idea, not a program ("based on the LZ77 family" is no dependency).
+_IDEA_AFTER = re.compile(r"\s+(?:family|algorithms?|model|design|idea|concept|approach|architecture|principles?|"
+                         r"method|technique|paper|scheme|theory)\b")
 _ORG_AFTER = re.compile(r"\s+(?:organization|organisation|team|project|community|foundation|developers)\b")
 # "classpath scanning": a lowercase word modifying the next one, unless that is a kind of software
 _NOUN_NEXT = re.compile(r" +(?!(?:module|package|library|crate|plugin|extension|tool|command|binary|daemon|program|"
@@ -167,8 +179,8 @@ def _kind(tok: str, code: bool) -> str:
     if _INITIAL.fullmatch(tok):
         return "initial"
     if tok[:1].isupper():
-        if tok.isupper() and len(tok) <= 3:
-            return "acronym"
+        if tok.isupper() and len(tok) <= 3 or _PLURAL_ACRONYM.fullmatch(tok):
+            return "acronym"  # "API", "CA"; "IDs", "URLs", "CPUs": generic terms
         return "cap"
     if tok[:1].isdigit():
         return "number"
@@ -217,8 +229,11 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         if run:
             s, e = run[0][0], run[-1][1]
             words = [w for _, _, w in run]
-            if not all(is_common_word(w) for w in words) and not _INDEFINITE_BEFORE.search(masked, 0, s):
+            if not all(is_common_word(w) for w in words) and not _INDEFINITE_BEFORE.search(masked, 0, s) \
+                    and not _APOSTROPHE_NEXT.match(masked, e) and not _IDEA_AFTER.match(masked, e):
                 shape = _shape(words, bool(_ORG_AFTER.match(masked, e)), bool(_LICENSED_AFTER.match(masked, e)))
+                if _EMAIL_AFTER.match(text, e) and shape == "other" and all(w[:1].isupper() for w in words):
+                    shape = "person"
                 out.append(Guess(s, e, " ".join(masked[s:e].split()), shape))
         run.clear()
 
