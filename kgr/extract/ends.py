@@ -139,8 +139,10 @@ def participle_of_noun(before: str, trigger: str) -> bool:
 
     >>> participle_of_noun("Rhythmbox is extensible via plugins ", "written in")
     True
-    >>> participle_of_noun("Spyder is a scientific environment ", "written in"), participle_of_noun("tool for X, ", "written in")
-    (False, False)
+    >>> participle_of_noun("Spyder is a scientific environment ", "written in")
+    False
+    >>> participle_of_noun("a tool for X, ", "written in")
+    False
     """
     return _PARTICIPLE.match(trigger) is not None and _PREPOSITION_NOUN_END.search(before) is not None
 

@@ -30,9 +30,9 @@ entity type named or described as a person, people, author or human); an *organi
 followed by "organization", "team", "project" or "community") the organization type; a name of
 capitalised words followed by an e-mail address in angle brackets the person type too (an author
 line: "Mark Leisher <mleisher@…> added"); any other name the first type of the slot, in schema
-order, that is neither and is *open*: a type whose schema lists no names. A type with a gazetteer (languages, licences, standards …) is a closed
-class: a name it does not list is no evidence for it, and guessing it is how "Linux" became a
-Language. The guess fills the slot only when its type is allowed there; otherwise it is dropped
+order, that is neither and is *open*: a type whose schema lists no names. A type with a gazetteer
+(languages, licences, standards …) is a closed class: a name it does not list is no evidence for
+it, and guessing it is how "Linux" became a Language. The guess fills the slot only when its type is allowed there; otherwise it is dropped
 (precision first).
 """
 

@@ -179,7 +179,9 @@ def shared_subject(text: str, cands: list[Mention], ts: int, allowed: list[str],
     if first is None or text[lo:first.start].strip():
         return None
     gap = text[first.end:ts]
-    if not (_COPULA_RELATIVE.match(gap) or _SECOND_PREDICATE.search(gap)) or participle_of_noun(gap, text[ts:ts + 40]):
+    if not (_COPULA_RELATIVE.match(gap) or _SECOND_PREDICATE.search(gap)):
+        return None
+    if participle_of_noun(gap, text[ts:ts + 40]):  # "… and is extensible via plugins written in"
         return None
     t = fits(first, allowed, widened, roles)
     return (first, t) if t is not None else None
