@@ -17,9 +17,9 @@ How it reads a chunk
      "openssl").
    - ``patterns``: regular expressions (Python syntax, compiled by the ``regex`` library when the
      schema loads), matched case-sensitively as written, each with a bound on its CPU time per chunk
-     (:func:`kgr.model.schema.pattern_matches`; a pattern that backtracks catastrophically matches
-     nothing in that chunk and is logged; a busy machine's waits do not count). When a pattern has a named group ``name``, that group is
-     the mention; otherwise the whole match is.
+     (:func:`kgr.model.schema.pattern_matches`: a busy machine's waits do not count; a pattern that
+     backtracks catastrophically matches nothing in that chunk and is logged). When a pattern has a
+     named group ``name``, that group is the mention; otherwise the whole match is.
    - Overlapping candidates: the longest wins; at equal spans gazetteer types come before pattern
      types, and a span can carry several types (resolved by relation context, else the first).
 3. **Relations** come from each relation type's ``triggers`` (phrases, case-insensitive, matched on
