@@ -444,6 +444,10 @@ def test_four_rounds_at_once_decide_each_edge_once_per_version(graph, policy_nam
     for t in threads:
         t.join()
     assert not errors, errors
+    # the calibrated cut promotes nothing on the first half of this world's votes (it starts near 80 %):
+    # when the four threads' rounds all ran before the staging thread got that far (a loaded machine),
+    # nothing is promoted yet; one more round on the complete votes settles it
+    run_round(graph, policy, schema=SCHEMA, attempts=10)
     per_version = graph.driver.execute_query(
         "MATCH (d:Decision) WITH d.version AS v, d.edge_key AS k, count(*) AS n RETURN max(n) AS most, "
         "count(DISTINCT v) AS versions", database_=graph.database).records[0]
