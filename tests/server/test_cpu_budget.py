@@ -64,6 +64,18 @@ class HealthProbe:
         self._stop.set()
         self._thread.join(timeout=60)
 
+    def assert_kept_answering(self) -> None:
+        """Every probe answered 200, and fast: under 1 s, bar one under 5 s.
+
+        A frozen server (one call holding the GIL) kept every probe waiting for the whole call: 45.5 s
+        before :mod:`kgr.server.cpu`. The one allowance is for a machine shared with other jobs, where
+        a single probe was once scheduled 1.8 s late while the calls started (the probes before and after
+        it took 5 ms); two slow probes, or one of 5 s, still fail.
+        """
+        assert self.samples and all(s == 200 for s, _ in self.samples), self.samples
+        slow = [t for _, t in self.samples if t >= 1.0]
+        assert len(slow) <= 1 and max(slow, default=0.0) < 5.0, self.samples
+
 
 def _warm(srv: ServedProcess) -> None:
     """One small call of each pure tool (the first waits for the worker processes to be up)."""
@@ -88,8 +100,7 @@ def test_punctuation_runs_answer_fast_and_health_keeps_answering(neo4j_settings)
             time.sleep(0.5)  # a few probes after the calls too
     assert [s for s, _ in results] == [200] * len(HOSTILE)
     assert max(t for _, t in results) < 2.0, results
-    assert probe.samples and all(s == 200 for s, _ in probe.samples), probe.samples
-    assert max(t for _, t in probe.samples) < 1.0, probe.samples
+    probe.assert_kept_answering()
 
 
 def _descendants(pid: int) -> list[int]:
@@ -142,4 +153,4 @@ def test_a_call_past_its_time_limit_is_stopped(neo4j_settings):
     # machine loaded 20 times over): its process was ended instead, and an idle server uses ~0.03 s
     assert spent < 0.25, f"the server used {spent:.2f} s of CPU in the 5 s after the call was answered"
     assert after.status_code == 200  # the pool replaced the worker
-    assert probe.samples and all(s == 200 and t < 1.0 for s, t in probe.samples), probe.samples
+    probe.assert_kept_answering()
