@@ -10,7 +10,8 @@ Seeds ``--edges`` pinned promoted edges (as ``bench_promotion.py --speed`` does;
 seeded store), then per trial and variant (ABBA order): stages the same ``--cands`` candidates (two
 sources each), runs ``kgr promote --json`` as a new process with ``PYTHONPATH`` = the variant's tree
 (wall time, the settle's timings, the store hash), then ``kgr promote`` again (nothing new), then
-forgets the two sources (back to the seeded state). ``--fresh-cache NAME`` gives that variant's processes
+forgets the two sources (back to the seeded state). ``--drop-caches`` empties the OS page cache
+before each first ``kgr promote`` (its interpreter, libraries and kgr's files then come from disk). ``--fresh-cache NAME`` gives that variant's processes
 an empty ``KGR_CACHE_DIR`` (a first process on this promoted graph: nothing kept on disk);
 ``--earlier-cache NAME`` gives them a ``KGR_CACHE_DIR`` that holds only the disk copy of the promoted
 graph as it was before its last change (the seeded graph before its last seeded batch of 10,000
@@ -53,6 +54,8 @@ ap.add_argument("--fresh-cache", default="", help="variants whose kgr processes 
                 "(no promoted graph kept on disk from an earlier process)")
 ap.add_argument("--earlier-cache", default="", help="variants whose kgr processes start with only the disk "
                 "copy of the promoted graph before its last change")
+ap.add_argument("--drop-caches", action="store_true", help="empty the OS page cache (Linux, as root) before each "
+                "first kgr promote: its Python files and libraries are read from disk, as after a reboot")
 ap.add_argument("--profile", default="", help="write a cProfile of each first kgr promote to PREFIX.<variant>.<trial>.prof "
                 "(the wall times then include the profiler's overhead)")
 ap.add_argument("--out")
@@ -126,13 +129,24 @@ def earlier_copy() -> Path:
 earlier_root = earlier_copy() if earlier_cache else None
 
 
-def cli(name, *args, profile: str = ""):
+def drop_page_cache() -> None:
+    """Write back dirty pages, then drop the clean ones (``/proc/sys/vm/drop_caches`` = 3)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        sys.exit(f"--drop-caches needs Linux and root: {exc}")
+
+
+def cli(name, *args, profile: str = "", cold: bool = False):
     e = {**env, "PYTHONPATH": variants[name]}
     if name in fresh_cache:
         e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
     if name in earlier_cache:
         e["KGR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kgr-cache-")
         shutil.copytree(earlier_root, e["KGR_CACHE_DIR"], dirs_exist_ok=True)
+    if cold:
+        drop_page_cache()
     t0 = time.perf_counter()
     prof = ["-m", "cProfile", "-o", profile] if profile else []
     p = subprocess.run([sys.executable, *prof, "-m", "kgr.cli", *args, "--json"], env=e, capture_output=True, text=True, cwd=tmp)
@@ -150,7 +164,7 @@ for trial in range(a.trials):
     for name in order:
         stage(graph, [bp._assert(t, s) for t in fresh[:a.cands] for s in ("s1", "s2")], schema=sch)
         wall, rep = cli(name, "promote", "--schema", str(schema),
-                        profile=f"{a.profile}.{name}.{trial}.prof" if a.profile else "")
+                        profile=f"{a.profile}.{name}.{trial}.prof" if a.profile else "", cold=a.drop_caches)
         wn, noop = cli(name, "promote", "--schema", str(schema))
         r = {"wall": wall, "cands": rep["candidates"], "per_s": rep["candidates"] / wall, "timings": rep["timings"],
              "promoted": rep["promoted"], "held": rep.get("held"), "hash": rep.get("hash"),
