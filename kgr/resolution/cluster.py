@@ -8,7 +8,14 @@ clusters hold a **cannot-link**:
 - a functional relation on which they hold clearly different values
   (:func:`kgr.resolution.compare.values_differ`: two birth dates sharing no component);
 - two names the KG schema declares as distinct entities of the type;
-- a reviewer's no-merge label between two of their entities.
+- a reviewer's no-merge label between two of their entities;
+- two entities **listed apart in one document**: both related to one entity by one relation in the
+  same direction in the same document (two packages one changelog makes a package depend on, two
+  projects one page says support Python), whose names are not one thing's
+  (:func:`kgr.resolution.compare.listed_apart`: neither a short form nor a near-identical spelling
+  of the other). A text that lists two names side by side means two things; sharing that
+  neighbour and that document is what made the model pair them. A reviewer's *merge* label (a
+  must-link) is not refused for it.
 
 Pairs are taken in a fixed order, independent of how the units were read: *forced* links first
 (units of one entity whose functional values differ but whose other context does not tell them
@@ -34,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kgr.resolution.compare import values_differ
+from kgr.resolution.compare import listed_apart, values_differ
 from kgr.resolution.units import Unit
 
 __all__ = ["Link", "Blocked", "constrained_clusters"]
@@ -67,15 +74,31 @@ class _Info:
     functional: dict[str, Counter[str]] = field(default_factory=dict)  #: relation -> value -> sources
     declared: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
+    #: (relation and direction, other end, document) -> entity key -> canonical name (Unit.listed)
+    listed: dict[tuple[str, str, str], dict[str, str]] = field(default_factory=dict)
 
     def absorb(self, other: "_Info") -> None:
         for rel, vals in other.functional.items():
             self.functional.setdefault(rel, Counter()).update(vals)
         self.declared |= other.declared
         self.entities |= other.entities
+        for slot, names in other.listed.items():
+            self.listed.setdefault(slot, {}).update(names)
 
 
-def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True) -> str | None:
+def _listed_conflict(a: _Info, b: _Info) -> str | None:
+    small, large = (a, b) if len(a.listed) <= len(b.listed) else (b, a)
+    for slot in sorted(small.listed.keys() & large.listed.keys()):
+        for ea, na in sorted(small.listed[slot].items()):
+            for eb, nb in sorted(large.listed[slot].items()):
+                if ea != eb and listed_apart(na, nb):
+                    rel, other, doc = slot
+                    return f"listed apart in one document: {na!r} and {nb!r} ({rel} {other}, document {doc})"
+    return None
+
+
+def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True,
+              listed: bool = True) -> str | None:
     for rel in sorted(a.functional.keys() & b.functional.keys()) if functional else ():
         xs, ys = a.functional[rel], b.functional[rel]
         total = sum(xs.values()) * sum(ys.values())
@@ -89,7 +112,7 @@ def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, funct
         for eb in sorted(b.entities):
             if ea != eb and no_merge(ea, eb):
                 return f"labelled no-merge: {ea} / {eb}"
-    return None
+    return _listed_conflict(a, b) if listed else None
 
 
 class _Between:
@@ -171,7 +194,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
     """
     parent = list(range(len(units)))
     info = [_Info(functional={r: Counter({x: max(1, len(u.sources)) for x in v}) for r, v in u.functional.items()},
-                  declared={u.name} & set(declared), entities={u.entity}) for u in units]
+                  declared={u.name} & set(declared), entities={u.entity},
+                  listed={slot: {u.entity: u.name} for slot in u.listed}) for u in units]
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -187,7 +211,7 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         a, b = find(lk.i), find(lk.j)
         if a == b:
             continue
-        why = _conflict(info[a], info[b], no_merge, functional=not lk.force)
+        why = _conflict(info[a], info[b], no_merge, functional=not lk.force, listed=not lk.must)
         if why is not None:
             blocked.append(Blocked(lk.i, lk.j, lk.p, why))
             continue

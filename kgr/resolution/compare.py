@@ -52,7 +52,7 @@ from rapidfuzz.distance import JaroWinkler
 from kgr.resolution.units import Unit, key_name
 
 __all__ = ["Comparison", "ComparisonSet", "comparison_set", "value_level", "values_differ", "name_level",
-           "MAX_NEIGHBOUR_RELATIONS", "NAME_LEVELS", "VALUE_LEVELS"]
+           "MAX_NEIGHBOUR_RELATIONS", "NAME_LEVELS", "VALUE_LEVELS", "listed_apart"]
 
 #: Non-functional relations (with direction) compared per entity type, the most common first.
 MAX_NEIGHBOUR_RELATIONS = 8
@@ -122,6 +122,33 @@ def values_differ(a: str, b: str) -> bool:
     (True, False)
     """
     return a != b and value_level(a, b) == 0
+
+
+def listed_apart(a: str, b: str) -> bool:
+    """Whether two canonical names, listed side by side in one text as two things, name two entities.
+
+    A text that relates two names to one entity in the same way ("Depend on x11proto-core-dev and
+    libxext-dev", two packages one changelog makes a package depend on) means two things, unless one
+    name is a short form of the other — its words a subset of the other's ("babbage" / "charles
+    babbage"), or its initials ("ibm" / "international business machines") — or a near-identical
+    spelling (:func:`name_level` 4: every word a typo apart, or the same words in another order).
+
+    >>> listed_apart("libcglib java", "libguava java"), listed_apart("libxcb render0", "libxcb randr0")
+    (True, True)
+    >>> listed_apart("babbage", "charles babbage"), listed_apart("ibm", "international business machines")
+    (False, False)
+    >>> listed_apart("ada lovelace", "ada lovelance"), listed_apart("lowe alyssa", "alyssa lowe")
+    (False, False)
+    """
+    if a == b:
+        return False
+    wa, wb = a.split(" "), b.split(" ")
+    if set(wa) <= set(wb) or set(wb) <= set(wa):
+        return False
+    if (len(wa) == 1 and len(wb) >= 2 and a == "".join(w[:1] for w in wb)) or \
+            (len(wb) == 1 and len(wa) >= 2 and b == "".join(w[:1] for w in wa)):
+        return False
+    return name_level(a, b) < 4
 
 
 def _digit_clash(a: str, b: str) -> bool:

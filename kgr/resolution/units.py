@@ -8,7 +8,10 @@ each entity into **units**, one per *functional signature* of its sources:
   schema's **functional** relations, as the subject (``BORN_ON 1950-03-01``); sources that assert
   none share the empty signature (the *neutral* unit);
 - the unit carries everything its sources said about the entity: the functional values, the other
-  neighbours per relation and direction (entity keys), and the documents of its sources.
+  neighbours per relation and direction (entity keys), the documents of its sources, and where a
+  document *listed* it: ``(relation and direction, other end, document)`` per edge its sources voted
+  for (two entities one document relates to the same entity in the same way are listed side by side,
+  which :mod:`kgr.resolution.cluster` reads as a cannot-link unless their names are one thing's).
 
 An entity whose sources agree is then one unit or a few compatible ones; one whose sources assert
 clearly different values of a functional relation ("jacob green" born 1950 and born 1962) is
@@ -76,6 +79,9 @@ class Unit:
     functional: Mapping[str, frozenset[str]]  #: relation -> values (canonical names of the objects)
     neighbours: Mapping[str, frozenset[str]]  #: "REL>" / "REL<" -> other entity keys
     documents: frozenset[str]
+    #: (``"REL>"`` / ``"REL<"``, other entity key, document) of each edge its sources voted for, where the
+    #: source's document is known (see the module docstring)
+    listed: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def _signature_id(sig: frozenset[tuple[str, str]]) -> str:
@@ -134,9 +140,11 @@ def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: froze
             continue
         neighbours.setdefault(f"{e.relation}{'>' if e.outgoing else '<'}", set()).add(e.other)
     docs = frozenset(ent.documents[s] for s in sources if s in ent.documents)
+    listed = frozenset((f"{e.relation}{'>' if e.outgoing else '<'}", e.other, ent.documents[s])
+                       for e in ent.edges for s in e.sources if s in sources and s in ent.documents)
     return Unit(uid=f"{ent.key}|{_signature_id(signature)}", entity=ent.key, type=ent.type, name=key_name(ent.key),
                 sources=sources, functional={r: frozenset(v) for r, v in functional.items()},
-                neighbours={r: frozenset(v) for r, v in neighbours.items()}, documents=docs)
+                neighbours={r: frozenset(v) for r, v in neighbours.items()}, documents=docs, listed=listed)
 
 
 def sources_of(units: Sequence[Unit]) -> frozenset[str]:

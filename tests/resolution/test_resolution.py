@@ -190,3 +190,70 @@ def test_own_links_rejoin_a_homeless_unit_but_do_not_chain_two_people():
     units = [u("a", "Person:x", "1950 03 01"), u("b", "Person:x", "1962 07 11")]
     labels, blocked = constrained_clusters(units, [Link(0, 1, 0.01, own=True)], scores={(0, 1): 0.01})
     assert labels == [0, 1] and "BORN_ON" in blocked[0].reason
+
+
+def _listing_population(seed: int) -> list[EntityView]:
+    """150 unrelated Software names (one SUPPORTS edge each, one document each) and 8 packages whose one
+    document each makes them depend on two libraries named ``lib<word> java``: siblings that share a
+    word, a neighbour and a document, and nothing else."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    edges: dict[str, list[EdgeView]] = {}
+    docs: dict[str, str] = {}
+
+    def add(s: str, rel: str, o: str, src: str, doc: str) -> None:
+        docs[src] = doc
+        edges.setdefault(s, []).append(EdgeView(rel, True, o, (src,)))
+        edges.setdefault(o, []).append(EdgeView(rel, False, s, (src,)))
+
+    def word() -> str:
+        return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 8)))
+
+    for k in range(150):
+        add(f"Software:{word()}", "SUPPORTS", f"Language:{rng.choice(['python', 'c', 'java', 'perl'])}", f"o{k}",
+            f"odoc{k}")
+    for k in range(8):
+        pkg = f"Software:{word()}"
+        for j in range(2):
+            add(pkg, "DEPENDS_ON", f"Software:lib{word()} java", f"doc{k}#c{j}", f"doc{k}")
+    return [EntityView(key=k, type="Software", edges=tuple(v), documents={s: docs[s] for e in v for s in e.sources})
+            for k, v in sorted(edges.items()) if k.startswith("Software:")]
+
+
+def test_two_names_one_document_lists_side_by_side_are_not_merged():
+    import dataclasses
+
+    units = build_units(_listing_population(seed=1), [])
+    lib = next(u for u in units if u.name.startswith("lib") and u.name.endswith(" java"))
+    slot = next(iter(lib.listed))
+    assert slot[0] == "DEPENDS_ON<" and slot[2].startswith("doc")  # (relation and direction, other end, document)
+    # without the listing the model pairs every two siblings (a shared word, neighbour and document) and merges them
+    plain = plan_type([dataclasses.replace(u, listed=frozenset()) for u in units], functional=[])
+    assert len(plain.merges) == 8 and all(m.keep.endswith(" java") and m.drop.endswith(" java") for m in plain.merges)
+    plan = plan_type(units, functional=[])
+    assert plan.merges == [] and plan.splits == []
+    assert len(plan.blocked) == 8 and all("listed apart in one document" in b.reason for b in plan.blocked)
+
+
+def test_a_short_form_or_a_merge_label_joins_names_listed_side_by_side():
+    def listing(*names, doc="d1", other="Software:maven"):
+        return [EntityView(key=f"Software:{n}", type="Software",
+                           edges=(EdgeView("DEPENDS_ON", False, other, (f"{doc}#{k}",)),),
+                           documents={f"{doc}#{k}": doc}) for k, n in enumerate(names)]
+
+    def joined(views, **link):
+        units = build_units(views, [])
+        labels, blocked = constrained_clusters(units, [Link(0, 1, 0.99, **link)])
+        return labels[0] == labels[1], [b.reason for b in blocked]
+
+    assert joined(listing("libasm java", "libguava java")) == (False, [
+        "listed apart in one document: 'libasm java' and 'libguava java' (DEPENDS_ON< Software:maven, document d1)"])
+    assert joined(listing("babbage", "charles babbage"))[0]  # a short form of the other name
+    assert joined(listing("ibm", "international business machines"))[0]  # its initials
+    assert joined(listing("libasm java", "libasm jaav"))[0]  # a near-identical spelling
+    assert joined(listing("libasm java", "libguava java"), must=True)[0]  # a reviewer's merge label
+    # the same two names in two documents, or related to two different packages, are not a listing
+    assert joined(listing("libasm java", doc="d1") + listing("libguava java", doc="d2"))[0]
+    assert joined(listing("libasm java", other="Software:ant")[:1] + listing("x", "libguava java")[1:])[0]

@@ -4,6 +4,7 @@ version, cannot-links, dry runs, rollback and order independence."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from collections import defaultdict
 
 import pytest
@@ -248,3 +249,25 @@ def test_merges_of_connected_entities_in_one_wave_end_like_merges_one_by_one(gra
     # the KNOWS vote sits between the entities its two people ended on, whatever merged into what
     assert edges == {(where["r0-0"], "KNOWS", where["r1-0"])}
     check_hash(graph)
+
+
+def test_units_know_which_document_listed_them_side_by_side(graph, tmp_path):
+    from kgr.ingest.config import IngestConfig
+    from kgr.ingest.loaders import file_document_id
+    from kgr.ingest.pipeline import ingest
+    from kgr.model.schema import load_schema
+    from kgr.resolution import build_units
+
+    schema = load_schema(Path(__file__).resolve().parents[2] / "tests" / "data" / "extract" / "schema.json")
+    doc = tmp_path / "maven-core.txt"
+    doc.write_text("maven-core (1.0-1) unstable; urgency=medium\n\n  * New upstream release.\n"
+                   "  * Depend on libjansi-java (>= 3.2) instead of an older copy.\n\n"
+                   " -- A Packager <a@example.org>  Mon, 01 Jan 2024 10:00:00 +0000\n\n"
+                   "maven-core (1.0-0) unstable; urgency=medium\n\n  * Depend on libslf4j-java (>= 1.10)\n\n"
+                   " -- A Packager <a@example.org>  Mon, 01 Dec 2023 10:00:00 +0000\n", encoding="utf-8")
+    ingest(graph, [doc], schema, config=IngestConfig(promote=False, resolve=False))
+    units = {u.name: u for u in build_units(read_entities(graph, "Software"), [])}
+    slot = ("DEPENDS_ON<", "Software:maven core", file_document_id(doc))
+    # both libraries, read back from Neo4j with their sources' document, are listed by the one changelog
+    assert slot in units["libjansi java"].listed and slot in units["libslf4j java"].listed
+    assert {s[0] for s in units["maven core"].listed} == {"DEPENDS_ON>"}
