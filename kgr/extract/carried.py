@@ -22,7 +22,10 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
-  the extractor abstains rather than guess whether the label is a program, a file or a category).
+  the extractor abstains rather than guess whether the label is a program, a file or a category);
+  nor to one that names its recipient, a binary package of the source ("Add dependency on
+  x11proto-core-dev and libxext-dev to libxcomposite-dev": the dependency is that package's, and the
+  document is the source package's changelog).
 """
 
 from __future__ import annotations
@@ -51,15 +54,25 @@ _FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support(?=\s*(
 _BARE_END = re.compile(r"\s*$")
 
 
+#: "… to <binary package>": a library or a package named with one of Debian's binary-package suffixes.
+_RECIPIENT = re.compile(r"\bto\s+(?:the\s+)?(?:lib[a-z0-9][a-z0-9+.]*(?:-[a-z0-9+.]+)*|[a-z0-9][a-z0-9+.]*(?:-[a-z0-9+.]+)*"
+                        r"-(?:dev|doc|common|bin|data|utils|tools|dbg|udeb))(?![\w+-])")
+
+
 def labelled(sentence: str) -> bool:
-    """Whether ``sentence`` (unmasked) is a changelog line opening with a label (rules above).
+    """Whether ``sentence`` (unmasked) is a changelog line opening with a label, or naming the binary
+    package it adds something to (rules above).
 
     >>> labelled("* dselect: Require the Dpkg modules for the ftp access method.")
     True
     >>> labelled("* Requires Java 7, supports Java 8, 9, 10.")
     False
+    >>> labelled("* Add dependency on libxext-dev to libxcomposite-dev, as xcomposite.pc needs it.")
+    True
+    >>> labelled("* Add dependency on libxext-dev to fix the build."), labelled("* Add foo to build-depends.")
+    (False, False)
     """
-    return line_label(sentence)
+    return line_label(sentence) or _RECIPIENT.search(sentence) is not None
 
 
 def feature_objects(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

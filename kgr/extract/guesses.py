@@ -238,7 +238,8 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         run.clear()
 
     for s, e, tok in toks:
-        kind = _kind_memo(tok, any(cs <= s and e <= ce for cs, ce in code_spans), has_lexicon())
+        in_code = any(cs <= s and e <= ce for cs, ce in code_spans)
+        kind = _kind_memo(tok, in_code, has_lexicon())
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():
             kind = "modifier"  # a command-line option ("-ansiC", "--macho")
         elif masked[max(0, s - 1):s] in ("/", "~", "$", "%") or masked[e:e + 1] == "(" \
@@ -247,8 +248,8 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
             kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
-        if run and (gap.strip() or len(gap) > 2):
-            flush()
+        if run and (gap.strip() or len(gap) > 2 or (kind == "shaped" and tok[:1].islower() and not in_code)):
+            flush()  # a lowercase identifier after a name is no part of it ("Guice no_aop": a build variant)
         if kind in ("shaped", "cap") or (kind in ("initial", "acronym") and run):  # "GoogleTest UI" goes on
             if not run and acronym is not None and masked[acronym[1]:s] == " ":
                 run.append(acronym)  # an acronym opens the name it stands before ("KDE Frameworks", "GNU Emacs")

@@ -260,10 +260,11 @@ def test_an_acronym_opens_the_guessed_name_it_stands_before():
     assert "Frameworks" not in names and "API" not in names  # a lone acronym is still no name
 
 
-@pytest.mark.parametrize("census, counts", [("census_eleventh.jsonl", (37, 33)), ("census_twelfth.jsonl", (8, 3))])
+@pytest.mark.parametrize("census, counts", [("census_eleventh.jsonl", (37, 33)), ("census_twelfth.jsonl", (8, 3)),
+                                            ("census_thirteenth.jsonl", (16, 13))])
 def test_a_census_reads_stay_read_and_its_errors_stay_out(census, counts):
     """The blind censuses of `kgr ingest` (docs/extract.md; eleventh: 835 AppStream descriptions,
-    twelfth: 300 man pages): every staged edge with the sentence it quoted, the document's title and
+    twelfth: 300 man pages, thirteenth: 151 Debian changelogs): every staged edge with the sentence it quoted, the document's title and
     the judgment made blind. The extractor as `kgr ingest` runs it (abstention on, guided rounds)
     still reads the right ones from their sentence and not the wrong ones (the rules made from them)."""
     import json
@@ -292,3 +293,19 @@ def test_guesses_cut_by_an_apostrophe_plural_acronyms_authors_and_ideas():
     assert "LZ77" not in guesses("It is based on the LZ77 family of compressors.")
     assert "LZ77" in guesses("It depends on LZ77 and Zlib.")
     assert guesses("Mark Leisher <mleisher@crl.nmsu.edu> added it.")["Leisher"] == "person"
+
+
+def test_a_changelog_line_naming_its_binary_package_and_a_build_variant():
+    """Rules from the thirteenth census (Debian changelogs): an entry that adds a dependency *to* a
+    binary package speaks of that package, not of the source the changelog documents; a lowercase
+    identifier after a name (a build variant, "Guice no_aop") is no part of it; in backticks it is."""
+    def read(sentence, title):
+        res = RulesExtractor().extract(sentence, SCHEMA, guidance=WIDEN, title=title)
+        return {(p.subject, rel, p.object) for rel, ps in res.kg.relations.items() for p in ps}
+
+    assert read("* Add dependency on libxext-dev to libxcomposite-dev, as xcomposite.pc needs it.", "libxcomposite") == set()
+    assert read("* Add dependency on libxext-dev to fix the build.", "libxcomposite") == {
+        ("libxcomposite", "DEPENDS_ON", "libxext-dev")}
+    assert read("* Depend on Guice no_aop (Closes: #948310)", "maven") == {("maven", "DEPENDS_ON", "Guice")}
+    assert read("Requires `psycopg[pool]` (install via the `[all]` extra).", "pyrate-limiter") == {
+        ("pyrate-limiter", "DEPENDS_ON", "psycopg pool")}
