@@ -216,8 +216,8 @@ def test_selection_weights_undo_an_active_bias_on_the_population_rate():
     naive = labels[lab].mean()
     weighted = np.average(labels[lab], weights=w)
     # within three standard errors of the weighted mean (its effective sample size (sum w)^2 / sum w^2,
-    # ~160 of the 400 labels; 0.036): 0.063 off on this AMD machine, under 0.06 on the earlier ones (BLAS kernels differ in
-    # the last bits, the latent fit follows); the unweighted mean is 0.22 off, six standard errors
+    # ~160 of the 400 labels; 0.036): 0.063 off on this AMD machine, under 0.06 on the earlier ones
+    # (BLAS kernels differ in the last bits, the latent fit follows); the unweighted mean is 0.22 off
     se = math.sqrt(y.mean() * (1 - y.mean()) * (w ** 2).sum() / w.sum() ** 2)
     assert abs(weighted - y.mean()) < min(abs(naive - y.mean()) / 2, 3 * se), (weighted, naive, y.mean(), se)
     # the scorer fitted with them is calibrated for the population, not for the labels
