@@ -23,7 +23,7 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
   the extractor abstains rather than guess whether the label is a program, a file or a category);
-  nor to one that names its recipient, a binary package of the source ("Add dependency on
+  nor to an added item that names its recipient, a binary package of the source ("Add dependency on
   x11proto-core-dev and libxext-dev to libxcomposite-dev": the dependency is that package's, and the
   document is the source package's changelog).
 """
@@ -54,9 +54,10 @@ _FEATURE_NOUN = re.compile(r"(?:\.\d+)*\+?(?:\s+v?\d[\w.]*\+?)?\s+support(?=\s*(
 _BARE_END = re.compile(r"\s*$")
 
 
-#: "… to <binary package>": a library or a package named with one of Debian's binary-package suffixes.
-_RECIPIENT = re.compile(r"\bto\s+(?:the\s+)?(?:lib[a-z0-9][a-z0-9+.]*(?:-[a-z0-9+.]+)*|[a-z0-9][a-z0-9+.]*(?:-[a-z0-9+.]+)*"
-                        r"-(?:dev|doc|common|bin|data|utils|tools|dbg|udeb))(?![\w+-])")
+#: A changelog item that adds something *to* a binary package: "Add [a] dependency on X … to <package>", the
+#: package a hyphenated name, a ``lib…`` one or one with a Debian binary-package suffix.
+_RECIPIENT = re.compile(r"\s*[-*+]\s+(?i:add|adds|added)\b[^\n]*?\bto\s+(?:lib[a-z0-9+.]*-[a-z0-9+.-]*[a-z0-9+.]"
+                        r"|[a-z0-9][a-z0-9+.]*(?:-[a-z0-9+.]+)*-(?:dev|doc|common|bin|data|utils|tools|dbg|udeb))(?![\w+-])")
 
 
 def labelled(sentence: str) -> bool:
@@ -72,7 +73,7 @@ def labelled(sentence: str) -> bool:
     >>> labelled("* Add dependency on libxext-dev to fix the build."), labelled("* Add foo to build-depends.")
     (False, False)
     """
-    return line_label(sentence) or _RECIPIENT.search(sentence) is not None
+    return line_label(sentence) or _RECIPIENT.match(sentence) is not None
 
 
 def feature_objects(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -248,8 +248,12 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         elif s == first and _adverb(tok) and _ADVERB_NEXT.match(masked, e):
             kind = "modifier"
         gap = masked[run[-1][1]:s] if run else ""
-        if run and (gap.strip() or len(gap) > 2 or (kind == "shaped" and tok[:1].islower() and not in_code)):
-            flush()  # a lowercase identifier after a name is no part of it ("Guice no_aop": a build variant)
+        if run and not gap.strip() and len(gap) <= 2 and kind == "shaped" and "_" in tok and tok[:1].islower() \
+                and not in_code:
+            run.clear()  # a snake_case word after a name: a variant or a module of it ("Guice no_aop",
+            kind = "modifier"  # "Apache mod_wsgi"); which part names the thing is unclear: no guess
+        if run and (gap.strip() or len(gap) > 2):
+            flush()
         if kind in ("shaped", "cap") or (kind in ("initial", "acronym") and run):  # "GoogleTest UI" goes on
             if not run and acronym is not None and masked[acronym[1]:s] == " ":
                 run.append(acronym)  # an acronym opens the name it stands before ("KDE Frameworks", "GNU Emacs")

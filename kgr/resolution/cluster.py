@@ -86,6 +86,10 @@ class _Info:
             self.listed.setdefault(slot, {}).update(names)
 
 
+def _size(i: _Info) -> int:
+    return len(i.entities) + len(i.listed) + sum(len(v) for v in i.functional.values())
+
+
 def _listed_conflict(a: _Info, b: _Info) -> str | None:
     small, large = (a, b) if len(a.listed) <= len(b.listed) else (b, a)
     for slot in sorted(small.listed.keys() & large.listed.keys()):
@@ -220,6 +224,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
             continue
         keep, gone = (a, b) if a < b else (b, a)
         parent[gone] = keep
-        info[keep].absorb(info[gone])
+        big, small = (info[keep], info[gone]) if _size(info[keep]) >= _size(info[gone]) else (info[gone], info[keep])
+        big.absorb(small)  # the smaller into the larger: a union costs the smaller cluster's tables
+        info[keep], info[gone] = big, None  # type: ignore[call-overload]
         between.unite(keep, gone)
     return [find(i) for i in range(len(units))], blocked

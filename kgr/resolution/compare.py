@@ -124,14 +124,17 @@ def values_differ(a: str, b: str) -> bool:
     return a != b and value_level(a, b) == 0
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def listed_apart(a: str, b: str) -> bool:
     """Whether two canonical names, listed side by side in one text as two things, name two entities.
 
     A text that relates two names to one entity in the same way ("Depend on x11proto-core-dev and
     libxext-dev", two packages one changelog makes a package depend on) means two things, unless one
     name is a short form of the other — its words a subset of the other's ("babbage" / "charles
-    babbage"), or its initials ("ibm" / "international business machines") — or a near-identical
-    spelling (:func:`name_level` 4: every word a typo apart, or the same words in another order).
+    babbage"), its initials ("ibm" / "international business machines") or the same letters spaced
+    otherwise ("python3" / "python 3") — or a near-identical spelling with the same numbers
+    (:func:`name_level` 4: every word a typo apart, or the same words in another order). Different
+    numbers are different things ("libasm java" / "libasm4 java", "openssl" / "openssl1.1").
 
     >>> listed_apart("libcglib java", "libguava java"), listed_apart("libxcb render0", "libxcb randr0")
     (True, True)
@@ -139,8 +142,10 @@ def listed_apart(a: str, b: str) -> bool:
     (False, False)
     >>> listed_apart("ada lovelace", "ada lovelance"), listed_apart("lowe alyssa", "alyssa lowe")
     (False, False)
+    >>> listed_apart("libasm java", "libasm4 java"), listed_apart("python3", "python 3")
+    (True, False)
     """
-    if a == b:
+    if a == b or a.replace(" ", "") == b.replace(" ", ""):
         return False
     wa, wb = a.split(" "), b.split(" ")
     if set(wa) <= set(wb) or set(wb) <= set(wa):
@@ -148,7 +153,7 @@ def listed_apart(a: str, b: str) -> bool:
     if (len(wa) == 1 and len(wb) >= 2 and a == "".join(w[:1] for w in wb)) or \
             (len(wb) == 1 and len(wa) >= 2 and b == "".join(w[:1] for w in wa)):
         return False
-    return name_level(a, b) < 4
+    return _RUNS.findall(a) != _RUNS.findall(b) or name_level(a, b) < 4
 
 
 def _digit_clash(a: str, b: str) -> bool:

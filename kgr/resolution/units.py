@@ -9,8 +9,8 @@ each entity into **units**, one per *functional signature* of its sources:
   none share the empty signature (the *neutral* unit);
 - the unit carries everything its sources said about the entity: the functional values, the other
   neighbours per relation and direction (entity keys), the documents of its sources, and where a
-  document *listed* it: ``(relation and direction, other end, document)`` per edge its sources voted
-  for (two entities one document relates to the same entity in the same way are listed side by side,
+  document *listed* the entity: ``(relation and direction, other end, document)`` per non-functional
+  edge of the entity, over all its sources (two entities one document relates to the same entity in the same way are listed side by side,
   which :mod:`kgr.resolution.cluster` reads as a cannot-link unless their names are one thing's).
 
 An entity whose sources agree is then one unit or a few compatible ones; one whose sources assert
@@ -79,8 +79,8 @@ class Unit:
     functional: Mapping[str, frozenset[str]]  #: relation -> values (canonical names of the objects)
     neighbours: Mapping[str, frozenset[str]]  #: "REL>" / "REL<" -> other entity keys
     documents: frozenset[str]
-    #: (``"REL>"`` / ``"REL<"``, other entity key, document) of each edge its sources voted for, where the
-    #: source's document is known (see the module docstring)
+    #: (``"REL>"`` / ``"REL<"``, other entity key, document) of each non-functional edge of its *entity*
+    #: (any unit's sources), where the source's document is known (see the module docstring)
     listed: frozenset[tuple[str, str, str]] = frozenset()
 
 
@@ -123,13 +123,18 @@ def build_units(entities: Iterable[EntityView], functional: Iterable[str]) -> li
             groups = coarse
         if not groups:
             groups[frozenset()] = set()
+        # where a document listed the entity: over all its sources (every unit carries them, so a unit
+        # of another document cannot let a listed sibling in), functional relations left out (two values
+        # one text gives for one person's birth place are one place, spelt twice)
+        listed = frozenset((f"{e.relation}{'>' if e.outgoing else '<'}", e.other, ent.documents[s])
+                           for e in ent.edges if e.relation not in func for s in e.sources if s in ent.documents)
         for signature, sources in groups.items():
-            out.append(_unit(ent, signature, frozenset(sources), func))
+            out.append(_unit(ent, signature, frozenset(sources), func, listed))
     return sorted(out, key=lambda u: u.uid)
 
 
 def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: frozenset[str],
-          func: frozenset[str]) -> Unit:
+          func: frozenset[str], listed: frozenset[tuple[str, str, str]]) -> Unit:
     functional: dict[str, set[str]] = {}
     for e in ent.edges:
         if e.outgoing and e.relation in func and not sources.isdisjoint(e.sources):
@@ -140,8 +145,6 @@ def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: froze
             continue
         neighbours.setdefault(f"{e.relation}{'>' if e.outgoing else '<'}", set()).add(e.other)
     docs = frozenset(ent.documents[s] for s in sources if s in ent.documents)
-    listed = frozenset((f"{e.relation}{'>' if e.outgoing else '<'}", e.other, ent.documents[s])
-                       for e in ent.edges for s in e.sources if s in sources and s in ent.documents)
     return Unit(uid=f"{ent.key}|{_signature_id(signature)}", entity=ent.key, type=ent.type, name=key_name(ent.key),
                 sources=sources, functional={r: frozenset(v) for r, v in functional.items()},
                 neighbours={r: frozenset(v) for r, v in neighbours.items()}, documents=docs, listed=listed)

@@ -296,9 +296,10 @@ def test_guesses_cut_by_an_apostrophe_plural_acronyms_authors_and_ideas():
 
 
 def test_a_changelog_line_naming_its_binary_package_and_a_build_variant():
-    """Rules from the thirteenth census (Debian changelogs): an entry that adds a dependency *to* a
-    binary package speaks of that package, not of the source the changelog documents; a lowercase
-    identifier after a name (a build variant, "Guice no_aop") is no part of it; in backticks it is."""
+    """Rules from the thirteenth census (Debian changelogs): an item that adds a dependency *to* a
+    binary package speaks of that package, not of the source the changelog documents; a snake_case
+    word after a name (a build variant, "Guice no_aop", a module, "Apache mod_wsgi") leaves it unclear
+    which part names the thing: no guess; in backticks one name stays one."""
     def read(sentence, title):
         res = RulesExtractor().extract(sentence, SCHEMA, guidance=WIDEN, title=title)
         return {(p.subject, rel, p.object) for rel, ps in res.kg.relations.items() for p in ps}
@@ -306,6 +307,12 @@ def test_a_changelog_line_naming_its_binary_package_and_a_build_variant():
     assert read("* Add dependency on libxext-dev to libxcomposite-dev, as xcomposite.pc needs it.", "libxcomposite") == set()
     assert read("* Add dependency on libxext-dev to fix the build.", "libxcomposite") == {
         ("libxcomposite", "DEPENDS_ON", "libxext-dev")}
-    assert read("* Depend on Guice no_aop (Closes: #948310)", "maven") == {("maven", "DEPENDS_ON", "Guice")}
+    assert read("* Depend on Guice no_aop (Closes: #948310)", "maven") == set()
+    assert read("Depends on Apache mod_wsgi.", "x") == set()
+    assert read("It requires Linux eBPF.", "x") == {("x", "DEPENDS_ON", "Linux eBPF")}  # camelCase: one name
+    # prose that says "to" a library, or a migration between packages, keeps the title as the subject
+    assert read("Add support for Python 3 to the library.", "pyfoo") == {("pyfoo", "SUPPORTS", "Python")}
+    assert read("Depend on libpcre2-dev; migrate from libpcre3-dev to libpcre2-dev.", "grep") == {
+        ("grep", "DEPENDS_ON", "libpcre2-dev")}
     assert read("Requires `psycopg[pool]` (install via the `[all]` extra).", "pyrate-limiter") == {
         ("pyrate-limiter", "DEPENDS_ON", "psycopg pool")}
