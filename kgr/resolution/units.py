@@ -10,8 +10,9 @@ each entity into **units**, one per *functional signature* of its sources:
 - the unit carries everything its sources said about the entity: the functional values, the other
   neighbours per relation and direction (entity keys), the documents of its sources, and where a
   document *listed* the entity: ``(relation and direction, other end, document)`` per non-functional
-  edge of the entity, over all its sources (two entities one document relates to the same entity in the same way are listed side by side,
-  which :mod:`kgr.resolution.cluster` reads as a cannot-link unless their names are one thing's).
+  edge of the entity, over all its sources (two entities one document relates to the same entity in
+  the same way are listed side by side, which :mod:`kgr.resolution.cluster` reads as a cannot-link
+  unless their names are one thing's).
 
 An entity whose sources agree is then one unit or a few compatible ones; one whose sources assert
 clearly different values of a functional relation ("jacob green" born 1950 and born 1962) is
