@@ -68,6 +68,7 @@ def _jw(a: str, b: str) -> float:
     return JaroWinkler.similarity(a, b)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _date(v: str) -> tuple[str, str, str] | None:
     """A canonical value made of three digit runs, year first (``"1630 08 01"``, from ``1630-08-01``)."""
     toks = v.split(" ")
@@ -77,7 +78,7 @@ def _date(v: str) -> tuple[str, str, str] | None:
 
 
 def _one_digit_apart(a: str, b: str) -> bool:
-    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
+    return len(a) == len(b) and sum(map(str.__ne__, a, b)) == 1
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -176,35 +177,24 @@ def name_level(a: str, b: str) -> int:
 
 def _word_similarity(a: list[list[str]], b: list[list[str]]) -> np.ndarray:
     """Per pair of word lists of equal length, the smallest best-match Jaro–Winkler of a word, both
-    ways: :math:`\\min(\\min_x \\max_y s(x, y), \\min_y \\max_x s(x, y))` (0 for lists of different lengths)."""
-    xs: list[str] = []
-    ys: list[str] = []
-    slot_a: list[int] = []  # (pair, word of a) slot of each comparison
-    slot_b: list[int] = []
-    base_a = base_b = 0
-    rows = []
-    for k, (wa, wb) in enumerate(zip(a, b)):
-        if len(wa) != len(wb):
-            continue
-        rows.append((k, base_a, base_b, len(wa)))
-        for p, x in enumerate(wa):
-            for q, y in enumerate(wb):
-                xs.append(x)
-                ys.append(y)
-                slot_a.append(base_a + p)
-                slot_b.append(base_b + q)
-        base_a += len(wa)
-        base_b += len(wb)
+    ways: :math:`\\min(\\min_x \\max_y s(x, y), \\min_y \\max_x s(x, y))` (0 for lists of different lengths).
+    Pairs of ``n`` words are scored together: one ``n × n`` grid of similarities per pair."""
     out = np.zeros(len(a))
-    if not xs:
-        return out
-    sim = process.cpdist(xs, ys, scorer=JaroWinkler.normalized_similarity, workers=1)
-    best_a, best_b = np.zeros(base_a), np.zeros(base_b)
-    np.maximum.at(best_a, np.asarray(slot_a), sim)
-    np.maximum.at(best_b, np.asarray(slot_b), sim)
-    for k, sa, sb, n in rows:
-        out[k] = min(best_a[sa:sa + n].min(), best_b[sb:sb + n].min())
+    by_length: dict[int, list[int]] = {}
+    for k, (wa, wb) in enumerate(zip(a, b)):
+        if len(wa) == len(wb):
+            by_length.setdefault(len(wa), []).append(k)
+    for n, rows in by_length.items():
+        grid = _word_grid([a[k] for k in rows], [b[k] for k in rows], n)
+        out[rows] = np.minimum(grid.max(axis=2).min(axis=1), grid.max(axis=1).min(axis=1))
     return out
+
+
+def _word_grid(a: list[list[str]], b: list[list[str]], n: int) -> np.ndarray:
+    """Jaro–Winkler of word ``p`` of ``a[k]`` and word ``q`` of ``b[k]`` at ``[k, p, q]`` (lists of ``n`` words)."""
+    xs = np.repeat(np.array(a, dtype=object).reshape(len(a), n), n, axis=1).ravel().tolist()
+    ys = np.tile(np.array(b, dtype=object).reshape(len(b), n), (1, n)).ravel().tolist()
+    return process.cpdist(xs, ys, scorer=JaroWinkler.normalized_similarity, workers=1).reshape(len(a), n, n)
 
 
 def _name_levels(a: list[str], b: list[str], word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
