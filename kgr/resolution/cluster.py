@@ -35,7 +35,6 @@ of two small value sets, not a scan of the members.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -71,7 +70,7 @@ class Blocked:
 
 @dataclass
 class _Info:
-    functional: dict[str, Counter[str]] = field(default_factory=dict)  #: relation -> value -> sources
+    functional: dict[str, dict[str, int]] = field(default_factory=dict)  #: relation -> value -> sources
     declared: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
     #: (relation and direction, other end, document) -> entity key -> canonical name (Unit.listed)
@@ -79,7 +78,9 @@ class _Info:
 
     def absorb(self, other: "_Info") -> None:
         for rel, vals in other.functional.items():
-            self.functional.setdefault(rel, Counter()).update(vals)
+            mine = self.functional.setdefault(rel, {})
+            for v, n in vals.items():
+                mine[v] = mine.get(v, 0) + n
         self.declared |= other.declared
         self.entities |= other.entities
         for slot, names in other.listed.items():
@@ -119,23 +120,35 @@ def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, funct
     return _listed_conflict(a, b) if listed else None
 
 
+#: Scored pairs: a mapping ``(i, j) -> p``, or the arrays ``(i, j, p)``.
+Scores = Mapping[tuple[int, int], float] | tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _score_arrays(scores: Scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scores`` as the arrays ``(i, j, p)`` (a mapping's pairs in its order)."""
+    if isinstance(scores, tuple):
+        i, j, p = scores
+        return np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64), np.asarray(p, dtype=np.float64)
+    ij = np.array(list(scores.keys()), dtype=np.int64).reshape(-1, 2)
+    return ij[:, 0], ij[:, 1], np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+
+
 class _Between:
     """Sum and count of the scored pairs between clusters. Each cluster holds a table keyed by the
     clusters its members were scored against *when the entry was made*; tables are folded smaller into
     larger on a union and stale keys are resolved through union-find when read, so a union costs the
     smaller table and the mean link of two clusters the smaller of their tables."""
 
-    def __init__(self, n: int, scores: Mapping[tuple[int, int], float]):
+    def __init__(self, n: int, scores: Scores):
         # per cluster two tables with the same keys: sum and count (no per-cell object: built in bulk)
         self.s: list[dict[int, float]] = [{} for _ in range(n)]
         self.c: list[dict[int, int]] = [{} for _ in range(n)]
-        if not scores:
+        i, j, p = _score_arrays(scores)
+        if not len(p):
             return
-        ij = np.array(list(scores.keys()), dtype=np.int64).reshape(-1, 2)
-        p = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-        off = ij[:, 0] != ij[:, 1]
-        a = np.concatenate([ij[off, 0], ij[off, 1]])
-        b = np.concatenate([ij[off, 1], ij[off, 0]])
+        off = i != j
+        a = np.concatenate([i[off], j[off]])
+        b = np.concatenate([j[off], i[off]])
         # sum and count per ordered cell (a, b), cells grouped by a: one dict per unit, built in bulk
         cell, inverse = np.unique(a * n + b, return_inverse=True)
         sums = np.bincount(inverse, weights=np.concatenate([p[off], p[off]]), minlength=len(cell)).tolist()
@@ -170,7 +183,7 @@ class _Between:
 
 
 def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,
-                         scores: Mapping[tuple[int, int], float] | None = None, declared: Collection[str] = (),
+                         scores: Scores | None = None, declared: Collection[str] = (),
                          no_merge: Callable[[str, str], bool] = lambda a, b: False) -> tuple[list[int], list[Blocked]]:
     """Cluster ``units`` (module docstring).
 
@@ -185,7 +198,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         Smallest mean probability of the scored pairs between two clusters for a link (not a
         must-link) to join them.
     scores:
-        Every scored pair's probability (for ``support``).
+        Every scored pair's probability (for ``support``): a mapping ``(i, j) -> p``, or the arrays
+        ``(i, j, p)``.
     declared:
         Canonical names the schema declares for the type (distinct from each other).
     no_merge:
@@ -197,8 +211,9 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         Per unit, the index of its cluster's first unit (by unit id); the refused links.
     """
     parent = list(range(len(units)))
-    info = [_Info(functional={r: Counter({x: max(1, len(u.sources)) for x in v}) for r, v in u.functional.items()},
-                  declared={u.name} & set(declared), entities={u.entity},
+    names = frozenset(declared)
+    info = [_Info(functional={r: dict.fromkeys(v, max(1, len(u.sources))) for r, v in u.functional.items()},
+                  declared={u.name} & names, entities={u.entity},
                   listed={slot: {u.entity: u.name} for slot in u.listed}) for u in units]
 
     def find(x: int) -> int:

@@ -156,8 +156,8 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
         sc = Scored(units, comps, cand, fs, gamma, tf, y)
         tau = merge_cut(sc.p[cross & (y < 0)], target=target_fmr) if cross.any() else float("inf")
         decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None)
-        scores = dict(zip(zip(cand.i.tolist(), cand.j.tolist()), sc.p.tolist()))
-        groups, blocked = constrained_clusters(units, decided.links, support=support, scores=scores, declared=declared,
+        groups, blocked = constrained_clusters(units, decided.links, support=support, scores=(cand.i, cand.j, sc.p),
+                                               declared=declared,
                                                no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
     return _finish(units, sc, cross, tau, groups, blocked, decided)
 
