@@ -32,6 +32,7 @@ matrix (pairs × rules).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -89,9 +90,11 @@ class _Pairs:
             self.parts.append((np.minimum(a, b) * self.n + np.maximum(a, b), rule))
 
     def group(self, members: Sequence[int], rule: str) -> None:
-        m = np.asarray(members, dtype=np.int64)
-        x, y = np.triu_indices(len(m), 1)
-        self.add(m[x], m[y], rule)
+        """Every pair of ``members`` (ascending, distinct indexes)."""
+        if len(members) > 1:
+            m = np.asarray(members, dtype=np.int64)
+            x, y = _upper_pairs(len(m))
+            self.parts.append((m[x] * self.n + m[y], rule))
 
     def build(self) -> Candidates:
         rules = tuple(sorted({r for _, r in self.parts}))
@@ -104,6 +107,14 @@ class _Pairs:
         found = np.zeros((len(uniq), len(rules)), dtype=bool)
         found[inv.reshape(-1), col] = True
         return Candidates(uniq // self.n, uniq % self.n, found, rules)
+
+
+@functools.lru_cache(maxsize=256)
+def _upper_pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs ``x < y`` below ``k`` (``np.triu_indices(k, 1)``), read-only."""
+    x, y = np.triu_indices(k, 1)
+    x.flags.writeable = y.flags.writeable = False
+    return x, y
 
 
 def _groups(keys: Iterable[tuple[int, Hashable]]) -> dict[Hashable, list[int]]:
@@ -192,8 +203,8 @@ def block(units: Sequence[Unit], *, window: int = 6, max_block: int = 40,
     _by_key(pairs, ((i, t) for i, n in enumerate(names) for t in set(n.split(" ")) if len(t) > 2), "tokens",
             max_block)
     uids = [u.uid for u in units]
-    for key in (lambda n: n, lambda n: " ".join(sorted(n.split(" "))), lambda n: n[::-1]):
-        _window(pairs, sorted(range(len(units)), key=lambda i: (key(names[i]), uids[i])), window)
+    for keys in (names, [" ".join(sorted(n.split(" "))) for n in names], [n[::-1] for n in names]):
+        _window(pairs, sorted(range(len(units)), key=list(zip(keys, uids)).__getitem__), window)
     _graph(pairs, units, codes, max_block)
     if vectors is not None and len(units) > 1:
         _embedding(pairs, vectors, k)
