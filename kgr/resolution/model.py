@@ -77,9 +77,13 @@ class FellegiSunter:
 
     # -- fitting ----------------------------------------------------------------------------------
     def _freq(self, X: np.ndarray, weight: np.ndarray, c: int) -> np.ndarray:
-        col = X[:, c]
-        ok = col >= 0
-        counts = np.bincount(col[ok], weights=weight[ok], minlength=self.levels[c])[: self.levels[c]]
+        return self._level_freq(_observed(X, c), weight, c)
+
+    def _level_freq(self, observed: tuple[np.ndarray, np.ndarray], weight: np.ndarray, c: int) -> np.ndarray:
+        """Smoothed share of each level of comparison ``c`` among the ``observed`` rows (their indexes
+        and levels), each row counted at its ``weight``."""
+        rows, levels = observed
+        counts = np.bincount(levels, weights=weight[rows], minlength=self.levels[c])[: self.levels[c]]
         return (counts + self.smoothing) / (counts.sum() + self.smoothing * self.levels[c])
 
     def fit(self, X: np.ndarray, y: np.ndarray | None = None, sample_weight: np.ndarray | None = None, *,
@@ -115,22 +119,26 @@ class FellegiSunter:
         if n == 0:
             return self
         prep = self._prepare(X, tf)  # the same pairs every iteration: only m, u and lambda change
+        observed = [_observed(X, c) for c in range(C)]
         for it in range(self.max_iter):
             r = self._posterior(prep, use_m)
             r[known] = lab[known]
-            m_new = [self._freq(X, r * sw, c) if upd[c] else self.m_[c] for c in range(C)]
+            m_new = [self._level_freq(observed[c], r * sw, c) if upd[c] else self.m_[c] for c in range(C)]
             lam = float(np.clip(np.average(r, weights=sw), 1e-6, 1 - 1e-6))
             shift = max([abs(lam - self.lambda_)] + [float(np.abs(a - b).max()) for a, b in zip(m_new, self.m_)])
             self.m_, self.lambda_ = m_new, lam
             if not fixed_u:
-                self.u_ = [self._freq(X, (1 - r) * sw, c) if upd[c] else self.u_[c] for c in range(C)]
+                self.u_ = [self._level_freq(observed[c], (1 - r) * sw, c) if upd[c] else self.u_[c] for c in range(C)]
             self.n_iter_ = it + 1
             if shift < self.tol:
                 break
         return self
 
     def _posterior(self, prep: tuple, use: np.ndarray) -> np.ndarray:
-        w = np.log2(self.lambda_ / (1 - self.lambda_)) + (self._bits(prep) * use).sum(axis=1)
+        bits = self._bits(prep)
+        if not use.all():
+            bits *= use  # in place: the same products as ``bits * use``
+        w = np.log2(self.lambda_ / (1 - self.lambda_)) + bits.sum(axis=1)
         return 1.0 / (1.0 + np.exp2(-np.clip(w, -60, 60)))
 
     # -- scoring ----------------------------------------------------------------------------------
@@ -166,7 +174,7 @@ class FellegiSunter:
         if not index.size:
             return np.zeros(shape, dtype=float)
         tables = [np.concatenate([[0.0], np.log2(self.m_[c]) - np.log2(self.u_[c])]) for c in range(len(self.levels))]
-        out = np.concatenate(tables)[index]
+        out = np.take(np.concatenate(tables), index)
         for c, rows, lv, log_tf in adjusted_cols:
             out[rows, c] = np.log2(self.m_[c])[lv] - log_tf
         return out
@@ -187,3 +195,9 @@ class FellegiSunter:
         w = np.clip(self.match_weight(X, tf), -60, 60)
         p = 1.0 / (1.0 + np.exp2(-w))
         return np.column_stack([1 - p, p])
+
+
+def _observed(X: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``X`` where comparison ``c`` is observed (not -1) and their levels, in row order."""
+    rows = np.flatnonzero(X[:, c] >= 0)
+    return rows, X[rows, c]
