@@ -157,11 +157,6 @@ def listed_apart(a: str, b: str) -> bool:
     return _RUNS.findall(a) != _RUNS.findall(b) or name_level(a, b) < 4
 
 
-def _digit_clash(a: str, b: str) -> bool:
-    ra, rb = _RUNS.findall(a), _RUNS.findall(b)
-    return bool(ra) and bool(rb) and ra != rb
-
-
 def name_level(a: str, b: str) -> int:
     """The ``name`` comparison's level for two canonical names (module docstring).
 
@@ -198,28 +193,45 @@ def _word_grid(a: list[list[str]], b: list[list[str]], n: int) -> np.ndarray:
 
 
 def _name_levels(a: list[str], b: list[str], word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Levels and agreed values (the name at level 5, the rarest shared word at level 2) of name pairs."""
-    wa, wb = [x.split(" ") for x in a], [y.split(" ") for y in b]
-    words = _word_similarity(wa, wb)
-    whole = process.cpdist(a, b, scorer=JaroWinkler.normalized_similarity, workers=1) if a else np.zeros(0)
+    """Levels and agreed values (the name at level 5, the rarest shared word at level 2) of name pairs;
+    each distinct name is split and its digit runs read once."""
+    ids, names = _codes([*a, *b])
+    ia, ib = ids[:len(a)], ids[len(a):]
+    words_of = [n.split(" ") for n in names]
+    runs = [tuple(_RUNS.findall(n)) for n in names]
+    has_runs, run_id = np.array([bool(r) for r in runs], dtype=bool), _codes(runs)[0]
+    same = ia == ib
+    clash = has_runs[ia] & has_runs[ib] & (run_id[ia] != run_id[ib])  # numbered items: level 0
     level = np.zeros(len(a), dtype=np.int8)
     agreed = np.full(len(a), None, dtype=object)
-    for k, (x, y) in enumerate(zip(a, b)):
-        if x == y:
-            level[k], agreed[k] = 5, x
-            continue
-        if _digit_clash(x, y):
-            continue
-        shared = set(wa[k]) & set(wb[k])
-        if words[k] >= 0.92:
-            level[k] = 4
-        elif words[k] >= 0.8:
-            level[k] = 3
-        elif shared:  # the rarest shared word (ties: the first in order)
-            level[k], agreed[k] = 2, min(sorted(shared), key=lambda w: word_freq.get(w, 0.0))
-        elif whole[k] >= 0.8:
-            level[k] = 1
+    level[same], agreed[same] = 5, np.array(names, dtype=object)[ia[same]]
+    rows = np.flatnonzero(~same & ~clash)
+    words = _word_similarity([words_of[k] for k in ia[rows].tolist()], [words_of[k] for k in ib[rows].tolist()])
+    level[rows[words >= 0.8]] = 3
+    level[rows[words >= 0.92]] = 4
+    _shared_or_whole(rows[words < 0.8], ia, ib, names, words_of, word_freq, level, agreed)
     return level, agreed
+
+
+def _shared_or_whole(rows: np.ndarray, ia: np.ndarray, ib: np.ndarray, names: list[str], words_of: list[list[str]],
+                     word_freq: dict[str, float], level: np.ndarray, agreed: np.ndarray) -> None:
+    """Levels 2 (a shared word, agreed on the rarest: ties the first in order) and 1 (the whole names at
+    Jaro–Winkler ≥ 0.8) of the name pairs ``(names[ia[k]], names[ib[k]])`` at ``rows``, in place."""
+    sets = [set(w) for w in words_of]
+    shared_rows, shared_words, other = [], [], []
+    for k, x, y in zip(rows.tolist(), ia[rows].tolist(), ib[rows].tolist()):
+        shared = sets[x] & sets[y]
+        if shared:
+            shared_rows.append(k)
+            shared_words.append(min(sorted(shared), key=lambda w: word_freq.get(w, 0.0)))
+        else:
+            other.append(k)
+    level[shared_rows] = 2
+    agreed[shared_rows] = np.array(shared_words, dtype=object)
+    if other:
+        whole = process.cpdist([names[ia[k]] for k in other], [names[ib[k]] for k in other],
+                               scorer=JaroWinkler.normalized_similarity, workers=1)
+        level[np.asarray(other)[whole >= 0.8]] = 1
 
 
 @dataclass(frozen=True)
