@@ -273,7 +273,7 @@ class ComparisonSet:
             if kind == "name":
                 g[:, c], agreed[:, c] = _names(units, i, j, self.freq.get("name:words", {}))
             elif kind == "f":
-                g[:, c], agreed[:, c] = _by_values(units, i, j, lambda u: u.functional.get(rel), _value_set_level)
+                g[:, c], agreed[:, c] = _by_values(units, i, j, rel)
             elif kind == "n":
                 g[:, c], agreed[:, c] = _neighbours(units, i, j, rel, self.freq.get(comp.name, {}))
             else:
@@ -327,16 +327,48 @@ def _value_set_level(xs: frozenset[str], ys: frozenset[str]) -> tuple[int, str |
     return best, agreed
 
 
-def _by_values(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, get, level_of) -> tuple[np.ndarray, np.ndarray]:
-    ids, sets = _codes([get(u) or None for u in units])
+def _by_values(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str) -> tuple[np.ndarray, np.ndarray]:
+    """Levels and agreed values of a functional relation: pairs of single dates in arrays
+    (:func:`_date_levels`), the others value pair by value pair (:func:`_value_set_level`)."""
+    ids, sets = _codes([u.functional.get(rel) or None for u in units])
     ua, ub, inv = _distinct_pairs(ids[i], ids[j])
     level = np.full(len(ua), -1, dtype=np.int8)
     agreed = np.full(len(ua), None, dtype=object)
-    for k, (x, y) in enumerate(zip(ua.tolist(), ub.tolist())):
+    dates = _single_dates(sets)
+    fast = dates[0][ua] & dates[0][ub]
+    rows = np.flatnonzero(fast)
+    level[rows] = _date_levels(dates, ua[rows], ub[rows])
+    equal = rows[ua[rows] == ub[rows]]
+    agreed[equal] = [next(iter(sets[x])) for x in ua[equal].tolist()]
+    for k, x, y in zip(np.flatnonzero(~fast).tolist(), ua[~fast].tolist(), ub[~fast].tolist()):
         xs, ys = sets[x], sets[y]
         if xs is not None and ys is not None:
-            level[k], agreed[k] = level_of(xs, ys)
+            level[k], agreed[k] = _value_set_level(xs, ys)
     return level[inv], agreed[inv]
+
+
+def _single_dates(sets: list) -> tuple[np.ndarray, ...]:
+    """Per value set: whether it is one date (:func:`_date`); its year's characters (code points, a row
+    per set, padded with 0) and length; codes of its year, and of its month and day (one code space,
+    so that a month compares with a day)."""
+    dates = [_date(next(iter(s))) if s is not None and len(s) == 1 else None for s in sets]
+    one = np.array([d is not None for d in dates], dtype=bool)
+    years = [d[0] if d else "" for d in dates]
+    chars = np.array([*years, "0"], dtype=str).view(np.uint32).reshape(len(years) + 1, -1)[:-1]  # "0": never empty
+    month_day = _codes([d[k] if d else "" for d in dates for k in (1, 2)])[0].reshape(-1, 2)
+    return one, chars, np.array([len(y) for y in years]), _codes(years)[0], month_day
+
+
+def _date_levels(dates: tuple[np.ndarray, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`value_level` of the single dates of sets ``a[k]`` and ``b[k]`` (:func:`_single_dates`), in arrays."""
+    _, chars, length, year, month_day = dates
+    (ma, da), (mb, db) = month_day[a].T, month_day[b].T
+    month_or_day = (ma == mb) | (da == db) | ((ma == db) & (da == mb))
+    one_digit_apart = (length[a] == length[b]) & ((chars[a] != chars[b]).sum(axis=1) == 1)
+    other_year = np.where(one_digit_apart, np.where((ma == mb) & (da == db), 2, np.where(month_or_day, 1, 0)), 0)
+    level = np.where(year[a] == year[b], np.where(month_or_day, 3, 1), other_year)
+    level[a == b] = 4  # one set, one value
+    return level
 
 
 def _neighbours(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str,
