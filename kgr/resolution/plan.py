@@ -117,19 +117,20 @@ def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: flo
     accept = cross & (sc.y < 0) & (sc.p >= tau)
     must = cross & (sc.y == 1)
     band = np.nonzero(cross & (sc.y < 0) & (sc.p < tau) & (sc.p >= band_low))[0]
-    i, j, p = sc.cand.i.tolist(), sc.cand.j.tolist(), sc.p.tolist()
     own = ~cross & ~conflict & ~stay
-    out = _Decided([Link(i[r], j[r], p[r], must=bool(must[r]), force=bool(forced[r]), own=bool(own[r]))
-                    for r in np.nonzero(forced | stay | own | accept | must)[0].tolist()], [], [])
+    rows = np.nonzero(forced | stay | own | accept | must)[0]
+    out = _Decided([Link(a, b, q, must=m, force=f, own=o) for a, b, q, m, f, o in
+                    zip(*(x[rows].tolist() for x in (sc.cand.i, sc.cand.j, sc.p, must, forced, own)))], [], [])
     for r in band.tolist():
-        verdict, note = tie_break(sc.units[i[r]], sc.units[j[r]]) if tie_break is not None else (None, "")
+        a, b = int(sc.cand.i[r]), int(sc.cand.j[r])
+        verdict, note = tie_break(sc.units[a], sc.units[b]) if tie_break is not None else (None, "")
         if verdict is None:
             out.band.append(r)  # evidence built afterwards for the most uncertain ones only
             continue
         out.llm += 1
         out.reviewed.append(sc.evidence(r, "llm_merge" if verdict else "llm_reject", note))
         if verdict:
-            out.links.append(Link(i[r], j[r], max(p[r], tau)))
+            out.links.append(Link(a, b, max(float(sc.p[r]), tau)))
     return out
 
 
