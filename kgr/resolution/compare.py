@@ -425,13 +425,11 @@ def _frequencies(units: Sequence[Unit], comps: Sequence[Comparison], groups: Seq
     for comp in comps:
         kind, _, rel = comp.name.partition(":")
         held: set[tuple[int, str]] = set()
-        for u, grp in zip(units, groups):
-            if kind == "name":
-                held.add((grp, u.name))
-            elif kind == "f":
-                held.update((grp, v) for v in u.functional.get(rel, ()))
-            elif kind == "n":
-                held.update((grp, v) for v in u.neighbours.get(rel, ()))
+        if kind == "name":
+            held = set(zip(groups, [u.name for u in units]))
+        elif kind in ("f", "n"):
+            held = {(grp, v) for u, grp in zip(units, groups)
+                    for v in (u.functional if kind == "f" else u.neighbours).get(rel, ())}
         shift = 0.0 if alpha is None else alpha - 1.0
         counts = Counter(v for _, v in held)
         out[comp.name] = {v: (c + shift) / total for v, c in counts.items()}
