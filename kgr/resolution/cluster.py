@@ -220,8 +220,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         return x
 
     between = _Between(len(units), scores or {})
-    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, lk.own, -round(lk.p, 12), units[lk.i].uid,
-                                          units[lk.j].uid))
+    uid = [u.uid for u in units]
+    order = sorted(links, key=lambda lk: (not lk.force, not lk.must, lk.own, -round(lk.p, 12), uid[lk.i], uid[lk.j]))
     blocked: list[Blocked] = []
     for lk in order:
         a, b = find(lk.i), find(lk.j)
