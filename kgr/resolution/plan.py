@@ -39,8 +39,7 @@ into the kept one (the **merges**).
 from __future__ import annotations
 
 import contextlib
-import gc
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +47,7 @@ import numpy as np
 from kgr.model.resolution import MergeProposal, PairEvidence, SplitProposal, TypeModel
 from kgr.resolution.blocking import block
 from kgr.resolution.cluster import Blocked, Link, constrained_clusters
+from kgr.resolution.collector import cycle_collector_paused
 from kgr.resolution.compare import comparison_set
 from kgr.resolution.fit import RANDOM_PAIRS, Scored, fit, labels_of, random_pairs
 from kgr.resolution.operations import operations
@@ -134,55 +134,38 @@ def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: flo
     return out
 
 
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for the block, then restored as it was.
-
-    Planning a type keeps some 10^5 container objects alive until it ends (tables, links, evidence);
-    each time such survivors reach a quarter of the process's long-lived objects, Python runs a full
-    collection that scans every object again, the caller's entity views included (five of them, a
-    quarter of the planning CPU, on 5,000 records). Planning makes no reference cycles, so its garbage
-    is freed by reference counting all the same. Process-wide: another thread's allocations are not
-    collected for cycles meanwhile, and a collector disabled on entry stays disabled."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-@_cycle_collector_paused()
 def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: Collection[str] = (),
               labels: Mapping[tuple[str, str], bool] | None = None, target_fmr: float = 0.02,
               band_low: float = 0.2, vectors: np.ndarray | None = None, tie_break: TieBreak | None = None,
               window: int = 6, max_block: int = 40, support: float = 0.3, keep: float = 0.5,
               passes: int = 2, alpha: float = 1.0) -> TypePlan:
     """Resolve the units of one entity type (module docstring). ``labels`` maps sorted entity-key pairs
-    to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking."""
-    labels = labels or {}
-    comps = comparison_set(units, list(functional))
-    cand = block(units, window=window, max_block=max_block, vectors=vectors)
-    y = labels_of(units, cand, labels)
-    gamma, agreed = comps.vectors(units, cand.i, cand.j)
-    rand = comps.vectors(units, *random_pairs(len(units), RANDOM_PAIRS))[0]
-    entity = np.unique([u.entity for u in units], return_inverse=True)[1].reshape(-1) if units else np.zeros(0, int)
-    cross = entity[cand.i] != entity[cand.j]
-    no = {k for k, v in labels.items() if not v}
-    groups: list[int] | None = None
-    for n in range(max(1, passes)):
-        if groups is not None:
-            comps = comps.with_groups(units, groups, alpha=alpha)
-        tf = comps.term_frequencies(gamma, agreed)
-        fs = fit(units, comps, cand, y, gamma, tf, rand)
-        sc = Scored(units, comps, cand, fs, gamma, tf, y)
-        tau = merge_cut(sc.p[cross & (y < 0)], target=target_fmr) if cross.any() else float("inf")
-        decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None)
-        groups, blocked = constrained_clusters(units, decided.links, support=support, scores=(cand.i, cand.j, sc.p),
-                                               declared=declared,
-                                               no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
-    return _finish(units, sc, cross, tau, groups, blocked, decided)
+    to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking. Python's
+    cyclic garbage collector is paused meanwhile (:mod:`kgr.resolution.collector`), unless a
+    ``tie_break`` (a call out, to an LLM) is given."""
+    with cycle_collector_paused() if tie_break is None else contextlib.nullcontext():
+        labels = labels or {}
+        comps = comparison_set(units, list(functional))
+        cand = block(units, window=window, max_block=max_block, vectors=vectors)
+        y = labels_of(units, cand, labels)
+        gamma, agreed = comps.vectors(units, cand.i, cand.j)
+        rand = comps.vectors(units, *random_pairs(len(units), RANDOM_PAIRS))[0]
+        entity = np.unique([u.entity for u in units], return_inverse=True)[1].reshape(-1) if units else np.zeros(0, int)
+        cross = entity[cand.i] != entity[cand.j]
+        no = {k for k, v in labels.items() if not v}
+        groups: list[int] | None = None
+        for n in range(max(1, passes)):
+            if groups is not None:
+                comps = comps.with_groups(units, groups, alpha=alpha)
+            tf = comps.term_frequencies(gamma, agreed)
+            fs = fit(units, comps, cand, y, gamma, tf, rand)
+            sc = Scored(units, comps, cand, fs, gamma, tf, y)
+            tau = merge_cut(sc.p[cross & (y < 0)], target=target_fmr) if cross.any() else float("inf")
+            decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None)
+            groups, blocked = constrained_clusters(units, decided.links, support=support, scores=(cand.i, cand.j, sc.p),
+                                                   declared=declared,
+                                                   no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
+        return _finish(units, sc, cross, tau, groups, blocked, decided)
 
 
 def _finish(units: Sequence[Unit], sc: Scored, cross: np.ndarray, tau: float, cl: list[int],

@@ -30,6 +30,8 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from kgr.resolution.collector import cycle_collector_paused
+
 __all__ = ["EdgeView", "EntityView", "Unit", "build_units", "key_name", "SPLIT_MARK"]
 
 #: Separates an entity key's name from a split entity's suffix (``Person:jacob green#3fa2c01b``);
@@ -90,6 +92,7 @@ def _signature_id(sig: frozenset[tuple[str, str]]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+@cycle_collector_paused()
 def build_units(entities: Iterable[EntityView], functional: Iterable[str]) -> list[Unit]:
     """The units of ``entities`` (see the module docstring), sorted by unit id.
 
