@@ -193,17 +193,22 @@ def _word_grid(a: list[list[str]], b: list[list[str]], n: int) -> np.ndarray:
 
 
 def _name_levels(a: list[str], b: list[str], word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Levels and agreed values (the name at level 5, the rarest shared word at level 2) of name pairs;
-    each distinct name is split and its digit runs read once."""
+    """Levels and agreed values (the name at level 5, the rarest shared word at level 2) of name pairs."""
     ids, names = _codes([*a, *b])
-    ia, ib = ids[:len(a)], ids[len(a):]
+    return _levels_of_names(names, ids[:len(a)], ids[len(a):], word_freq)
+
+
+def _levels_of_names(names: list[str], ia: np.ndarray, ib: np.ndarray,
+                     word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_name_levels` of the pairs ``(names[ia[k]], names[ib[k]])``, ``names`` distinct (equal ids:
+    equal names); each name is split and its digit runs read once."""
     words_of = [n.split(" ") for n in names]
     runs = [tuple(_RUNS.findall(n)) for n in names]
     has_runs, run_id = np.array([bool(r) for r in runs], dtype=bool), _codes(runs)[0]
     same = ia == ib
     clash = has_runs[ia] & has_runs[ib] & (run_id[ia] != run_id[ib])  # numbered items: level 0
-    level = np.zeros(len(a), dtype=np.int8)
-    agreed = np.full(len(a), None, dtype=object)
+    level = np.zeros(len(ia), dtype=np.int8)
+    agreed = np.full(len(ia), None, dtype=object)
     level[same], agreed[same] = 5, np.array(names, dtype=object)[ia[same]]
     rows = np.flatnonzero(~same & ~clash)
     words = _word_similarity([words_of[k] for k in ia[rows].tolist()], [words_of[k] for k in ib[rows].tolist()])
@@ -312,7 +317,7 @@ def _names(units: Sequence[Unit], i: np.ndarray, j: np.ndarray,
            word_freq: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
     ids, names = _codes([u.name for u in units])
     ua, ub, inv = _distinct_pairs(ids[i], ids[j])
-    level, agreed = _name_levels([names[k] for k in ua.tolist()], [names[k] for k in ub.tolist()], word_freq)
+    level, agreed = _levels_of_names(names, ua, ub, word_freq)
     return level[inv], agreed[inv]
 
 
