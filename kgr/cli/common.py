@@ -124,6 +124,8 @@ def check_output_path(path: Path) -> Path:
 
 def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)
     """The :class:`~kgr.engine.Engine` of a command: ``schema`` given, else the graph's own."""
-    from kgr.engine import Engine
+    from kgr.cli import imports_uncollected
 
+    with imports_uncollected():
+        from kgr.engine import Engine
     return Engine.connect(schema=schema, embed=embed, migrate=migrate)

@@ -173,24 +173,36 @@ def prepare_rows(items: Sequence[TripleAssertion], schema: KGSchema | None,
     entity_rows: dict[str, dict] = {}
     edge_rows: dict[str, dict] = {}
     seen: dict[str, set[str]] = {}
+    # (type, surface form) -> entity key: a name met again already has its row and its alias
+    keys: dict[tuple[str, str], str] = {}
+    edge_keys: dict[tuple[str, str, str], str] = {}
     dups = 0
     for etype, name in extra_entities:
         _entity_row(entity_rows, etype, resolve_name(schema, etype, name), name, redirects)
     for a in items:
-        s_key = _entity_row(entity_rows, a.subject_type, resolve_name(schema, a.subject_type, a.subject), a.subject,
-                            redirects)
-        o_key = _entity_row(entity_rows, a.object_type, resolve_name(schema, a.object_type, a.object), a.object,
-                            redirects)
-        key = edge_key(s_key, a.relation, o_key)
+        s_key = keys.get((a.subject_type, a.subject))
+        if s_key is None:
+            s_key = keys[(a.subject_type, a.subject)] = _entity_row(
+                entity_rows, a.subject_type, resolve_name(schema, a.subject_type, a.subject), a.subject, redirects)
+        o_key = keys.get((a.object_type, a.object))
+        if o_key is None:
+            o_key = keys[(a.object_type, a.object)] = _entity_row(
+                entity_rows, a.object_type, resolve_name(schema, a.object_type, a.object), a.object, redirects)
+        triple = (s_key, a.relation, o_key)
+        key = edge_keys.get(triple)
+        if key is None:
+            key = edge_keys[triple] = edge_key(s_key, a.relation, o_key)
         row = edge_rows.get(key)
         if row is None:
             row = edge_rows[key] = {"key": key, "s_key": s_key, "o_key": o_key, "relation": a.relation, "votes": []}
             seen[key] = set()
-        if a.source in seen[key]:  # the same source twice in one input is one vote
+        sources = seen[key]
+        if a.source in sources:  # the same source twice in one input is one vote
             dups += 1
             continue
-        seen[key].add(a.source)
-        row["votes"].append({"source": a.source, "confidence": float(a.confidence), "span": span_text(a.span)})
+        sources.add(a.source)
+        row["votes"].append({"source": a.source, "confidence": float(a.confidence),
+                             "span": "" if a.span is None else span_text(a.span)})
     ents = sorted(entity_rows.values(), key=lambda r: r["key"])
     edges = sorted(edge_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["key"]))
     return ents, edges, dups

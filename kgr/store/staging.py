@@ -32,16 +32,24 @@ with those keys replaced (edge keys recomputed, votes deduplicated by source acr
 the kept entities get the surface forms as aliases, and only then are votes written. A
 :func:`stage` call remembers the redirects it learnt, so later batches are keyed right at once.
 Staging without merged entities runs exactly the statements it ran before.
+
+**The cycle collector.** A :func:`stage` call keeps its batches' rows alive while it runs and makes
+no reference cycles itself, so Python's cyclic collector is paused for the call (it re-scanned the
+surviving rows some 170 times on 15,000 assertions: a fifth of staging's Python time). The
+driver's own cycles are collected once per batch (a young-generation collection), so a long input
+does not pile them up; the collector is restored as it was when the call returns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import threading
 import time
 import uuid
 import concurrent.futures as cf
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from kgr.errors import KgrValidationError
 from kgr.model.canonical import entity_key
@@ -120,6 +128,25 @@ def stage(
         raise KgrValidationError("batch_size must be >= 1", field="batch_size")
     if workers < 1:
         raise KgrValidationError("workers must be >= 1", field="workers")
+    with _collector_paused():
+        return _stage(graph, assertions, schema, entities, batch_size, workers, now, on_batch)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for the block (see the module docstring), then restored."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _stage(graph: Graph, assertions: Iterable[TripleAssertion], schema: KGSchema | None,
+           entities: Sequence[tuple[str, str]], batch_size: int, workers: int, now: float | None,
+           on_batch: Callable[[StageReport], None] | None) -> StageReport:
     started = time.perf_counter()
     ts = time.time() if now is None else now
     check_entities(entities, schema)
@@ -192,6 +219,7 @@ class _Lanes:
         unit = StageUnit(valid=items, schema=self.schema, redirects=dict(self.redirects), entities_committed=True,
                          now=self.ts)
         created = self._upsert_entities(unit)
+        gc.collect(0)  # the driver's cycles of the batches written meanwhile (the collector is paused)
         self._settle(lane)  # one batch in flight per lane, in order; raises a lane's failure
         self.pending[lane] = (self.writer.submit(unit, lane=lane), created)
 
