@@ -124,8 +124,8 @@ def check_output_path(path: Path) -> Path:
 
 def open_engine(schema: Path | None = None, *, embed: Any = None, migrate: bool = False):  # noqa: ANN201 - Engine (lazy import: fast --help)
     """The :class:`~kgr.engine.Engine` of a command: ``schema`` given, else the graph's own."""
-    from kgr.cli import imports_uncollected
+    from kgr.gc_freeze import cycle_collector_paused
 
-    with imports_uncollected():
+    with cycle_collector_paused():  # imports: many long-lived objects, next to no garbage
         from kgr.engine import Engine
     return Engine.connect(schema=schema, embed=embed, migrate=migrate)

@@ -111,6 +111,7 @@ from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
+from kgr.store.statistics import refresh_index_statistics
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
 from kgr.store.unmerge import resolution_due
@@ -199,6 +200,8 @@ def ingest(
         return job.finish()  # nothing read: no prune, resolution, promotion round or version (the caller reports it)
     if cfg.prune:
         job.prune(paths)
+    if job.pipe.staged.new_votes:  # the planner's index samples follow the graph the job grew
+        refresh_index_statistics(graph)
     if cfg.resolve and (job.pipe.staged.new_votes or job.unmerged or resolution_due(graph)):
         # new votes, or merges a forget undid (in this run or in one that stopped before resolving)
         job.report.resolution = resolve_entities(graph, schema, target_fmr=cfg.resolve_target_fmr,

@@ -47,7 +47,7 @@ import numpy as np
 from kgr.model.resolution import MergeProposal, PairEvidence, SplitProposal, TypeModel
 from kgr.resolution.blocking import block
 from kgr.resolution.cluster import Blocked, Link, constrained_clusters
-from kgr.resolution.collector import cycle_collector_paused
+from kgr.gc_freeze import cycle_collector_paused
 from kgr.resolution.compare import comparison_set
 from kgr.resolution.fit import RANDOM_PAIRS, Scored, fit, labels_of, random_pairs
 from kgr.resolution.operations import operations
@@ -141,7 +141,7 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
               passes: int = 2, alpha: float = 1.0) -> TypePlan:
     """Resolve the units of one entity type (module docstring). ``labels`` maps sorted entity-key pairs
     to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking. Python's
-    cyclic garbage collector is paused meanwhile (:mod:`kgr.resolution.collector`), unless a
+    cyclic garbage collector is paused meanwhile (:func:`kgr.gc_freeze.cycle_collector_paused`), unless a
     ``tie_break`` (a call out, to an LLM) is given."""
     with cycle_collector_paused() if tie_break is None else contextlib.nullcontext():
         labels = labels or {}

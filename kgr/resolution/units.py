@@ -30,7 +30,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kgr.resolution.collector import cycle_collector_paused
+from kgr.gc_freeze import cycle_collector_paused
 
 __all__ = ["EdgeView", "EntityView", "Unit", "build_units", "key_name", "SPLIT_MARK"]
 

@@ -38,30 +38,41 @@ no reference cycles itself, so Python's cyclic collector is paused for the call 
 surviving rows some 170 times on 15,000 assertions: a fifth of staging's Python time). The
 driver's own cycles are collected once per batch (a young-generation collection), so a long input
 does not pile them up; the collector is restored as it was when the call returns.
+
+**Index statistics.** A call that created :data:`REFRESH_STATISTICS_AFTER` or more entities and
+edges resamples the outdated indexes before it returns (:func:`kgr.store.statistics.refresh_index_statistics`),
+so a command right after it is not planned on samples of the graph before (after a reset: the empty one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import threading
 import time
 import uuid
 import concurrent.futures as cf
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kgr.errors import KgrValidationError
 from kgr.model.canonical import entity_key
 from kgr.model.schema import KGSchema
+from kgr.gc_freeze import cycle_collector_paused
 from kgr.model.triples import TripleAssertion
+from kgr.store.statistics import refresh_index_statistics
 from kgr.store.connection import Graph, Tx
 from kgr.store.group_commit import GroupWriter, StageUnit, write_group, write_units
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_assertion, check_entities, learn_redirects, resolve_name)
 
 __all__ = ["StageReport", "RejectedRow", "stage", "write_batch", "check_assertion", "learn_redirects",
-           "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS"]
+           "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS", "REFRESH_STATISTICS_AFTER"]
+
+#: A staging call that created at least this many entities and edges brings the planner's index
+#: samples up to date before it returns (:func:`kgr.store.statistics.refresh_index_statistics`): a small
+#: call leaves them to Neo4j's background sampling; a bulk one must not leave the next commands'
+#: plans to estimates of the graph before it.
+REFRESH_STATISTICS_AFTER = 500
 
 
 class EntityCache:
@@ -128,20 +139,12 @@ def stage(
         raise KgrValidationError("batch_size must be >= 1", field="batch_size")
     if workers < 1:
         raise KgrValidationError("workers must be >= 1", field="workers")
-    with _collector_paused():
-        return _stage(graph, assertions, schema, entities, batch_size, workers, now, on_batch)
+    with cycle_collector_paused():
+        report = _stage(graph, assertions, schema, entities, batch_size, workers, now, on_batch)
+    if report.new_entities + report.new_edges >= REFRESH_STATISTICS_AFTER:
+        refresh_index_statistics(graph)
+    return report
 
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused for the block (see the module docstring), then restored."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _stage(graph: Graph, assertions: Iterable[TripleAssertion], schema: KGSchema | None,

@@ -1,4 +1,4 @@
-"""The collector pause of planning (kgr.resolution.collector): the collector is off inside, restored after."""
+"""The collector pause of bulk work (kgr.gc_freeze.cycle_collector_paused): the collector is off inside, restored after."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from kgr.resolution.collector import cycle_collector_paused
+from kgr.gc_freeze import cycle_collector_paused
 
 
 def test_the_pause_restores_the_collector_as_it_was():
