@@ -95,3 +95,23 @@ def test_a_staging_call_leaves_the_planner_s_index_samples_current(graph):
     assert report.new_votes == 600
     assert sample["updatesSinceEstimation"] == 0
     assert sample["totalSize"] == 380
+
+
+def test_a_refused_resample_does_not_fail_the_staging_it_follows(graph, monkeypatch, caplog):
+    from kgr.errors import KgrDatabaseError
+    from kgr.store import connection
+
+    real = connection.Graph.run_script
+
+    def refuse(self, template, params=None, **identifiers):  # noqa: ANN001, ANN202 - Graph.run_script's
+        if template == "index_statistics_refresh":
+            raise KgrDatabaseError("Neo.ClientError.Security.Forbidden: not allowed to resample indexes")
+        return real(self, template, params, **identifiers)
+
+    monkeypatch.setattr(connection.Graph, "run_script", refuse)
+    with caplog.at_level("WARNING", logger="kgr.store.statistics"):
+        report = stage(graph, _people(300))
+    assert report.new_votes == 600  # the staging committed and reports as usual
+    assert "index statistics not refreshed" in caplog.text
+    with graph.driver.session(database=graph.database) as s:
+        assert s.run("MATCH ()-[p:PENDING_REL]->() RETURN count(p) AS n").single()["n"] == 600
