@@ -111,12 +111,12 @@ from kgr.model.decisions import RoundSummary
 from kgr.model.embedding import EmbedFn
 from kgr.model.schema import KGSchema
 from kgr.store import provenance
-from kgr.store.statistics import refresh_index_statistics
 from kgr.store.connection import Graph
 from kgr.store.forget import forget
 from kgr.store.unmerge import resolution_due
 from kgr.store.inspect import names_under_several_types
 from kgr.store.resolve import resolve as resolve_entities
+from kgr.store.statistics import refresh_index_statistics
 from kgr.slices.anchors import embed_entities
 
 from kgr.ingest.chunk_loop import ChunkPipeline

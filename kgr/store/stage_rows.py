@@ -202,7 +202,7 @@ def prepare_rows(items: Sequence[TripleAssertion], schema: KGSchema | None,
             continue
         sources.add(a.source)
         row["votes"].append({"source": a.source, "confidence": float(a.confidence),
-                             "span": "" if a.span is None else span_text(a.span)})
+                             "span": span_text(a.span)})
     ents = sorted(entity_rows.values(), key=lambda r: r["key"])
     edges = sorted(edge_rows.values(), key=lambda r: (min(r["s_key"], r["o_key"]), r["key"]))
     return ents, edges, dups

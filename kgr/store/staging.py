@@ -55,15 +55,15 @@ import concurrent.futures as cf
 from collections.abc import Callable, Iterable, Sequence
 
 from kgr.errors import KgrValidationError
+from kgr.gc_freeze import cycle_collector_paused
 from kgr.model.canonical import entity_key
 from kgr.model.schema import KGSchema
-from kgr.gc_freeze import cycle_collector_paused
 from kgr.model.triples import TripleAssertion
-from kgr.store.statistics import refresh_index_statistics
 from kgr.store.connection import Graph, Tx
 from kgr.store.group_commit import GroupWriter, StageUnit, write_group, write_units
 from kgr.store.stage_rows import (MAX_ALIASES, MAX_INLINE_VOTES, MAX_REDIRECT_HOPS, RejectedRow, StageReport,
                                   TypeCheck, check_assertion, check_entities, learn_redirects, resolve_name)
+from kgr.store.statistics import refresh_index_statistics
 
 __all__ = ["StageReport", "RejectedRow", "stage", "write_batch", "check_assertion", "learn_redirects",
            "MAX_INLINE_VOTES", "MAX_ALIASES", "MAX_REDIRECT_HOPS", "REFRESH_STATISTICS_AFTER"]
@@ -144,7 +144,6 @@ def stage(
     if report.new_entities + report.new_edges >= REFRESH_STATISTICS_AFTER:
         refresh_index_statistics(graph)
     return report
-
 
 
 def _stage(graph: Graph, assertions: Iterable[TripleAssertion], schema: KGSchema | None,

@@ -1,0 +1,25 @@
+"""The array form of the date comparison (``compare._date_levels``, the hot path of a functional
+date relation) gives exactly :func:`kgr.resolution.compare.value_level`'s levels, its reference."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from kgr.resolution.compare import _date_levels, _single_dates, value_level
+
+YEARS = ("1630", "1631", "1603", "1640", "1730", "630", "16300")
+MONTH_DAYS = (("08", "01"), ("01", "08"), ("08", "07"), ("05", "01"), ("05", "07"), ("01", "01"))
+DATES = [f"{y} {m} {d}" for y in YEARS for m, d in MONTH_DAYS]
+
+
+def test_the_date_levels_in_arrays_equal_value_level_on_every_pair():
+    sets = [frozenset({d}) for d in DATES]
+    dates = _single_dates(sets)
+    assert dates[0].all()  # every set is one date
+    a, b = (np.array(x) for x in zip(*itertools.product(range(len(DATES)), repeat=2)))
+    got = _date_levels(dates, a, b).tolist()
+    want = [value_level(DATES[x], DATES[y]) for x, y in zip(a.tolist(), b.tolist())]
+    assert got == want
+    assert set(want) == {0, 1, 2, 3, 4}  # every level is met
