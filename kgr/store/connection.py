@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import neo4j
-from neo4j import GraphDatabase, RoutingControl
 import tenacity
+from kgr.store.neo4j_driver import neo4j  # first: the driver without its pandas import (see there)
+from neo4j import GraphDatabase, RoutingControl
 from neo4j.exceptions import (
     AuthError, ClientError, ConfigurationError, CypherSyntaxError, DatabaseUnavailable, IncompleteCommit,
     ResultFailedError, ServiceUnavailable, SessionExpired, TransientError,

@@ -11,14 +11,13 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from neo4j import RoutingControl
-
 from kgr.errors import KgrNotFound, KgrValidationError
 from kgr.model.canonical import canonical_text, edge_key, normalise_entity_key
 from kgr.model.review import EvidenceLink
 from kgr.model.inspect import DecisionRecord, EdgeExplanation, EntityHit, EntityRef, NeighbourEdge, Neighbourhood
 from kgr.store.connection import DRIVER_ERRORS, Graph, translate_driver_error
 from kgr.store.lookup import lucene_escape, lucene_query
+from kgr.store.neo4j_driver import neo4j
 
 __all__ = ["search_entities", "entity_neighbourhood", "explain_edge", "run_saved_query", "similar_entity_keys",
            "no_entity_message", "user_entity_key", "check_entity_keys", "relation_hint", "names_under_several_types"]
@@ -192,7 +191,7 @@ def run_saved_query(graph: Graph, text: str, params: dict[str, Any]) -> list[dic
     they are, hence not a template) with read routing; its rows, column name → value."""
     try:
         records, _, _ = graph.driver.execute_query(text, params, database_=graph.database,
-                                                   routing_=RoutingControl.READ)
+                                                   routing_=neo4j.RoutingControl.READ)
     except DRIVER_ERRORS as exc:
         raise translate_driver_error(exc, graph.uri) from exc
     return [r.data() for r in records]
