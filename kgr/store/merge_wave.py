@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from kgr.gc_freeze import cycle_collector_paused
 from kgr.model.canonical import edge_key
 from kgr.store.connection import Tx
 from kgr.store.merge import _check_pair, _merged_aliases, _Moves, merge_in_tx
@@ -194,10 +195,15 @@ def _wave(tx: Tx, pairs: Sequence[Pair], version: int, now: float,
     return created, retired, deferred
 
 
+@cycle_collector_paused()
 def merge_waves(tx: Tx, pairs: Sequence[Pair], *, version: int, now: float,
                 reasons: dict[Pair, str]) -> tuple[list[str], list[str]]:
     """Apply the merges ``pairs`` (KEEP, DROP) inside an open write unit: one wave, then the deferred
-    merges one by one (module docstring); the promoted edge keys created and retired (for the content hash)."""
+    merges one by one (module docstring); the promoted edge keys created and retired (for the content hash).
+
+    The cycle collector is paused meanwhile (:func:`~kgr.gc_freeze.cycle_collector_paused`): the wave
+    makes ~100,000 short-lived dicts and lists and no cycles, and in a resolution's process a full
+    collection rescans the plan's objects (0.2-0.4 s of a 1.5 s wave on 1,541 merges)."""
     created, retired, later = _wave(tx, pairs, version, now, reasons) if pairs else ([], [], [])
     for keep, drop in later:
         _, c, r = merge_in_tx(tx, keep, drop, version=version, now=now, reason=reasons[(keep, drop)])
