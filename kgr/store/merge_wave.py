@@ -30,7 +30,7 @@ from typing import Any
 from kgr.gc_freeze import cycle_collector_paused
 from kgr.model.canonical import edge_key
 from kgr.store.connection import Tx
-from kgr.store.merge import _check_pair, _merged_aliases, _Moves, merge_in_tx
+from kgr.store.merge import _check_pair, _Moves, merge_in_tx
 from kgr.store.merge_fold import KeepFold
 
 __all__ = ["merge_waves"]
