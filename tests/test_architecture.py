@@ -74,7 +74,6 @@ _RESOLVE_REWRITE = ("kgr/store/merge_wave.py and kgr/store/split.py are being re
                     "worktree wt-speed): rename kgr.store.merge's shared helpers public once that is merged")
 PRIVATE_IMPORTS: dict[str, str] = {
     "kgr.store.merge_wave -> kgr.store.merge._check_pair": _RESOLVE_REWRITE,
-    "kgr.store.merge_wave -> kgr.store.merge._merged_aliases": _RESOLVE_REWRITE,
     "kgr.store.merge_wave -> kgr.store.merge._Moves": _RESOLVE_REWRITE,
     "kgr.store.split -> kgr.store.merge._unite": _RESOLVE_REWRITE,
     "kgr.store.split -> kgr.store.merge._votes_of": _RESOLVE_REWRITE,
