@@ -19,6 +19,10 @@ ApiBaseOpt = Annotated[str | None, typer.Option(
 
 
 def embedder(model: str | None, api_base: str | None):  # noqa: ANN201 - LiteLLMEmbedder | None (lazy import)
+    """The embedder of ``--embedding-model`` (typer has read ``KGR_EMBEDDING_MODEL`` into it already);
+    None without one, before importing the embedding client (~0.04 s of ``kgr resolve``'s start-up)."""
+    if not model:
+        return None
     from kgr.extract.embedding import make_embedder
 
     return make_embedder(model, api_base)

@@ -1,10 +1,12 @@
 """The Neo4j driver, imported without its pandas support.
 
 When pandas is installed, ``import neo4j`` imports it (and pyarrow with it) so that pandas values
-can be query parameters and results can become data frames (``neo4j._optional_deps``). kgr sends
-plain values only (:func:`kgr.store.connection.Tx.run` refuses anything else) and reads records,
-so with pandas installed that import is dead weight on every command: about 0.5 s of a CLI
-start-up of 1.3 s on this project's benchmark machine (``python -X importtime -m kgr.cli stage``).
+can be query parameters and results can become data frames (``neo4j._optional_deps``). kgr does
+not use pandas (no module of it imports pandas, so no pandas value reaches a query) and reads
+records, not data frames; with pandas installed that import is dead weight on every command: about
+0.5 s of a CLI start-up of 1.3 s on this project's benchmark machine (``python -X importtime -m
+kgr.cli stage``). numpy stays: the driver's numpy support packs the numpy integers and arrays that
+resolution and the gauge may hand to a query.
 
 Importing the driver through this module hides pandas for the duration of that one import (a
 ``None`` entry in :data:`sys.modules` makes ``import pandas`` raise :class:`ImportError`, which the

@@ -54,3 +54,15 @@ def test_a_program_that_imported_pandas_first_keeps_the_drivers_pandas_support(t
     code = ("import pandas, kgr.store.connection; import neo4j._optional_deps as deps; "
             "print(deps.pd is pandas)")
     assert _run(code, tmp_path) == "True"
+
+
+def test_no_module_of_kgr_imports_pandas():
+    """What makes hiding pandas from the driver safe: no pandas value can reach a query."""
+    import re
+
+    import kgr
+
+    root = Path(kgr.__file__).parent
+    found = [str(p.relative_to(root)) for p in root.rglob("*.py")
+             if re.search(r"^\s*(import pandas|from pandas\b)", p.read_text(encoding="utf-8"), re.M)]
+    assert found == []
