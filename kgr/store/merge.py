@@ -265,13 +265,17 @@ class _Moves:
         self.plan_promoted(tx.run("merge_drop_promoted", {"drop": self.drop}))
         self.done = tx.run("merge_promoted_edges", {"rows": self.prow, "version": self.version}) if self.prow else []
 
+    def promoted_key(self, p: dict) -> tuple[str, str, str | None]:
+        """A promoted edge's ends with DROP replaced by KEEP, and its key there (None: a self-loop)."""
+        s, o = self.ends(p)
+        return s, o, (None if s == o else edge_key(s, p["relation"], o))
+
     def plan_promoted(self, promoted: list[dict]) -> None:
         united = {r["key"]: r["props"] for r in self.rows}
         self.prom = promoted
         for p in self.prom:
-            p["new_s"], p["new_o"] = self.ends(p)
-            loop = p["new_s"] == p["new_o"]
-            new_key = None if loop else edge_key(p["new_s"], p["relation"], p["new_o"])
+            p["new_s"], p["new_o"], new_key = self.promoted_key(p)
+            loop = new_key is None
             u = united.get(new_key or "")
             self.prow.append({"old_key": p["key"], "old_s": p["s_key"], "old_o": p["o_key"], "key": new_key or p["key"],
                               "s_key": p["new_s"], "o_key": p["new_o"], "recreate": not loop,

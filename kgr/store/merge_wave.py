@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from kgr.gc_freeze import cycle_collector_paused
-from kgr.model.canonical import edge_key
 from kgr.store.connection import Tx
 from kgr.store.merge import _check_pair, _Moves, merge_in_tx
 from kgr.store.merge_fold import KeepFold
@@ -76,12 +75,8 @@ def _check_in_order(ents: dict[str, dict], pairs: Sequence[Pair]) -> None:
 
 def _promoted_targets(mv: _Moves, promoted: list[dict]) -> list[dict]:
     """Where DROP's promoted edges would be re-created on KEEP (not the self-loops)."""
-    out = []
-    for p in promoted:
-        s, o = mv.ends(p)
-        if s != o:
-            out.append({"key": edge_key(s, p["relation"], o), "s_key": s, "o_key": o})
-    return out
+    ends = [mv.promoted_key(p) for p in promoted]
+    return [{"key": key, "s_key": s, "o_key": o} for s, o, key in ends if key is not None]
 
 
 def _asked(mvs: list[_Moves], promoted: dict[str, list[dict]]) -> tuple[dict[str, dict], dict[str, dict]]:
