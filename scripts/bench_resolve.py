@@ -2,7 +2,7 @@
 ``kgr stage`` and resolved with ``kgr resolve``, against a standard record-linkage pipeline on the
 same records in the same run.
 
-Data: ``scripts/data/historical_people_16k.csv.gz``, whole clusters of splink's ``historical_50k``
+Data: ``scripts/data/historical_people_26k.csv.gz``, whole clusters of splink's ``historical_50k``
 (Wikidata people with corrupted duplicates, a cluster id per person; licence and selection in
 ``scripts/data/README.md``): a ``dev`` set (1,015 records, used while choosing the model's
 settings) and a ``test`` set (10,002 records, never used for that). Each record is one source; its
@@ -44,7 +44,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data" / "historical_people_16k.csv.gz"
+DATA = Path(__file__).resolve().parent / "data" / "historical_people_26k.csv.gz"
 RELATIONS = (("BORN_ON", "Date", "dob"), ("BORN_IN", "Place", "birth_place"), ("LIVES_IN", "Postcode", "postcode_fake"),
              ("WORKS_AS", "Occupation", "occupation"))
 SCHEMA = {
@@ -199,7 +199,7 @@ def run_splink(rows: list[dict]) -> tuple[dict, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--set", default="test", choices=["dev", "dev2", "test"])
+    ap.add_argument("--set", default="test", choices=["dev", "dev2", "test", "holdout"])
     ap.add_argument("--records", type=int, default=5000, help="records (whole clusters); 0: the whole set")
     ap.add_argument("--target-fmr", type=float, default=None, help="kgr resolve --target-fmr (default: its own)")
     ap.add_argument("--splink", action="store_true", help="also run splink (DuckDB)")

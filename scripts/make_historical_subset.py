@@ -1,16 +1,17 @@
-"""Regenerate ``scripts/data/historical_people_16k.csv.gz`` (the entity resolution benchmark's data)
+"""Regenerate ``scripts/data/historical_people_26k.csv.gz`` (the entity resolution benchmark's data)
 from splink's ``historical_50k`` parquet file.
 
 Selection: whole clusters (people) in the order of ``sha256(cluster id)``; the first clusters up to
 1,000 records are the ``dev`` set, the next ones up to 10,000 records the ``test`` set, the next ones
-up to 5,000 records the ``dev2`` set (a second development set, disjoint from ``test``). Rows are
-sorted by set, cluster and record id; columns ``set, unique_id, cluster, first_and_surname, dob,
-birth_place, postcode_fake, occupation``. Deterministic: the same input gives the same bytes.
+up to 5,000 records the ``dev2`` set (a second development set, disjoint from ``test``), the next
+ones up to 10,000 records the ``holdout`` set (kept blind: measured once per fix, never read for
+one). Rows are sorted by set, cluster and record id; columns ``set, unique_id, cluster,
+first_and_surname, dob, birth_place, postcode_fake, occupation``. Deterministic: the same input gives the same bytes.
 
 Usage::
 
     python scripts/make_historical_subset.py --parquet historical_figures_with_errors_50k.parquet \
-        --out scripts/data/historical_people_16k.csv.gz
+        --out scripts/data/historical_people_26k.csv.gz
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import io
 from pathlib import Path
 
 #: (set, records it takes at most before the next set starts), in selection order.
-SETS = (("dev", 1000), ("test", 10000), ("dev2", 5000))
+SETS = (("dev", 1000), ("test", 10000), ("dev2", 5000), ("holdout", 10000))
 COLUMNS = ("unique_id", "cluster", "first_and_surname", "dob", "birth_place", "postcode_fake", "occupation")
 
 
