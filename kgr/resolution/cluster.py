@@ -28,7 +28,17 @@ unless a cannot-link separates them, so an entity with few sources is not cut in
 two clusters that both absorbed other entities it needs the support like any accepted pair, so a
 common name's units that the model placed in two different people's clusters stay apart. So an
 entity stays whole unless its units cannot-link (a split), a neutral unit joins the group it
-matches best, and across entities only accepted pairs join clusters. Each cluster keeps the union of
+matches best, and across entities only accepted pairs join clusters.
+
+**Support.** A link (not a must-link, not an own link rejoining a homeless unit) joins two clusters
+only if the mean probability of the scored pairs between them reaches ``support`` (0.3); when both
+clusters already hold at least ``large`` sources (4) it must reach ``support_large`` (0.5: on
+average more likely the same than not). One accepted link between two groups of several records
+is one pair among many: when most of the others say "different", the link is the exception (two
+painters born in the same town in the same year, with different names), not the groups. Small
+clusters keep the lower bar, since their few pairs may all involve a corrupted record.
+
+Each cluster keeps the union of
 its members' functional values, declared names and entities, so a constraint check costs the product
 of two small value sets, not a scan of the members.
 """
@@ -180,6 +190,7 @@ class _Between:
 
 
 def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,
+                         support_large: float | None = None, large: int = 4,
                          scores: Scores | None = None, declared: Collection[str] = (),
                          no_merge: Callable[[str, str], bool] = lambda a, b: False) -> tuple[list[int], list[Blocked]]:
     """Cluster ``units`` (module docstring).
@@ -194,6 +205,9 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
     support:
         Smallest mean probability of the scored pairs between two clusters for a link (not a
         must-link) to join them.
+    support_large, large:
+        The smallest mean when both clusters hold at least ``large`` sources (a unit without sources
+        counts as one); ``None``: ``support``.
     scores:
         Every scored pair's probability (for ``support``): a mapping ``(i, j) -> p``, or the arrays
         ``(i, j, p)``.
@@ -208,6 +222,8 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
         Per unit, the index of its cluster's first unit (by unit id); the refused links.
     """
     parent = list(range(len(units)))
+    size = [max(1, len(u.sources)) for u in units]  #: sources per cluster (at its root)
+    bar_large = support if support_large is None else support_large
     names = frozenset(declared)
     info = [_Info(functional={r: dict.fromkeys(v, max(1, len(u.sources))) for r, v in u.functional.items()},
                   declared={u.name} & names, entities={u.entity},
@@ -232,10 +248,12 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
             blocked.append(Blocked(lk.i, lk.j, lk.p, why))
             continue
         alone = lk.own and (len(info[a].entities) == 1 or len(info[b].entities) == 1)
-        if not lk.must and not alone and between.mean(a, b, parent, find) < support:
+        bar = bar_large if min(size[a], size[b]) >= large else support
+        if not lk.must and not alone and between.mean(a, b, parent, find) < bar:
             continue
         keep, gone = (a, b) if a < b else (b, a)
         parent[gone] = keep
+        size[keep] += size[gone]
         big, small = (info[keep], info[gone]) if _size(info[keep]) >= _size(info[gone]) else (info[gone], info[keep])
         big.absorb(small)  # the smaller into the larger: a union costs the smaller cluster's tables
         info[keep], info[gone] = big, None  # type: ignore[call-overload]

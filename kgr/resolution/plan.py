@@ -137,7 +137,7 @@ def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: flo
 def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: Collection[str] = (),
               labels: Mapping[tuple[str, str], bool] | None = None, target_fmr: float = 0.02,
               band_low: float = 0.2, vectors: np.ndarray | None = None, tie_break: TieBreak | None = None,
-              window: int = 6, max_block: int = 40, support: float = 0.3, keep: float = 0.5,
+              window: int = 6, max_block: int = 40, support: float = 0.3, support_large: float = 0.5, keep: float = 0.5,
               passes: int = 2, alpha: float = 1.0) -> TypePlan:
     """Resolve the units of one entity type (module docstring). ``labels`` maps sorted entity-key pairs
     to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking. Python's
@@ -162,7 +162,8 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
             sc = Scored(units, comps, cand, fs, gamma, tf, y)
             tau = merge_cut(sc.p[cross & (y < 0)], target=target_fmr) if cross.any() else float("inf")
             decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None)
-            groups, blocked = constrained_clusters(units, decided.links, support=support, scores=(cand.i, cand.j, sc.p),
+            groups, blocked = constrained_clusters(units, decided.links, support=support, support_large=support_large,
+                                                   scores=(cand.i, cand.j, sc.p),
                                                    declared=declared,
                                                    no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
         return _finish(units, sc, cross, tau, groups, blocked, decided)

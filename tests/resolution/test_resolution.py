@@ -278,3 +278,42 @@ def test_a_short_form_or_a_merge_label_joins_names_listed_side_by_side():
     # the same two names in two documents, or related to two different packages, are not a listing
     assert joined(listing("libasm java", doc="d1") + listing("libguava java", doc="d2"))[0]
     assert joined(listing("libasm java", other="Software:ant")[:1] + listing("x", "libguava java")[1:])[0]
+
+
+def test_two_clusters_of_several_sources_join_only_on_average_more_likely_the_same():
+    from kgr.resolution.cluster import Link, constrained_clusters
+    from kgr.resolution.units import Unit
+
+    def u(uid, entity, n):
+        return Unit(uid=uid, entity=entity, type="Person", name=entity.partition(":")[2],
+                    sources=frozenset(f"{uid}{k}" for k in range(n)), functional={}, neighbours={}, documents=frozenset())
+
+    # x = units 0, 1 and y = units 2, 3; one good cross link (1, 2) among four cross pairs: mean 0.3125
+    links = [Link(0, 1, 0.99), Link(2, 3, 0.99), Link(1, 2, 0.95)]
+    scores = {(0, 1): 0.99, (2, 3): 0.99, (1, 2): 0.95, (0, 2): 0.1, (0, 3): 0.1, (1, 3): 0.1}
+    for n, joined in ((1, True), (2, False)):  # clusters of 2 sources: the bar is 0.3; of 4 sources: 0.5
+        units = [u("a", "Person:x", n), u("b", "Person:x2", n), u("c", "Person:y", n), u("d", "Person:y2", n)]
+        labels, _ = constrained_clusters(units, links, support=0.3, support_large=0.5, scores=scores)
+        assert (labels == [0, 0, 0, 0]) is joined and labels[0] == labels[1] and labels[2] == labels[3]
+        same, _ = constrained_clusters(units, links, support=0.3, scores=scores)  # no large bar: the old rule
+        assert same == [0, 0, 0, 0]
+    # at a mean of 0.5 or more the large clusters join
+    units = [u("a", "Person:x", 2), u("b", "Person:x2", 2), u("c", "Person:y", 2), u("d", "Person:y2", 2)]
+    labels, _ = constrained_clusters(units, links, support=0.3, support_large=0.5,
+                                     scores={**scores, (0, 2): 0.4, (0, 3): 0.4, (1, 3): 0.4})
+    assert labels == [0, 0, 0, 0]
+
+
+def test_an_entity_keeps_each_source_signature_as_a_unit_up_to_the_cap():
+    from kgr.resolution.units import MAX_UNITS
+
+    def entity(n_sources):  # one person's name used by many: each source its own birth place, half a birth date
+        edges = [("BORN_IN", f"Place:p{k}", [f"s{k}"]) for k in range(n_sources)]
+        edges += [("BORN_ON", "Date:1850 01 01", [f"s{k}" for k in range(0, n_sources, 2)])]
+        return view("Person:sir baronet", *edges)
+
+    units = build_units([entity(118)], ["BORN_ON"])
+    assert len(units) == 118 and all(len(x.sources) == 1 for x in units)  # no pooled unit of many people
+    over = build_units([entity(MAX_UNITS + 2)], ["BORN_ON"])
+    # beyond the cap: one unit per functional signature, the sources without a birth date pooled
+    assert sorted(len(x.sources) for x in over) == [(MAX_UNITS + 2) // 2] * 2
