@@ -27,7 +27,11 @@ agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type
 ``n:<REL><dir>``
     per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
     2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
-    are a typo apart (Jaro–Winkler ≥ 0.88); 0 none alike.
+    are a typo apart (Jaro–Winkler ≥ 0.88 *and* at most a quarter of the characters edited:
+    normalised Levenshtein similarity ≥ 0.75; Jaro–Winkler alone rewards a shared prefix, so codes of
+    one district and words of one stem looked a typo apart: "al9 5by" / "al9 5rb" 0.94,
+    "cartographer" / "cinematographer" 0.90, "journalist" / "jurist" 0.88; "st4 5ll" / "st4 5lw" and
+    "stoke upon trent" / "stoke on trent" stay near); 0 none alike.
 ``documents``
     1 when a source of each unit comes from one document; 0 otherwise.
 
@@ -47,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler
+from rapidfuzz.distance import JaroWinkler, Levenshtein
 
 from kgr.resolution.units import Unit, key_name
 
@@ -402,7 +406,8 @@ def _neighbours(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str,
                 near_k.append(k)
     if near_k:
         sim = process.cpdist(near_a, near_b, scorer=JaroWinkler.normalized_similarity, workers=1)
-        hit = np.asarray(near_k)[sim >= 0.88]
+        edits = process.cpdist(near_a, near_b, scorer=Levenshtein.normalized_similarity, workers=1)
+        hit = np.asarray(near_k)[(sim >= 0.88) & (edits >= 0.75)]
         level[hit] = 1
     return level[inv], agreed[inv]
 
