@@ -20,7 +20,11 @@ cut does not apply). Below that they are an *own* link (:mod:`kgr.resolution.clu
 every accepted pair: it rejoins a unit that found no other home (so an entity with few sources is
 not cut into pieces), but does not chain two clusters that each absorbed other entities unless their
 pairs support it — records of a common name that the model placed with two different people stay
-apart, and a cannot-link between the groups is reported as the split's reason. When two
+apart, and a cannot-link between the groups is reported as the split's reason. A name that is a
+short form of several others (:func:`kgr.resolution.units.short_forms`: "edward" beside "edward
+phipson" and "edward cocker") is no identity: its own links need :math:`p \\ge` ``short_floor``
+(0.1), so a lone "edward" record the model finds unlike the other "edward" ones becomes its own
+entity instead of following them into Edward Phipson's cluster. When two
 of its units hold clearly different values of a functional relation (a cannot-link), they are kept
 together only if the rest of the evidence alone (every comparison but the functional ones) reaches
 the merge cut: one chunk that extracted a wrong birth date for "alan turing" is extraction noise
@@ -51,7 +55,7 @@ from kgr.gc_freeze import cycle_collector_paused
 from kgr.resolution.compare import comparison_set
 from kgr.resolution.fit import RANDOM_PAIRS, Scored, fit, labels_of, random_pairs
 from kgr.resolution.operations import operations
-from kgr.resolution.units import Unit
+from kgr.resolution.units import Unit, short_forms
 
 __all__ = ["TypePlan", "plan_type", "merge_cut", "TieBreak", "RANDOM_PAIRS", "REVIEW_LIMIT"]
 
@@ -106,9 +110,10 @@ class _Decided:
 
 
 def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: float,
-           tie_break: TieBreak | None) -> _Decided:
+           tie_break: TieBreak | None, short: np.ndarray, short_floor: float) -> _Decided:
     """The links clustering tries (module docstring), the band rows left to review, and the tie-break's
-    verdicts as evidence."""
+    verdicts as evidence. ``short`` marks the units whose name is a short form of several others
+    (:func:`kgr.resolution.units.short_forms`): their own links need ``p >= short_floor``."""
     fcols = np.array([c.startswith("f:") for c in sc.comps.names], dtype=bool)
     conflict = (sc.gamma[:, fcols] == 0).any(axis=1) if fcols.any() else np.zeros(len(sc.p), dtype=bool)
     p_rest = 1.0 / (1.0 + np.exp2(-np.clip(sc.weight - sc.bits[:, fcols].sum(axis=1), -60, 60)))
@@ -117,7 +122,7 @@ def _links(sc: Scored, cross: np.ndarray, tau: float, keep: float, band_low: flo
     accept = cross & (sc.y < 0) & (sc.p >= tau)
     must = cross & (sc.y == 1)
     band = np.nonzero(cross & (sc.y < 0) & (sc.p < tau) & (sc.p >= band_low))[0]
-    own = ~cross & ~conflict & ~stay
+    own = ~cross & ~conflict & ~stay & (~short[sc.cand.i] | (sc.p >= short_floor))
     rows = np.nonzero(forced | stay | own | accept | must)[0]
     out = _Decided([Link(a, b, q, must=m, force=f, own=o) for a, b, q, m, f, o in
                     zip(*(x[rows].tolist() for x in (sc.cand.i, sc.cand.j, sc.p, must, forced, own)))], [], [])
@@ -138,7 +143,7 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
               labels: Mapping[tuple[str, str], bool] | None = None, target_fmr: float = 0.02,
               band_low: float = 0.2, vectors: np.ndarray | None = None, tie_break: TieBreak | None = None,
               window: int = 6, max_block: int = 40, support: float = 0.3, support_large: float = 0.5, keep: float = 0.5,
-              passes: int = 2, alpha: float = 1.0) -> TypePlan:
+              passes: int = 2, alpha: float = 1.0, short_floor: float = 0.1) -> TypePlan:
     """Resolve the units of one entity type (module docstring). ``labels`` maps sorted entity-key pairs
     to a reviewer's answer; ``vectors`` are name embeddings (one row per unit) for blocking. Python's
     cyclic garbage collector is paused meanwhile (:func:`kgr.gc_freeze.cycle_collector_paused`), unless a
@@ -153,6 +158,8 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
         entity = np.unique([u.entity for u in units], return_inverse=True)[1].reshape(-1) if units else np.zeros(0, int)
         cross = entity[cand.i] != entity[cand.j]
         no = {k for k, v in labels.items() if not v}
+        shorts = short_forms(u.name for u in units)
+        short = np.array([u.name in shorts for u in units], dtype=bool)
         groups: list[int] | None = None
         for n in range(max(1, passes)):
             if groups is not None:
@@ -161,7 +168,7 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
             fs = fit(units, comps, cand, y, gamma, tf, rand)
             sc = Scored(units, comps, cand, fs, gamma, tf, y)
             tau = merge_cut(sc.p[cross & (y < 0)], target=target_fmr) if cross.any() else float("inf")
-            decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None)
+            decided = _links(sc, cross, tau, keep, band_low, tie_break if n == passes - 1 else None, short, short_floor)
             groups, blocked = constrained_clusters(units, decided.links, support=support, support_large=support_large,
                                                    scores=(cand.i, cand.j, sc.p),
                                                    declared=declared,

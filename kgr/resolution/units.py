@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from kgr.gc_freeze import cycle_collector_paused
 
-__all__ = ["EdgeView", "EntityView", "Unit", "build_units", "key_name", "SPLIT_MARK"]
+__all__ = ["EdgeView", "EntityView", "Unit", "build_units", "key_name", "short_forms", "SPLIT_MARK"]
 
 #: Separates an entity key's name from a split entity's suffix (``Person:jacob green#3fa2c01b``);
 #: canonical names never contain it (rule 4 of :mod:`kgr.model.canonical` makes it a space).
@@ -162,3 +162,29 @@ def _unit(ent: EntityView, signature: frozenset[tuple[str, str]], sources: froze
 def sources_of(units: Sequence[Unit]) -> frozenset[str]:
     """Every source of ``units``."""
     return frozenset(s for u in units for s in u.sources)
+
+
+def short_forms(names: Iterable[str], *, at_least: int = 2) -> set[str]:
+    """The names that are a short form of ``at_least`` other names: their words a proper subset of
+    each one's words ("edward" of "edward phipson" and "edward cocker", "sir baronet" of "sir charles
+    baronet" and "sir hugh baronet"). Such a name may stand for any of them, so the sources staging
+    keyed under it are not one thing by their spelling alone (:mod:`kgr.resolution.plan`).
+
+    >>> sorted(short_forms(["edward", "edward phipson", "edward cocker", "phipson", "libasm java"]))
+    ['edward']
+    """
+    distinct = sorted(set(names))
+    by_word: dict[str, set[str]] = {}
+    for n in distinct:
+        for w in set(n.split(" ")):
+            by_word.setdefault(w, set()).add(n)
+    out: set[str] = set()
+    for n in distinct:
+        words = set(n.split(" "))
+        holders = sorted((by_word[w] for w in words), key=len)
+        if len(holders[0]) <= at_least:  # the name itself is among its rarest word's holders
+            continue
+        longer = [m for m in set.intersection(*holders) if m != n and words < set(m.split(" "))]
+        if len(longer) >= at_least:
+            out.add(n)
+    return out

@@ -330,3 +330,36 @@ def test_neighbours_a_typo_apart_are_few_edits_not_a_shared_prefix():
         comps = comparison_set(units, [])
         gamma, _ = comps.vectors(units, np.array([0]), np.array([1]))
         assert int(gamma[0, comps.names.index("n:LIVES_IN>")]) == want, (a, b)
+
+
+def test_a_short_form_of_several_names_does_not_hold_its_records_together_by_spelling():
+    from kgr.resolution.units import short_forms
+    from tests.support.people import people_records
+
+    recs = people_records(40, 3, seed=5)  # every first name twice: "alyssa lowe" and another "alyssa"
+    views: dict[str, list] = {}
+
+    def add(name, rid, dob, place, job):
+        key = f"Person:{name}"
+        if dob:
+            views.setdefault(key, []).append(("BORN_ON", f"Date:{dob.replace('-', ' ')}", [rid]))
+        views.setdefault(key, []).append(("LIVES_IN", f"Place:{place}", [rid]))
+        views[key].append(("WORKS_AS", f"Occupation:{job}", [rid]))
+
+    for r in recs:
+        add(" ".join(r["name"].split()), r["id"], r["dob"], r["place"], r["job"])
+    first = recs[0]  # alyssa lowe: one more record of hers names her "alyssa" ...
+    add("alyssa", "x-her", first["dob"], first["place"], first["job"])
+    add("alyssa", "x-other", None, "nowhere", "astronaut")  # ... and so does one of somebody nobody else knows
+    units = build_units([view(k, *e) for k, e in sorted(views.items())], ["BORN_ON"])
+    assert "alyssa" in short_forms(u.name for u in units)
+
+    def home(plan, source):
+        return next(plan.labels[i] for i, u in enumerate(units) if source in u.sources)
+
+    plan = plan_type(units, functional=["BORN_ON"])
+    assert home(plan, "x-her") == home(plan, "r0-0")  # her short-named record joins her
+    assert home(plan, "x-other") != home(plan, "r0-0")  # the other one is not carried along by the spelling
+    assert any(s.entity == "Person:alyssa" for s in plan.splits)
+    carried = plan_type(units, functional=["BORN_ON"], short_floor=0.0)  # staging's grouping alone
+    assert home(carried, "x-other") == home(carried, "r0-0")
