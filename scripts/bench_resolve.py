@@ -4,8 +4,10 @@ same records in the same run.
 
 Data: ``scripts/data/historical_people_26k.csv.gz``, whole clusters of splink's ``historical_50k``
 (Wikidata people with corrupted duplicates, a cluster id per person; licence and selection in
-``scripts/data/README.md``): a ``dev`` set (1,015 records, used while choosing the model's
-settings) and a ``test`` set (10,002 records, never used for that). Each record is one source; its
+``scripts/data/README.md``): ``dev`` and ``dev2`` sets (1,015 and 5,002 records, used while
+choosing the model's settings), a ``test`` set (10,002 records; its errors were read for the fix of
+29 Nov 2026, so it is no longer blind to that fix) and a ``holdout`` set (10,006 records, added
+before that fix and measured once after it). Each record is one source; its
 person (``first_and_surname``) gets ``BORN_ON`` (Date, functional), ``BORN_IN`` (Place),
 ``LIVES_IN`` (Postcode) and ``WORKS_AS`` (Occupation) where the record has them.
 
