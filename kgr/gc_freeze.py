@@ -87,8 +87,9 @@ def collector_off_to_exit() -> None:
     for a command-line process that makes many long-lived objects and ends (``kgr stage``,
     ``kgr resolve``). A pause restored at the command's end would not do: the first collection after
     it scans everything made since the start again (0.13–0.19 s after a resolution of 5,000 records).
-    Cyclic garbage stays until the exit (~75,000 objects in that resolution). ``KGR_GC_FREEZE=0``
-    leaves the collector on."""
+    Cyclic garbage stays until the exit (~75,000 objects in that resolution); ``kgr resolve
+    --llm-model`` switches the collector back on (an LLM client's calls). ``KGR_GC_FREEZE=0`` leaves
+    the collector on."""
     if _frozen_off():
         return
     gc.disable()

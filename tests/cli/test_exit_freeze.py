@@ -26,7 +26,8 @@ except SystemExit:
 
 
 def _kgr(*args: str, freeze: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "KGR_GC_FREEZE"}
+    # nothing listens on port 9: a command that connects fails at once (never the managed Neo4j)
+    env = {**{k: v for k, v in os.environ.items() if k != "KGR_GC_FREEZE"}, "NEO4J_URI": "bolt://127.0.0.1:9"}
     if freeze is not None:
         env["KGR_GC_FREEZE"] = freeze
     return subprocess.run([sys.executable, "-c", _PROGRAM, *args], capture_output=True, text=True, env=env,
@@ -61,6 +62,12 @@ def test_the_exit_code_and_the_error_are_kept():
     assert plain.returncode == 2 and _collector(plain) == ["after the command True", "at exit True False"]
     assert [line for line in plain.stderr.splitlines() if "outside" in line] == \
         [line for line in proc.stderr.splitlines() if "outside" in line]
+
+
+def test_resolve_with_an_llm_switches_the_collector_back_on():
+    proc = _kgr("resolve", "--type", "Person", "--llm-model", "openai/stand-in")
+    assert proc.returncode == 1 and "is unavailable" in proc.stderr  # it got as far as connecting
+    assert _collector(proc) == ["after the command True", "at exit False True"]
 
 
 def test_freeze_at_exit_is_registered_once_and_runs_before_earlier_handlers():
