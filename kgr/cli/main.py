@@ -12,10 +12,16 @@ import typer
 from kgr.cli.common import (JsonOpt, SchemaOpt, check_fmr, emit, err, errors_to_exit, existing_path, open_engine,
                             out, print_table)
 from kgr.cli.progress import spinner
+from kgr.gc_freeze import collector_off_to_exit, freeze_at_exit
 from kgr.model.promotion import DEFAULT_POLICY, PolicyName
 
 if TYPE_CHECKING:
     from kgr.model.inspect import EdgeExplanation
+
+#: Commands that make many long-lived objects and end: run as the program, the cycle collector stays
+#: off from their start to the exit (:func:`kgr.gc_freeze.collector_off_to_exit`).
+BULK_COMMANDS = frozenset({"stage", "resolve"})
+
 
 class _Root(typer.Typer):
     """The root app. Run from the command line for one top-level command or sub-app (``kgr stage
@@ -24,7 +30,10 @@ class _Root(typer.Typer):
     the command are the same; anything else (no or an unknown command, test runners) builds all."""
 
     def __call__(self, *args: object, **kwargs: object) -> object:
+        freeze_at_exit()  # the program's entry (`kgr`, `python -m kgr.cli`): the process ends with the command
         name = sys.argv[1] if len(sys.argv) > 1 and not args and "args" not in kwargs else None
+        if name in BULK_COMMANDS:
+            collector_off_to_exit()
         cmds = [c for c in self.registered_commands
                 if name is not None and (c.name or typer.main.get_command_name(c.callback.__name__)) == name]
         groups = [g for g in self.registered_groups if name is not None and g.name == name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Annotated
 
 import typer
@@ -72,6 +73,7 @@ def resolve(schema: SchemaOpt = None,
     if llm_model:
         from kgr.extract.match_llm import LLMTieBreak
 
+        gc.enable()  # calls out to an LLM: its client's cycles are collected as usual (the command runs with it off)
         tie_break = LLMTieBreak(llm_model, api_base=llm_api_base)
     with open_engine(schema, embed=embedder(embedding_model, embedding_api_base)) as kg:
         rep = kg.resolve(type=type_, dry_run=dry_run, target_fmr=target_fmr, tie_break=tie_break)

@@ -64,6 +64,11 @@ def _depth_at_most(value: Any, limit: int) -> bool:
     return True
 
 
+#: One decoder for every text (``json.loads`` with hooks builds a new one per call: half its time on a
+#: short line such as a staged triple's).
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
 def _openers(text: str) -> int:
     """How many ``[`` and ``{`` ``text`` holds: a bound on its nesting depth (strings' brackets count too)."""
     return text.count("[") + text.count("{")
@@ -96,7 +101,9 @@ def loads_strict(text: str | bytes, *, where: str = "", max_depth: int | None = 
     if text.startswith("\ufeff"):
         text = text[1:]
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        if text.startswith("\ufeff"):  # a second mark: what json.loads says of it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         inside = f" in {where}" if where else ""
         raise KgrValidationError(f"malformed JSON{inside} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None

@@ -139,8 +139,9 @@ def stage(
         raise KgrValidationError("batch_size must be >= 1", field="batch_size")
     if workers < 1:
         raise KgrValidationError("workers must be >= 1", field="workers")
+    collect = gc.isenabled()  # off on entry (the command line's bulk commands): no collection stands in for it
     with cycle_collector_paused():
-        report = _stage(graph, assertions, schema, entities, batch_size, workers, now, on_batch)
+        report = _stage(graph, assertions, schema, entities, batch_size, workers, now, on_batch, collect)
     if report.new_entities + report.new_edges >= REFRESH_STATISTICS_AFTER:
         refresh_index_statistics(graph)
     return report
@@ -148,7 +149,7 @@ def stage(
 
 def _stage(graph: Graph, assertions: Iterable[TripleAssertion], schema: KGSchema | None,
            entities: Sequence[tuple[str, str]], batch_size: int, workers: int, now: float | None,
-           on_batch: Callable[[StageReport], None] | None) -> StageReport:
+           on_batch: Callable[[StageReport], None] | None, collect: bool) -> StageReport:
     started = time.perf_counter()
     ts = time.time() if now is None else now
     check_entities(entities, schema)
@@ -160,7 +161,8 @@ def _stage(graph: Graph, assertions: Iterable[TripleAssertion], schema: KGSchema
         unit = StageUnit(valid=valid, entities=entities, schema=schema, rejected=rejected, now=ts)
         report = write_units(graph, [unit])[0] if not unit.empty else unit.empty_report()
     else:
-        lanes = _Lanes(graph, schema, GroupWriter(graph, max_votes=None, max_units=1, lanes=workers), ts, on_batch)
+        lanes = _Lanes(graph, schema, GroupWriter(graph, max_votes=None, max_units=1, lanes=workers), ts, on_batch,
+                       collect)
         try:
             for index, a in enumerate(itertools.chain(head, stream)):
                 reason = check(a)
@@ -186,8 +188,9 @@ class _Lanes:
     batch in flight per lane, the report merged under a lock as lanes commit."""
 
     def __init__(self, graph: Graph, schema: KGSchema | None, writer: GroupWriter, ts: float,
-                 on_batch: Callable[[StageReport], None] | None):
+                 on_batch: Callable[[StageReport], None] | None, collect: bool = True):
         self.graph, self.schema, self.writer, self.ts, self.on_batch = graph, schema, writer, ts, on_batch
+        self.collect = collect  #: collect the youngest generation per batch (the collector was on at the start)
         self.report = StageReport()
         self.lock = threading.Lock()
         self.cache = EntityCache()
@@ -221,7 +224,8 @@ class _Lanes:
         unit = StageUnit(valid=items, schema=self.schema, redirects=dict(self.redirects), entities_committed=True,
                          now=self.ts)
         created = self._upsert_entities(unit)
-        gc.collect(0)  # the driver's cycles of the batches written meanwhile (the collector is paused)
+        if self.collect:
+            gc.collect(0)  # the driver's cycles of the batches written meanwhile (the collector is paused)
         self._settle(lane)  # one batch in flight per lane, in order; raises a lane's failure
         self.pending[lane] = (self.writer.submit(unit, lane=lane), created)
 

@@ -89,3 +89,29 @@ def test_a_raw_line_separator_inside_a_string_is_one_line() -> None:
     line = json.dumps({"text": "first\u2028second\u2029third"}, ensure_ascii=False)
     assert len(line.splitlines()) == 3  # what the label reader did: three broken lines
     assert [loads_strict(x) for _, x in json_lines(line + "\n")] == [{"text": "first\u2028second\u2029third"}]
+
+
+@pytest.mark.parametrize("text", ["\ufeff\ufeff{}", "{", '{"a": }', "[1,]", "", "  ", '{"a": 1} x', '"\\x"', "tru",
+                                  '{"a" 1}', "\ufeff"])
+def test_a_malformed_text_is_reported_as_json_loads_reports_it(text) -> None:
+    """The shared decoder (one for every call) says what ``json.loads`` says, a second byte-order
+    mark included."""
+    with pytest.raises(json.JSONDecodeError) as plain:
+        json.loads(text.removeprefix("\ufeff"))
+    with pytest.raises(KgrValidationError) as strict:
+        loads_strict(text)
+    e = plain.value
+    assert str(strict.value) == f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
+
+
+def test_the_decoder_is_built_once(monkeypatch) -> None:
+    built = []
+    real = json.JSONDecoder.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONDecoder, "__init__", counting)
+    assert [loads_strict('{"a": [1, 2]}') for _ in range(3)] == [{"a": [1, 2]}] * 3
+    assert built == []

@@ -297,3 +297,36 @@ def test_a_promoted_edge_shows_the_votes_its_staged_edge_had_at_the_last_version
     forget(graph, sources=["c", "x0"])  # a forget writes a version, and the instance follows
     assert promoted()[0] == 2 + MAX_INLINE_VOTES
     assert current_state(graph)[1] == before[1]
+
+
+def test_batches_are_collected_only_when_the_collector_was_on(graph, monkeypatch):
+    """Staging pauses the collector and collects the youngest generation per batch in its stead; a
+    caller that had the collector off (``kgr stage``: off to the exit) gets no collections, the same votes."""
+    import gc
+
+    import kgr.store.staging as staging
+
+    calls: list[int] = []
+
+    class _Gc:
+        isenabled = staticmethod(gc.isenabled)
+
+        @staticmethod
+        def collect(generation: int = 2) -> int:
+            calls.append(generation)
+            return gc.collect(generation)
+
+    monkeypatch.setattr(staging, "gc", _Gc)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        on = stage(graph, [T(f"P{i}", "WORKS_AT", "IBM", f"doc{i}") for i in range(30)], batch_size=5)
+        on_calls, calls[:] = list(calls), []
+        gc.disable()
+        off = stage(graph, [T(f"Q{i}", "WORKS_AT", "IBM", f"doc{i}") for i in range(30)], batch_size=5)
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert on_calls and set(on_calls) == {0} and calls == []
+    assert (on.new_votes, on.new_edges, on.new_entities) == (30, 30, 31)  # and Organization:ibm
+    assert (off.new_votes, off.new_edges, off.new_entities) == (30, 30, 30)
