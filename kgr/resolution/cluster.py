@@ -112,7 +112,7 @@ def _listed_conflict(a: _Info, b: _Info) -> str | None:
     return None
 
 
-def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, functional: bool = True,
+def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool] | None, *, functional: bool = True,
               listed: bool = True) -> str | None:
     for rel in sorted(a.functional.keys() & b.functional.keys()) if functional else ():
         xs, ys = a.functional[rel], b.functional[rel]
@@ -123,10 +123,12 @@ def _conflict(a: _Info, b: _Info, no_merge: Callable[[str, str], bool], *, funct
             return f"{rel}: {x!r} vs {y!r}"
     if a.declared and b.declared and a.declared != b.declared:
         return f"declared distinct: {sorted(a.declared)[0]!r} vs {sorted(b.declared)[0]!r}"
-    for ea in sorted(a.entities):
-        for eb in sorted(b.entities):
-            if ea != eb and no_merge(ea, eb):
-                return f"labelled no-merge: {ea} / {eb}"
+    if no_merge is not None:
+        others = sorted(b.entities)
+        for ea in sorted(a.entities):
+            for eb in others:
+                if ea != eb and no_merge(ea, eb):
+                    return f"labelled no-merge: {ea} / {eb}"
     return _listed_conflict(a, b) if listed else None
 
 
@@ -192,7 +194,7 @@ class _Between:
 def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, support: float = 0.5,
                          support_large: float | None = None, large: int = 4,
                          scores: Scores | None = None, declared: Collection[str] = (),
-                         no_merge: Callable[[str, str], bool] = lambda a, b: False) -> tuple[list[int], list[Blocked]]:
+                         no_merge: Callable[[str, str], bool] | None = None) -> tuple[list[int], list[Blocked]]:
     """Cluster ``units`` (module docstring).
 
     Parameters
@@ -214,7 +216,7 @@ def constrained_clusters(units: Sequence[Unit], links: Sequence[Link], *, suppor
     declared:
         Canonical names the schema declares for the type (distinct from each other).
     no_merge:
-        Whether two entity keys carry a no-merge label.
+        Whether two entity keys carry a no-merge label; ``None``: no pair does.
 
     Returns
     -------

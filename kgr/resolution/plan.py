@@ -172,7 +172,7 @@ def plan_type(units: Sequence[Unit], *, functional: Collection[str], declared: C
             groups, blocked = constrained_clusters(units, decided.links, support=support, support_large=support_large,
                                                    scores=(cand.i, cand.j, sc.p),
                                                    declared=declared,
-                                                   no_merge=lambda a, b: (min(a, b), max(a, b)) in no)
+                                                   no_merge=(lambda a, b: (min(a, b), max(a, b)) in no) if no else None)
         return _finish(units, sc, cross, tau, groups, blocked, decided)
 
 
