@@ -7,7 +7,8 @@ Data: ``scripts/data/historical_people_26k.csv.gz``, whole clusters of splink's 
 ``scripts/data/README.md``): ``dev`` and ``dev2`` sets (1,015 and 5,002 records, used while
 choosing the model's settings), a ``test`` set (10,002 records; its errors were read for the fix of
 29 Nov 2026, so it is no longer blind to that fix) and a ``holdout`` set (10,006 records, added
-before that fix and measured once after it). Each record is one source; its
+before that fix and measured after it), and ``--set fake_1000``: splink's synthetic ``fake_1000``
+(``scripts/data/fake_1000.csv.gz``; ``BORN_ON``, ``LIVES_IN`` City, ``HAS_EMAIL``). Each record is one source; its
 person (``first_and_surname``) gets ``BORN_ON`` (Date, functional), ``BORN_IN`` (Place),
 ``LIVES_IN`` (Postcode) and ``WORKS_AS`` (Occupation) where the record has them.
 
@@ -63,10 +64,37 @@ SCHEMA = {
 }
 
 
+#: A second data set, of another shape: splink's ``fake_1000`` (scripts/data/README.md): first name,
+#: surname, date of birth, city, e-mail, each record's person id.
+FAKE_DATA = Path(__file__).resolve().parent / "data" / "fake_1000.csv.gz"
+FAKE_RELATIONS = (("BORN_ON", "Date", "dob"), ("LIVES_IN", "City", "city"), ("HAS_EMAIL", "Email", "email"))
+FAKE_SCHEMA = {
+    "name": "fake-people",
+    "entity_types": {t: {} for t in ("Person", "Date", "City", "Email", "Dataset")},
+    "relation_types": {
+        "BORN_ON": {"domain": ["Person"], "range": ["Date"], "functional": True},
+        "LIVES_IN": {"domain": ["Person"], "range": ["City"]},
+        "HAS_EMAIL": {"domain": ["Person"], "range": ["Email"]},
+        "LISTED_IN": {"domain": ["Person"], "range": ["Dataset"]},
+    },
+}
+
+
+def _fake_rows() -> list[dict]:
+    """``fake_1000`` as rows of the shape :func:`load` returns (the name is first name and surname)."""
+    with gzip.open(FAKE_DATA, "rt", encoding="utf-8") as fh:
+        rows = [{**r, "first_and_surname": " ".join(x for x in (r["first_name"].strip(), r["surname"].strip()) if x)}
+                for r in csv.DictReader(fh)]
+    return sorted((r for r in rows if r["first_and_surname"]), key=lambda r: (int(r["cluster"]), int(r["unique_id"])))
+
+
 def load(which: str, records: int) -> list[dict]:
     """Whole clusters of set ``which``, in file order, until ``records`` records (0: all)."""
-    with gzip.open(DATA, "rt", encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["set"] == which and r["first_and_surname"]]
+    if which == "fake_1000":
+        rows = _fake_rows()
+    else:
+        with gzip.open(DATA, "rt", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["set"] == which and r["first_and_surname"]]
     out: list[dict] = []
     for _, group in itertools.groupby(rows, key=lambda r: r["cluster"]):
         if records and len(out) >= records:
@@ -75,11 +103,11 @@ def load(which: str, records: int) -> list[dict]:
     return out
 
 
-def triples(rows: list[dict]) -> list[dict]:
+def triples(rows: list[dict], relations: tuple = RELATIONS) -> list[dict]:
     """Each record's triples (source = the record id)."""
     out = []
     for r in rows:
-        facts = [(rel, otype, r[col]) for rel, otype, col in RELATIONS if r[col]]
+        facts = [(rel, otype, r[col]) for rel, otype, col in relations if r[col]]
         for rel, otype, value in facts or [("LISTED_IN", "Dataset", "historical people")]:
             out.append({"subject": r["first_and_surname"], "subject_type": "Person", "relation": rel,
                         "object": value, "object_type": otype, "source": r["unique_id"], "confidence": 0.9})
@@ -110,14 +138,16 @@ def _kgr(args: list[str], env: dict) -> dict:
     return json.loads(res.stdout)
 
 
-def run_kgr(rows: list[dict], tmp: Path, target_fmr: float | None) -> tuple[dict, dict]:
+def run_kgr(rows: list[dict], tmp: Path, target_fmr: float | None, schema: dict = SCHEMA,
+            relations: tuple = RELATIONS) -> tuple[dict, dict]:
     """Stage and resolve through the CLI; the source -> entity assignment and the timings."""
     from kgr.connect import connect
     from kgr.store.admin import init_store, reset
     from kgr.store.resolve import read_entities
 
-    (tmp / "triples.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triples(rows)), encoding="utf-8")
-    (tmp / "schema.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
+    (tmp / "triples.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triples(rows, relations)),
+                                      encoding="utf-8")
+    (tmp / "schema.json").write_text(json.dumps(schema), encoding="utf-8")
     g = connect()
     reset(g)
     init_store(g)
@@ -137,7 +167,12 @@ def run_kgr(rows: list[dict], tmp: Path, target_fmr: float | None) -> tuple[dict
     return where, times
 
 
-def run_recordlinkage(rows: list[dict]) -> tuple[dict, float]:
+#: The baseline's context comparisons per data set: (method, column); the names are compared as below.
+BASELINE_FIELDS = {"historical": (("string", "birth_place"), ("exact", "postcode_fake"), ("exact", "occupation")),
+                   "fake_1000": (("string", "city"), ("exact", "email"))}
+
+
+def run_recordlinkage(rows: list[dict], fields: tuple = BASELINE_FIELDS["historical"]) -> tuple[dict, float]:
     """The standard pipeline: blocking, Jaro-Winkler, unsupervised ECM, connected components."""
     import numpy as np
     import pandas as pd
@@ -158,9 +193,11 @@ def run_recordlinkage(rows: list[dict]) -> tuple[dict, float]:
     c.string("first_name", "first_name", method="jarowinkler", threshold=0.85, label="first_name")
     c.string("surname", "surname", method="jarowinkler", threshold=0.85, label="surname")
     c.exact("dob", "dob", label="dob")
-    c.string("birth_place", "birth_place", method="jarowinkler", threshold=0.85, label="birth_place")
-    c.exact("postcode_fake", "postcode_fake", label="postcode")
-    c.exact("occupation", "occupation", label="occupation")
+    for method, col in fields:
+        if method == "string":
+            c.string(col, col, method="jarowinkler", threshold=0.85, label=col)
+        else:
+            c.exact(col, col, label=col)
     links = rl.ECMClassifier(binarize=None).fit_predict(c.compute(cand, df))
     i, j = links.get_level_values(0).to_numpy(), links.get_level_values(1).to_numpy()
     _, labels = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(len(df), len(df))), directed=False)
@@ -201,7 +238,7 @@ def run_splink(rows: list[dict]) -> tuple[dict, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--set", default="test", choices=["dev", "dev2", "test", "holdout"])
+    ap.add_argument("--set", default="test", choices=["dev", "dev2", "test", "holdout", "fake_1000"])
     ap.add_argument("--records", type=int, default=5000, help="records (whole clusters); 0: the whole set")
     ap.add_argument("--target-fmr", type=float, default=None, help="kgr resolve --target-fmr (default: its own)")
     ap.add_argument("--splink", action="store_true", help="also run splink (DuckDB)")
@@ -215,12 +252,14 @@ def main() -> None:
     names = {r["unique_id"]: canonical_name(r["first_and_surname"]) for r in rows}
     results: dict[str, dict] = {"kgr keys": pair_metrics(truth, names, names)}
     with tempfile.TemporaryDirectory() as tmp:
-        where, times = run_kgr(rows, Path(tmp), args.target_fmr)
+        fake = args.set == "fake_1000"
+        where, times = run_kgr(rows, Path(tmp), args.target_fmr, FAKE_SCHEMA if fake else SCHEMA,
+                               FAKE_RELATIONS if fake else RELATIONS)
     results["kgr resolve"] = {**pair_metrics(truth, where, names), **times}
     if not args.no_baseline:
-        labels, secs = run_recordlinkage(rows)
+        labels, secs = run_recordlinkage(rows, BASELINE_FIELDS["fake_1000" if args.set == "fake_1000" else "historical"])
         results["recordlinkage"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
-    if args.splink:
+    if args.splink and args.set != "fake_1000":
         labels, secs = run_splink(rows)
         results["splink"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
     print(f"{args.set} set, {len(rows)} records, {len(set(truth.values()))} people")

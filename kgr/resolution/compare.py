@@ -21,17 +21,16 @@ agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type
     per functional relation, on the values the units assert (:func:`value_level`, the best pair of
     values): dates ``Y M D`` — 4 equal (TF); 3 the same year and month or day (or the two swapped);
     2 a year one digit apart with month and day equal; 1 the same year, or a year one digit apart with
-    month or day equal; 0 different years. Other values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's
+    month or day equal, or two calendar dates at most :data:`CLOSE_DAYS` (365) apart ("1859 12 31" /
+    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. Other values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's
     words a subset of the other's; 1 Jaro–Winkler ≥ 0.8; 0 otherwise. Level 0 is a **cannot-link**
     (:func:`values_differ`).
 ``n:<REL><dir>``
     per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
     2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
-    are a typo apart (Jaro–Winkler ≥ 0.88 *and* at most a quarter of the characters edited:
-    normalised Levenshtein similarity ≥ 0.75; Jaro–Winkler alone rewards a shared prefix, so codes of
-    one district and words of one stem looked a typo apart: "al9 5by" / "al9 5rb" 0.94,
-    "cartographer" / "cinematographer" 0.90, "journalist" / "jurist" 0.88; "st4 5ll" / "st4 5lw" and
-    "stoke upon trent" / "stoke on trent" stay near); 0 none alike.
+    are a typo apart (Jaro–Winkler ≥ 0.88: it forgives scrambled letters, "birmingham" /
+    "birgmhniam" 0.95, and also rewards a shared prefix, "al9 5by" / "al9 5rb" 0.94; requiring few
+    edits as well was measured and not kept, docs/resolve.md); 0 none alike.
 ``documents``
     1 when a source of each unit comes from one document; 0 otherwise.
 
@@ -43,6 +42,7 @@ batches (``process.cpdist``) over the distinct value pairs, not pair by pair.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from collections import Counter
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rapidfuzz import process
-from rapidfuzz.distance import JaroWinkler, Levenshtein
+from rapidfuzz.distance import JaroWinkler
 
 from kgr.resolution.units import Unit, key_name
 
@@ -64,6 +64,9 @@ MAX_NEIGHBOUR_RELATIONS = 8
 NAME_LEVELS, VALUE_LEVELS = 6, 5
 #: Neighbours per side compared by name for the "near" level (the rest by key only).
 _NEAR_LIMIT = 6
+#: Two calendar dates at most this many days apart are close (level 1), never clearly different.
+CLOSE_DAYS = 365
+_NO_DAY = -(10 ** 9)  #: the ordinal of a value that is no calendar date
 _DIGITS = re.compile(r"^\d+$")
 _RUNS = re.compile(r"\d+")
 
@@ -81,6 +84,23 @@ def _date(v: str) -> tuple[str, str, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _day(v: str) -> int:
+    """The proleptic Gregorian ordinal of a canonical date value, or ``_NO_DAY`` (no calendar date:
+    not three digit runs, month 13, year 0 …)."""
+    d = _date(v)
+    if d is None:
+        return _NO_DAY
+    try:
+        return datetime.date(int(d[0]), int(d[1]), int(d[2])).toordinal()
+    except (ValueError, OverflowError):
+        return _NO_DAY
+
+
+def _close(x: int, y: int) -> bool:
+    return x != _NO_DAY and y != _NO_DAY and abs(x - y) <= CLOSE_DAYS
+
+
 def _one_digit_apart(a: str, b: str) -> bool:
     return len(a) == len(b) and sum(map(str.__ne__, a, b)) == 1
 
@@ -93,6 +113,8 @@ def value_level(a: str, b: str) -> int:
     (3, 2)
     >>> value_level("1630 08 01", "1630 05 07"), value_level("1847 01 01", "1733 01 01")
     (1, 0)
+    >>> value_level("1859 12 31", "1860 01 01"), value_level("1859 12 31", "1861 01 01")
+    (1, 0)
     >>> value_level("devon", "west devon"), value_level("devon", "kent")
     (3, 0)
     """
@@ -104,9 +126,9 @@ def value_level(a: str, b: str) -> int:
         month_or_day = ma == mb or dda == ddb or (ma, dda) == (ddb, mb)
         if ya == yb:
             return 3 if month_or_day else 1
-        if _one_digit_apart(ya, yb):
-            return 2 if (ma, dda) == (mb, ddb) else 1 if month_or_day else 0
-        return 0
+        if _one_digit_apart(ya, yb) and (ma, dda) == (mb, ddb):
+            return 2
+        return 1 if (_one_digit_apart(ya, yb) and month_or_day) or _close(_day(a), _day(b)) else 0
     if _DIGITS.match(a) and _DIGITS.match(b):
         return 0
     sim = _jw(a, b)
@@ -118,13 +140,15 @@ def value_level(a: str, b: str) -> int:
 
 def values_differ(a: str, b: str) -> bool:
     """Whether two values of a functional relation clearly differ (a cannot-link): their level is 0 —
-    dates in different years (not a one-digit typo apart), different numbers, other values with
-    Jaro–Winkler below 0.8 and neither's words a subset of the other's.
+    dates in different years (not a one-digit typo apart) more than :data:`CLOSE_DAYS` apart, different
+    numbers, other values with Jaro–Winkler below 0.8 and neither's words a subset of the other's.
 
     >>> values_differ("1950 03 01", "1962 07 11"), values_differ("1950 03 01", "1950 07 11")
     (True, False)
     >>> values_differ("1847 01 01", "1733 01 01"), values_differ("1850 01 01", "1860 01 01")
     (True, False)
+    >>> values_differ("2009 12 21", "2010 01 20"), values_differ("2009 12 21", "2011 01 21")
+    (False, True)
     """
     return a != b and value_level(a, b) == 0
 
@@ -359,22 +383,24 @@ def _by_values(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str) ->
 def _single_dates(sets: list) -> tuple[np.ndarray, ...]:
     """Per value set: whether it is one date (:func:`_date`); its year's characters (code points, a row
     per set, padded with 0) and length; codes of its year, and of its month and day (one code space,
-    so that a month compares with a day)."""
+    so that a month compares with a day); its day ordinal (:func:`_day`)."""
     dates = [_date(next(iter(s))) if s is not None and len(s) == 1 else None for s in sets]
     one = np.array([d is not None for d in dates], dtype=bool)
+    days = np.array([_day(next(iter(s))) if d is not None else _NO_DAY for s, d in zip(sets, dates)], dtype=np.int64)
     years = [d[0] if d else "" for d in dates]
     chars = np.array([*years, "0"], dtype=str).view(np.uint32).reshape(len(years) + 1, -1)[:-1]  # "0": never empty
     month_day = _codes([d[k] if d else "" for d in dates for k in (1, 2)])[0].reshape(-1, 2)
-    return one, chars, np.array([len(y) for y in years]), _codes(years)[0], month_day
+    return one, chars, np.array([len(y) for y in years]), _codes(years)[0], month_day, days
 
 
 def _date_levels(dates: tuple[np.ndarray, ...], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """:func:`value_level` of the single dates of sets ``a[k]`` and ``b[k]`` (:func:`_single_dates`), in arrays."""
-    _, chars, length, year, month_day = dates
+    _, chars, length, year, month_day, days = dates
     (ma, da), (mb, db) = month_day[a].T, month_day[b].T
     month_or_day = (ma == mb) | (da == db) | ((ma == db) & (da == mb))
     one_digit_apart = (length[a] == length[b]) & ((chars[a] != chars[b]).sum(axis=1) == 1)
-    other_year = np.where(one_digit_apart, np.where((ma == mb) & (da == db), 2, np.where(month_or_day, 1, 0)), 0)
+    close = (days[a] != _NO_DAY) & (days[b] != _NO_DAY) & (np.abs(days[a] - days[b]) <= CLOSE_DAYS)
+    other_year = np.where(one_digit_apart & (ma == mb) & (da == db), 2, np.where((one_digit_apart & month_or_day) | close, 1, 0))
     level = np.where(year[a] == year[b], np.where(month_or_day, 3, 1), other_year)
     level[a == b] = 4  # one set, one value
     return level
@@ -406,8 +432,7 @@ def _neighbours(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str,
                 near_k.append(k)
     if near_k:
         sim = process.cpdist(near_a, near_b, scorer=JaroWinkler.normalized_similarity, workers=1)
-        edits = process.cpdist(near_a, near_b, scorer=Levenshtein.normalized_similarity, workers=1)
-        hit = np.asarray(near_k)[(sim >= 0.88) & (edits >= 0.75)]
+        hit = np.asarray(near_k)[sim >= 0.88]
         level[hit] = 1
     return level[inv], agreed[inv]
 

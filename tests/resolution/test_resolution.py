@@ -319,19 +319,6 @@ def test_an_entity_keeps_each_source_signature_as_a_unit_up_to_the_cap():
     assert sorted(len(x.sources) for x in over) == [(MAX_UNITS + 2) // 2] * 2
 
 
-def test_neighbours_a_typo_apart_are_few_edits_not_a_shared_prefix():
-    from kgr.resolution.compare import comparison_set
-
-    pairs = [("al9 5by", "al9 5rb", 0), ("cartographer", "cinematographer", 0), ("st4 5ll", "st4 5lw", 1),
-             ("stoke upon trent", "stoke on trent", 1), ("st4 5ll", "st4 5ll", 2)]
-    for a, b, want in pairs:
-        units = build_units([view("Person:ann lee", ("LIVES_IN", f"Place:{a}", ["s1"])),
-                             view("Person:anne lee", ("LIVES_IN", f"Place:{b}", ["s2"]))], [])
-        comps = comparison_set(units, [])
-        gamma, _ = comps.vectors(units, np.array([0]), np.array([1]))
-        assert int(gamma[0, comps.names.index("n:LIVES_IN>")]) == want, (a, b)
-
-
 def test_a_short_form_of_several_names_does_not_hold_its_records_together_by_spelling():
     from kgr.resolution.units import short_forms
     from tests.support.people import people_records
