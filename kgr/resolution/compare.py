@@ -22,9 +22,9 @@ agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type
     values): dates ``Y M D`` — 4 equal (TF); 3 the same year and month or day (or the two swapped);
     2 a year one digit apart with month and day equal; 1 the same year, or a year one digit apart with
     month or day equal, or two calendar dates at most :data:`CLOSE_DAYS` (365) apart ("1859 12 31" /
-    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. Other values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's
-    words a subset of the other's; 1 Jaro–Winkler ≥ 0.8; 0 otherwise. Level 0 is a **cannot-link**
-    (:func:`values_differ`).
+    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. Other values — 4 equal
+    (TF); 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1 Jaro–Winkler ≥ 0.8; 0
+    otherwise. Level 0 is a **cannot-link** (:func:`values_differ`).
 ``n:<REL><dir>``
     per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
     2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
