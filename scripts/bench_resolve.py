@@ -251,15 +251,15 @@ def main() -> None:
     truth = {r["unique_id"]: r["cluster"] for r in rows}
     names = {r["unique_id"]: canonical_name(r["first_and_surname"]) for r in rows}
     results: dict[str, dict] = {"kgr keys": pair_metrics(truth, names, names)}
+    fake = args.set == "fake_1000"
     with tempfile.TemporaryDirectory() as tmp:
-        fake = args.set == "fake_1000"
         where, times = run_kgr(rows, Path(tmp), args.target_fmr, FAKE_SCHEMA if fake else SCHEMA,
                                FAKE_RELATIONS if fake else RELATIONS)
     results["kgr resolve"] = {**pair_metrics(truth, where, names), **times}
     if not args.no_baseline:
-        labels, secs = run_recordlinkage(rows, BASELINE_FIELDS["fake_1000" if args.set == "fake_1000" else "historical"])
+        labels, secs = run_recordlinkage(rows, BASELINE_FIELDS["fake_1000" if fake else "historical"])
         results["recordlinkage"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
-    if args.splink and args.set != "fake_1000":
+    if args.splink and not fake:
         labels, secs = run_splink(rows)
         results["splink"] = {**pair_metrics(truth, labels, names), "seconds": round(secs, 3)}
     print(f"{args.set} set, {len(rows)} records, {len(set(truth.values()))} people")

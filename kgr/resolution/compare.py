@@ -126,9 +126,10 @@ def value_level(a: str, b: str) -> int:
         month_or_day = ma == mb or dda == ddb or (ma, dda) == (ddb, mb)
         if ya == yb:
             return 3 if month_or_day else 1
-        if _one_digit_apart(ya, yb) and (ma, dda) == (mb, ddb):
+        typo = _one_digit_apart(ya, yb)
+        if typo and (ma, dda) == (mb, ddb):
             return 2
-        return 1 if (_one_digit_apart(ya, yb) and month_or_day) or _close(_day(a), _day(b)) else 0
+        return 1 if (typo and month_or_day) or _close(_day(a), _day(b)) else 0
     if _DIGITS.match(a) and _DIGITS.match(b):
         return 0
     sim = _jw(a, b)
