@@ -35,10 +35,11 @@
   :data:`~kgr.store.staging.MAX_ALIASES` like staging's). ``(:Chunk)-[:MENTIONS]->`` links move to
   KEEP. DROP is kept, nothing is deleted: ``merged_into`` = KEEP's key, ``merged_at_version``.
   Entities merged into DROP earlier are re-pointed to KEEP, so a redirect is always one hop.
-- **Decisions.** Every moved edge gets a ``(:Decision {action: 'merge'})`` under its old key and,
-  unless it was a self-loop, one under its new key, with the merge's inputs (old and new key,
-  outcome, votes before and after, what happened to the promoted edge), so
-  ``kgr promote --explain KEY`` shows the move from either side.
+- **Decisions.** Every moved edge gets one ``(:Decision {action: 'merge'})`` about its old key
+  (``edge_key``) and, unless it was a self-loop, its new key (``new_key``), with the merge's inputs
+  (old and new key, outcome, votes before and after, what happened to the promoted edge) and the
+  reason read from each side (``reason``, ``received``), so ``kgr promote --explain KEY`` shows the
+  move from either side.
 - **Later staging** of DROP's name lands on KEEP: ``stage_entities`` reports rows whose node has
   ``merged_into`` and staging re-keys them before writing votes (:mod:`kgr.store.staging`); a
   chunk's MENTIONS of DROP go to KEEP (``finish_chunk``). No query is added to staging's path.
@@ -313,17 +314,17 @@ class _Moves:
         return sorted(out, key=lambda m: m.old_key)
 
     def decisions(self, report: list[MergedEdge]) -> list[dict]:
-        """A ``merge`` decision under each old key, and under each new key it moved to."""
+        """One ``merge`` decision per moved edge, about its old key and the new key it moved to."""
         rows = []
         for m in report:
             inputs = json.dumps({"merge": {"keep": self.keep, "drop": self.drop}, **m.model_dump()}, sort_keys=True)
-            why = (f"self-loop after {self.reason}: rejected, not moved" if m.outcome == "self_loop"
-                   else f"{self.reason}: moved to {m.new_key} ({m.outcome})")
-            rows.append({"id": uuid.uuid4().hex, "key": m.old_key, "action": "merge", "round": self.version,
-                         "reason": why, "inputs": inputs})
-            if m.new_key is not None:
-                rows.append({"id": uuid.uuid4().hex, "key": m.new_key, "action": "merge", "round": self.version,
-                             "reason": f"{self.reason}: received {m.old_key} ({m.outcome})", "inputs": inputs})
+            if m.new_key is None:
+                rows.append({"id": uuid.uuid4().hex, "key": m.old_key, "action": "merge", "round": self.version,
+                             "reason": f"self-loop after {self.reason}: rejected, not moved", "inputs": inputs})
+                continue
+            rows.append({"id": uuid.uuid4().hex, "key": m.old_key, "new_key": m.new_key, "action": "merge",
+                         "round": self.version, "reason": f"{self.reason}: moved to {m.new_key} ({m.outcome})",
+                         "received": f"{self.reason}: received {m.old_key} ({m.outcome})", "inputs": inputs})
         return rows
 
 

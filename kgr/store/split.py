@@ -157,15 +157,14 @@ def _apply(tx: Tx, moves: Sequence[Move], edges: dict[str, list[dict]], *, versi
 
 
 def _decisions(mv: Move, rows: list[dict], work: list[tuple[dict, list, list]], version: int) -> list[dict]:
-    """A ``split`` decision under each moved edge's old key and one under its new key."""
+    """One ``split`` decision per moved edge, about its old key and its new key (each side's reason)."""
     out = []
     for r, (e, m, st) in zip(rows, work):
         inputs = json.dumps({"split": {"from": mv.src, "to": mv.dst}, "old_key": e["key"], "new_key": r["key"],
                              "moved": len(m), "stayed": len(st)}, sort_keys=True)
-        out.append({"id": uuid.uuid4().hex, "key": e["key"], "action": "split", "round": version,
-                    "reason": f"{mv.reason}: {len(m)} votes moved to {r['key']}", "inputs": inputs})
-        out.append({"id": uuid.uuid4().hex, "key": r["key"], "action": "split", "round": version,
-                    "reason": f"{mv.reason}: received {len(m)} votes of {e['key']}", "inputs": inputs})
+        out.append({"id": uuid.uuid4().hex, "key": e["key"], "new_key": r["key"], "action": "split", "round": version,
+                    "reason": f"{mv.reason}: {len(m)} votes moved to {r['key']}",
+                    "received": f"{mv.reason}: received {len(m)} votes of {e['key']}", "inputs": inputs})
     return out
 
 

@@ -85,9 +85,14 @@ def test_votes_are_united_by_source(graph):
     assert entity(graph, KEEP)["aliases"] == res.aliases == ["Ada", "Ada Lovelace"]
     # one version of kind merge, with a decision on both sides of each moved edge
     assert list_versions(graph, 1)[0].kind == "merge" and res.version == current_state(graph)[0]
-    for k in (old_works, new_works):
+    for k, side in ((old_works, f"moved to {new_works}"), (new_works, f"received {old_works}")):
         dec = graph.read("decisions_for_edge", {"key": k})[0]["decisions"]
         assert [x["action"] for x in dec] == ["merge"] and json.loads(dec[0]["inputs"])["new_key"] == new_works
+        assert side in dec[0]["reason"]  # each key reads the move from its own side
+    # ... from one (:Decision) node per moved edge, about both keys
+    nodes = graph.driver.execute_query("MATCH (d:Decision {action: 'merge'}) RETURN d.edge_key AS old, d.new_key AS new "
+                                       "ORDER BY old").records
+    assert sorted((r["old"], r["new"]) for r in nodes) == sorted([(old_works, new_works), (old_knows, new_knows)])
 
 
 def test_votes_past_the_inline_limit(graph):
