@@ -103,6 +103,19 @@ def load(which: str, records: int) -> list[dict]:
     return out
 
 
+#: How a record's birth date is written (``--dates``): the data's ISO form, or as other sources write it.
+DATE_FORMATS = {"iso": "{y}-{m}-{d}", "compact": "{y}{m}{d}", "dmy": "{d}/{m}/{y}"}
+
+
+def rewrite_dates(rows: list[dict], form: str) -> list[dict]:
+    """``rows`` with each ISO birth date (``dob``, "1786-05-11") written in ``form`` of :data:`DATE_FORMATS`
+    (``compact`` "17860511", ``dmy`` "11/05/1786"); other values unchanged."""
+    def one(v: str) -> str:
+        parts = v.split("-")
+        return DATE_FORMATS[form].format(y=parts[0], m=parts[1], d=parts[2]) if len(parts) == 3 else v
+    return [{**r, "dob": one(r["dob"])} for r in rows]
+
+
 def triples(rows: list[dict], relations: tuple = RELATIONS) -> list[dict]:
     """Each record's triples (source = the record id)."""
     out = []
@@ -244,8 +257,10 @@ def main() -> None:
     ap.add_argument("--splink", action="store_true", help="also run splink (DuckDB)")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument("--dates", default="iso", choices=sorted(DATE_FORMATS),
+                    help="write birth dates as iso 1786-05-11, compact 17860511 or dmy 11/05/1786 (kgr and baseline)")
     args = ap.parse_args()
-    rows = load(args.set, args.records)
+    rows = rewrite_dates(load(args.set, args.records), args.dates)
     from kgr.model.canonical import canonical_name
 
     truth = {r["unique_id"]: r["cluster"] for r in rows}

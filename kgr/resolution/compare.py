@@ -22,9 +22,11 @@ agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type
     values): dates ``Y M D`` — 4 equal (TF); 3 the same year and month or day (or the two swapped);
     2 a year one digit apart with month and day equal; 1 the same year, or a year one digit apart with
     month or day equal, or two calendar dates at most :data:`CLOSE_DAYS` (365) apart ("1859 12 31" /
-    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. Other values — 4 equal
-    (TF); 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1 Jaro–Winkler ≥ 0.8; 0
-    otherwise. Level 0 is a **cannot-link** (:func:`values_differ`).
+    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. A date may be written
+    year first, day first with the year last, or as ``YYYYMMDD`` (:func:`_date`). Numbers — 4 equal
+    (TF); 1 one digit apart or two adjacent digits swapped ("2615" / "2651"); 0 otherwise. Other
+    values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1
+    Jaro–Winkler ≥ 0.8; 0 otherwise. Level 0 is a **cannot-link** (:func:`values_differ`).
 ``n:<REL><dir>``
     per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
     2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
@@ -77,11 +79,40 @@ def _jw(a: str, b: str) -> float:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _date(v: str) -> tuple[str, str, str] | None:
-    """A canonical value made of three digit runs, year first (``"1630 08 01"``, from ``1630-08-01``)."""
+    """A canonical value read as a date: ``(year, month, day)``, digit strings without leading zeros.
+
+    Three forms: three digit runs year first (``"1630 08 01"``, from ``1630-08-01``); three runs with
+    a four-digit year last (``"01 08 1630"``, from ``01/08/1630``: day first, unless only the month
+    first can be a date, ``"08 31 1630"``); eight digits ``YYYYMMDD`` of a year 1000-2999
+    (``"16300801"``, as record-linkage data often writes a birth date). As in the first form, a
+    typo'd month or day (``"16301301"``) still reads as a date, one that is no calendar day
+    (:func:`_day`). Anything else is no date.
+
+    >>> _date("1630 08 01"), _date("01 08 1630"), _date("08 31 1630"), _date("16300801"), _date("16301301")
+    (('1630', '8', '1'), ('1630', '8', '1'), ('1630', '8', '31'), ('1630', '8', '1'), ('1630', '13', '1'))
+    >>> _date("36300801"), _date("1630 08"), _date("1 2 3")
+    (None, None, None)
+    """
     toks = v.split(" ")
-    if len(toks) == 3 and all(_DIGITS.match(t) for t in toks) and len(toks[0]) >= 3:
-        return toks[0].lstrip("0") or "0", toks[1].lstrip("0") or "0", toks[2].lstrip("0") or "0"
-    return None
+    if len(toks) == 1 and len(v) == 8 and v.isdigit() and v[0] in "12":
+        toks = [v[:4], v[4:6], v[6:]]
+    if len(toks) != 3 or not all(_DIGITS.match(t) for t in toks):
+        return None
+    if len(toks[0]) < 3:
+        if len(toks[2]) != 4 or len(toks[1]) > 2:
+            return None
+        d, m = (toks[1], toks[0]) if int(toks[1]) > 12 >= int(toks[0]) else (toks[0], toks[1])
+        toks = [toks[2], m, d]
+    return toks[0].lstrip("0") or "0", toks[1].lstrip("0") or "0", toks[2].lstrip("0") or "0"
+
+
+def _digit_typo(a: str, b: str) -> bool:
+    """Two digit strings of one length that differ in one digit or by two adjacent digits swapped."""
+    if len(a) != len(b):
+        return False
+    diff = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                              and a[diff[1]] == b[diff[0]])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -131,7 +162,7 @@ def value_level(a: str, b: str) -> int:
             return 2
         return 1 if (typo and month_or_day) or _close(_day(a), _day(b)) else 0
     if _DIGITS.match(a) and _DIGITS.match(b):
-        return 0
+        return 1 if _digit_typo(a, b) else 0
     sim = _jw(a, b)
     ta, tb = set(a.split(" ")), set(b.split(" "))
     if sim >= 0.92 or ta <= tb or tb <= ta:
@@ -141,8 +172,9 @@ def value_level(a: str, b: str) -> int:
 
 def values_differ(a: str, b: str) -> bool:
     """Whether two values of a functional relation clearly differ (a cannot-link): their level is 0 —
-    dates in different years (not a one-digit typo apart) more than :data:`CLOSE_DAYS` apart, different
-    numbers, other values with Jaro–Winkler below 0.8 and neither's words a subset of the other's.
+    dates in different years (not a one-digit typo apart) more than :data:`CLOSE_DAYS` apart, numbers
+    more than a typo apart, other values with Jaro–Winkler below 0.8 and neither's words a subset of
+    the other's.
 
     >>> values_differ("1950 03 01", "1962 07 11"), values_differ("1950 03 01", "1950 07 11")
     (True, False)
@@ -150,6 +182,8 @@ def values_differ(a: str, b: str) -> bool:
     (True, False)
     >>> values_differ("2009 12 21", "2010 01 20"), values_differ("2009 12 21", "2011 01 21")
     (False, True)
+    >>> values_differ("19500301", "1950 03 01"), values_differ("2615", "2651"), values_differ("2615", "2715 1")
+    (False, False, True)
     """
     return a != b and value_level(a, b) == 0
 
