@@ -19,14 +19,10 @@ agreeing on "rhomas chudleigh" or a postcode. The comparisons of one entity type
     ("paper 12" / "paper 13"); a digit in one name only is a typo like any other ("hea6hcote").
 ``f:<REL>``
     per functional relation, on the values the units assert (:func:`value_level`, the best pair of
-    values): dates ``Y M D`` — 4 equal (TF); 3 the same year and month or day (or the two swapped);
-    2 a year one digit apart with month and day equal; 1 the same year, or a year one digit apart with
-    month or day equal, or two calendar dates at most :data:`CLOSE_DAYS` (365) apart ("1859 12 31" /
-    "1860 01 01": a year boundary is no evidence of two people); 0 otherwise. A date may be written
-    year first, day first with the year last, or as ``YYYYMMDD`` (:func:`_date`). Numbers — 4 equal
-    (TF); 1 one digit apart or two adjacent digits swapped ("2615" / "2651"); 0 otherwise. Other
-    values — 4 equal (TF); 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1
-    Jaro–Winkler ≥ 0.8; 0 otherwise. Level 0 is a **cannot-link** (:func:`values_differ`).
+    values; the levels are :mod:`kgr.resolution.values`'s): dates — 4 equal (TF) … 1 the same year, a
+    year one digit apart, or two calendar dates at most :data:`CLOSE_DAYS` (365) apart ("1859 12 31" /
+    "1860 01 01": a year boundary is no evidence of two people); numbers — 4 equal (TF), 1 a typo
+    apart; other values by Jaro–Winkler. Level 0 is a **cannot-link** (:func:`values_differ`).
 ``n:<REL><dir>``
     per other relation and direction (the :data:`MAX_NEIGHBOUR_RELATIONS` commonest of the type):
     2 a shared neighbour entity (TF: the rarest shared neighbour's frequency); 1 neighbours whose names
@@ -44,7 +40,6 @@ batches (``process.cpdist``) over the distinct value pairs, not pair by pair.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import re
 from collections import Counter
@@ -56,6 +51,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import JaroWinkler
 
 from kgr.resolution.units import Unit, key_name
+from kgr.resolution.values import CLOSE_DAYS, NO_DAY, day_ordinal, read_date, value_level, values_differ
 
 __all__ = ["Comparison", "ComparisonSet", "comparison_set", "value_level", "values_differ", "name_level",
            "MAX_NEIGHBOUR_RELATIONS", "NAME_LEVELS", "VALUE_LEVELS", "listed_apart"]
@@ -66,126 +62,11 @@ MAX_NEIGHBOUR_RELATIONS = 8
 NAME_LEVELS, VALUE_LEVELS = 6, 5
 #: Neighbours per side compared by name for the "near" level (the rest by key only).
 _NEAR_LIMIT = 6
-#: Two calendar dates at most this many days apart are close (level 1), never clearly different.
-CLOSE_DAYS = 365
-_NO_DAY = -(10 ** 9)  #: the ordinal of a value that is no calendar date
-_DIGITS = re.compile(r"^\d+$")
 _RUNS = re.compile(r"\d+")
 
 
 def _jw(a: str, b: str) -> float:
     return JaroWinkler.similarity(a, b)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _date(v: str) -> tuple[str, str, str] | None:
-    """A canonical value read as a date: ``(year, month, day)``, digit strings without leading zeros.
-
-    Three forms: three digit runs year first (``"1630 08 01"``, from ``1630-08-01``); three runs with
-    a four-digit year last (``"01 08 1630"``, from ``01/08/1630``: day first, unless only the month
-    first can be a date, ``"08 31 1630"``); eight digits ``YYYYMMDD`` of a year 1000-2999
-    (``"16300801"``, as record-linkage data often writes a birth date). As in the first form, a
-    typo'd month or day (``"16301301"``) still reads as a date, one that is no calendar day
-    (:func:`_day`). Anything else is no date.
-
-    >>> _date("1630 08 01"), _date("01 08 1630"), _date("08 31 1630"), _date("16300801"), _date("16301301")
-    (('1630', '8', '1'), ('1630', '8', '1'), ('1630', '8', '31'), ('1630', '8', '1'), ('1630', '13', '1'))
-    >>> _date("36300801"), _date("1630 08"), _date("1 2 3")
-    (None, None, None)
-    """
-    toks = v.split(" ")
-    if len(toks) == 1 and len(v) == 8 and v.isdigit() and v[0] in "12":
-        toks = [v[:4], v[4:6], v[6:]]
-    if len(toks) != 3 or not all(_DIGITS.match(t) for t in toks):
-        return None
-    if len(toks[0]) < 3:
-        if len(toks[2]) != 4 or len(toks[1]) > 2:
-            return None
-        d, m = (toks[1], toks[0]) if int(toks[1]) > 12 >= int(toks[0]) else (toks[0], toks[1])
-        toks = [toks[2], m, d]
-    return toks[0].lstrip("0") or "0", toks[1].lstrip("0") or "0", toks[2].lstrip("0") or "0"
-
-
-def _digit_typo(a: str, b: str) -> bool:
-    """Two digit strings of one length that differ in one digit or by two adjacent digits swapped."""
-    if len(a) != len(b):
-        return False
-    diff = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
-    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
-                              and a[diff[1]] == b[diff[0]])
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _day(v: str) -> int:
-    """The proleptic Gregorian ordinal of a canonical date value, or ``_NO_DAY`` (no calendar date:
-    not three digit runs, month 13, year 0 …)."""
-    d = _date(v)
-    if d is None:
-        return _NO_DAY
-    try:
-        return datetime.date(int(d[0]), int(d[1]), int(d[2])).toordinal()
-    except (ValueError, OverflowError):
-        return _NO_DAY
-
-
-def _close(x: int, y: int) -> bool:
-    return x != _NO_DAY and y != _NO_DAY and abs(x - y) <= CLOSE_DAYS
-
-
-def _one_digit_apart(a: str, b: str) -> bool:
-    return len(a) == len(b) and sum(map(str.__ne__, a, b)) == 1
-
-
-@functools.lru_cache(maxsize=1 << 18)
-def value_level(a: str, b: str) -> int:
-    """How alike two functional values (canonical names) are: 4 equal … 0 different (module docstring).
-
-    >>> value_level("1630 08 01", "1630 05 01"), value_level("1630 08 01", "1631 08 01")
-    (3, 2)
-    >>> value_level("1630 08 01", "1630 05 07"), value_level("1847 01 01", "1733 01 01")
-    (1, 0)
-    >>> value_level("1859 12 31", "1860 01 01"), value_level("1859 12 31", "1861 01 01")
-    (1, 0)
-    >>> value_level("devon", "west devon"), value_level("devon", "kent")
-    (3, 0)
-    """
-    if a == b:
-        return 4
-    da, db = _date(a), _date(b)
-    if da is not None and db is not None:
-        (ya, ma, dda), (yb, mb, ddb) = da, db
-        month_or_day = ma == mb or dda == ddb or (ma, dda) == (ddb, mb)
-        if ya == yb:
-            return 3 if month_or_day else 1
-        typo = _one_digit_apart(ya, yb)
-        if typo and (ma, dda) == (mb, ddb):
-            return 2
-        return 1 if (typo and month_or_day) or _close(_day(a), _day(b)) else 0
-    if _DIGITS.match(a) and _DIGITS.match(b):
-        return 1 if _digit_typo(a, b) else 0
-    sim = _jw(a, b)
-    ta, tb = set(a.split(" ")), set(b.split(" "))
-    if sim >= 0.92 or ta <= tb or tb <= ta:
-        return 3
-    return 1 if sim >= 0.8 else 0
-
-
-def values_differ(a: str, b: str) -> bool:
-    """Whether two values of a functional relation clearly differ (a cannot-link): their level is 0 —
-    dates in different years (not a one-digit typo apart) more than :data:`CLOSE_DAYS` apart, numbers
-    more than a typo apart, other values with Jaro–Winkler below 0.8 and neither's words a subset of
-    the other's.
-
-    >>> values_differ("1950 03 01", "1962 07 11"), values_differ("1950 03 01", "1950 07 11")
-    (True, False)
-    >>> values_differ("1847 01 01", "1733 01 01"), values_differ("1850 01 01", "1860 01 01")
-    (True, False)
-    >>> values_differ("2009 12 21", "2010 01 20"), values_differ("2009 12 21", "2011 01 21")
-    (False, True)
-    >>> values_differ("19500301", "1950 03 01"), values_differ("2615", "2651"), values_differ("2615", "2715 1")
-    (False, False, True)
-    """
-    return a != b and value_level(a, b) == 0
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -416,12 +297,12 @@ def _by_values(units: Sequence[Unit], i: np.ndarray, j: np.ndarray, rel: str) ->
 
 
 def _single_dates(sets: list) -> tuple[np.ndarray, ...]:
-    """Per value set: whether it is one date (:func:`_date`); its year's characters (code points, a row
+    """Per value set: whether it is one date (:func:`~kgr.resolution.values.read_date`); its year's characters (code points, a row
     per set, padded with 0) and length; codes of its year, and of its month and day (one code space,
-    so that a month compares with a day); its day ordinal (:func:`_day`)."""
-    dates = [_date(next(iter(s))) if s is not None and len(s) == 1 else None for s in sets]
+    so that a month compares with a day); its day ordinal (:func:`~kgr.resolution.values.day_ordinal`)."""
+    dates = [read_date(next(iter(s))) if s is not None and len(s) == 1 else None for s in sets]
     one = np.array([d is not None for d in dates], dtype=bool)
-    days = np.array([_day(next(iter(s))) if d is not None else _NO_DAY for s, d in zip(sets, dates)], dtype=np.int64)
+    days = np.array([day_ordinal(next(iter(s))) if d is not None else NO_DAY for s, d in zip(sets, dates)], dtype=np.int64)
     years = [d[0] if d else "" for d in dates]
     chars = np.array([*years, "0"], dtype=str).view(np.uint32).reshape(len(years) + 1, -1)[:-1]  # "0": never empty
     month_day = _codes([d[k] if d else "" for d in dates for k in (1, 2)])[0].reshape(-1, 2)
@@ -434,7 +315,7 @@ def _date_levels(dates: tuple[np.ndarray, ...], a: np.ndarray, b: np.ndarray) ->
     (ma, da), (mb, db) = month_day[a].T, month_day[b].T
     month_or_day = (ma == mb) | (da == db) | ((ma == db) & (da == mb))
     one_digit_apart = (length[a] == length[b]) & ((chars[a] != chars[b]).sum(axis=1) == 1)
-    close = (days[a] != _NO_DAY) & (days[b] != _NO_DAY) & (np.abs(days[a] - days[b]) <= CLOSE_DAYS)
+    close = (days[a] != NO_DAY) & (days[b] != NO_DAY) & (np.abs(days[a] - days[b]) <= CLOSE_DAYS)
     other_year = np.where(one_digit_apart & (ma == mb) & (da == db), 2, np.where((one_digit_apart & month_or_day) | close, 1, 0))
     level = np.where(year[a] == year[b], np.where(month_or_day, 3, 1), other_year)
     level[a == b] = 4  # one set, one value

@@ -1,5 +1,5 @@
 """The array form of the date comparison (``compare._date_levels``, the hot path of a functional
-date relation) gives exactly :func:`kgr.resolution.compare.value_level`'s levels, its reference."""
+date relation) gives exactly :func:`kgr.resolution.values.value_level`'s levels, its reference."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import itertools
 
 import numpy as np
 
-from kgr.resolution.compare import _date_levels, _single_dates, value_level
+from kgr.resolution.compare import _date_levels, _single_dates
+from kgr.resolution.values import value_level
 
 YEARS = ("1630", "1631", "1603", "1640", "1730", "630", "16300")
 MONTH_DAYS = (("08", "01"), ("01", "08"), ("08", "07"), ("05", "01"), ("05", "07"), ("01", "01"), ("12", "31"),
