@@ -285,7 +285,8 @@ class _Moves:
     def drop_sources(self) -> list[str]:
         """The sources of DROP's live pending edges that this merge moves or rejects (recorded on DROP
         as ``merged_sources``: what an unmerge moves back, :mod:`kgr.store.unmerge`)."""
-        return sorted({v["source"] for e in [*self.movers, *self.loops] for v in _votes_of(e)})
+        return sorted({src for e in [*self.movers, *self.loops]
+                       for src in [*(e["props"].get("sources") or []), *(n["source"] for n in e["overflow"])]})
 
     def entity_row(self, keep: dict, drop: dict, *, record: bool = True) -> dict:
         """The ``merge_*entities_write`` row of this merge, from the locked entity rows: KEEP's new
