@@ -9,7 +9,8 @@ dates must give exactly these levels):
   ``YYYYMMDD``) — 4 equal; 3 the same year and month or day (or the two swapped); 2 a year one
   digit apart with month and day equal; 1 the same year, or a year one digit apart with month or day
   equal, or two calendar dates at most :data:`CLOSE_DAYS` apart; 0 otherwise;
-- **numbers** (digit strings) — 4 equal; 1 one digit apart or two adjacent digits swapped; 0 otherwise;
+- **numbers** (digit strings) — 4 equal; 1 one digit apart or two adjacent digits swapped, at least
+  four digits long (a postcode, an id); 0 otherwise;
 - **other values** — 4 equal; 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1
   Jaro–Winkler ≥ 0.8; 0 otherwise.
 """
@@ -61,9 +62,14 @@ def read_date(v: str) -> tuple[str, str, str] | None:
     return toks[0].lstrip("0") or "0", toks[1].lstrip("0") or "0", toks[2].lstrip("0") or "0"
 
 
+#: The shortest number a typo is read in: shorter ones ("2" / "3", "100" / "109") differ, not misspell.
+MIN_TYPO_DIGITS = 4
+
+
 def _digit_typo(a: str, b: str) -> bool:
-    """Two digit strings of one length that differ in one digit or by two adjacent digits swapped."""
-    if len(a) != len(b):
+    """Two digit strings of one length, at least :data:`MIN_TYPO_DIGITS`, that differ in one digit or by
+    two adjacent digits swapped."""
+    if len(a) != len(b) or len(a) < MIN_TYPO_DIGITS:
         return False
     diff = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
     return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]

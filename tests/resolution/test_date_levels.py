@@ -54,6 +54,8 @@ def test_a_date_is_read_in_the_forms_record_data_writes_it():
 
 
 def test_numbers_a_typo_apart_are_no_cannot_link():
-    """Two numbers (a postcode, an id) one digit apart or with two adjacent digits swapped are level 1;
-    more than that, or of other lengths, level 0 (a cannot-link)."""
+    """Two numbers of four digits or more (a postcode, an id) one digit apart or with two adjacent digits
+    swapped are level 1; more than that, other lengths or shorter numbers, level 0 (a cannot-link)."""
     assert [value_level("2615", x) for x in ("2615", "2614", "2651", "2156", "26150", "3714")] == [4, 1, 1, 0, 0, 0]
+    # short numbers differ, they do not misspell each other (versions, counts)
+    assert value_level("2", "3") == 0 == value_level("100", "109") and value_level("1000", "1009") == 1
