@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from kgr.cli.main import app
 from kgr.engine import Engine
 from kgr.errors import KgrNotFound, KgrValidationError
-from kgr.model.canonical import entity_key
+from kgr.model.canonical import edge_key, entity_key
 from kgr.model.resolution import PairLabel
 from kgr.model.triples import TripleAssertion
 from kgr.store.admin import fingerprint
@@ -163,6 +163,14 @@ def test_split_moves_exactly_its_sources_votes(graph):
     assert (new, "BORN_ON", moved_dob) in current and (key, "BORN_ON", moved_dob) not in current
     assert (key, "LIVES_IN", "Place:bondi") in current
     check_hash(graph)
+    # the move is explained from both keys of the BORN_ON edge, by one (:Decision) node
+    old_dob, new_dob = edge_key(key, "BORN_ON", moved_dob), edge_key(new, "BORN_ON", moved_dob)
+    for k, side in ((old_dob, f"votes moved to {new_dob}"), (new_dob, f"received 2 votes of {old_dob}")):
+        why = [d for d in graph.read("decisions_for_edge", {"key": k})[0]["decisions"] if d["action"] == "split"]
+        assert len(why) == 1 and side in why[0]["reason"], (k, why)
+    nodes = graph.driver.execute_query("MATCH (d:Decision {action: 'split', edge_key: $k}) RETURN d.new_key AS n",
+                                       k=old_dob).records
+    assert [r["n"] for r in nodes] == [new_dob]
     # the split key survives the CLI's key normalisation, and nothing conflicts any more
     res = CliRunner().invoke(app, ["split", new.upper().replace("PERSON", "Person"), "--json"])
     assert res.exit_code == 0, res.output
