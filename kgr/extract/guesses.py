@@ -165,8 +165,8 @@ def _kind(tok: str, code: bool) -> str:
         return "modifier"
     if _WORD_ALTERNATION.fullmatch(tok) or _PATH.fullmatch(tok):
         return "modifier"
-    if _VERSION.fullmatch(tok):
-        return "number"
+    if _VERSION.fullmatch(tok) or tok.isdigit():
+        return "number"  # in backticks too: "Require node `20`" names a version, not a thing
     if tok.isalpha() and tok.isupper() and len(tok) > 3 and (not has_lexicon() or is_common_word(tok)):
         return "lower"  # "LOCK", "DELETE", "ENGINE": a shouted word, unless the word list knows it is no word
     if _ACRONYMS.fullmatch(tok):

@@ -372,7 +372,7 @@ class RulesExtractor:
             return mentions
         me = cls._title_mention(own[1], own[2], schema)
         me.start = own[0]
-        return [me, *mentions]
+        return [*mark_possessives(masked, [me]), *mentions]  # "Glob's logo was created by": the logo's maker
 
     @classmethod
     def _written_in(cls, masked: str, mentions: list[Mention], title: str | None, schema: KGSchema):

@@ -12,8 +12,10 @@ found, first match wins, in:
    block), markup and leading or trailing symbols (emoji) stripped — when it names something: a
    heading "<Name> - <tagline>" (also ``—``, ``–``, ``:``) gives the name before the dash, and a
    heading that reads as a phrase (:func:`is_tagline`: "Charset Detection, for Everyone", "Docker SDK
-   for Python", "OpenAI Python API library") is no title, so the next rule answers; a heading that
-   begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``) gives that name;
+   for Python", "OpenAI Python API library") or names a section (its words all in
+   :data:`GENERIC_STEMS`: "Introduction", "About") is no title, so the next rule answers; a heading
+   that begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``), or ends
+   with it after lowercase words ("packaged angular" in ``angular.md``), gives that name;
 4. the file's name without its file-type suffixes (:data:`FILE_SUFFIXES`: ``.md.txt`` goes, the dots of
    ``http.client`` or ``libpango-1.0-0`` stay) and without the words that name a kind of file
    (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG``, ``copyright``, ``man`` ...:
@@ -32,6 +34,10 @@ True
 'charset-normalizer'
 >>> document_title(Document(id="d", path="/x/README.md", text="Distro - an OS platform information API\\n==="))
 'Distro'
+>>> document_title(Document(id="d", path="/x/bluebird.md", text="# Introduction\\n\\nBluebird is a promise library."))
+'bluebird'
+>>> document_title(Document(id="d", path="/x/angular.md", text="# packaged angular"))
+'angular'
 """
 
 from __future__ import annotations
@@ -117,6 +123,8 @@ def _heading(head: str) -> str | None:
             title = _EDGE_SYMBOLS.sub("", title).strip() or title
             if m := _NAME_DASH.match(title):
                 title = (m.group(1) or m.group(2)).strip()
+            if all(w.casefold() in GENERIC_STEMS for w in title.split()):
+                return None  # a section's name ("Introduction", "About"), not the document's
             return None if is_tagline(title) else title
     return None
 
@@ -154,5 +162,8 @@ def document_title(document: Any) -> str | None:
     if title := _heading(FENCE.sub("", head)):  # a shell comment in a fence is no heading
         if stem and title.casefold().startswith(stem.casefold() + " "):
             return title[:len(stem)]  # "Pydantic Validation" in pydantic.md: the name, not its product line
+        before, _, last = title.rpartition(" ")
+        if stem and last.casefold() == stem.casefold() and before.islower():
+            return last  # "packaged angular" in angular.md: the name, after words about it
         return title
     return _clean(stem) if stem else None
