@@ -1,4 +1,4 @@
-"""Document loaders: .txt, .md, .jsonl and .pdf files and directories, streamed one document at a time.
+"""Document loaders: .txt, .md, .rst, .jsonl and .pdf files and directories, streamed one document at a time.
 
 Conventions
 -----------
@@ -68,7 +68,7 @@ __all__ = [
 log = logging.getLogger("kgr.ingest")
 
 #: File extensions the loaders handle (lowercase, with the dot).
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", ".pdf")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".jsonl", ".pdf")
 #: Default longest document (characters) before a text file is split into parts.
 DEFAULT_MAX_DOCUMENT_CHARS = 8_000_000
 #: A JSONL line longer than this (bytes) is reported and skipped without being held in memory.
@@ -337,7 +337,7 @@ def load_file(
     on_error: Callable[[LoadIssue], None] | None = None,
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """Yield the documents of one file (one for .txt/.md/.pdf, one per line for .jsonl).
+    """Yield the documents of one file (one for .txt/.md/.rst/.pdf, one per line for .jsonl; .rst is read as text).
 
     Raises
     ------

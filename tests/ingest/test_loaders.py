@@ -14,6 +14,7 @@ import pytest
 from kgr.errors import KgrValidationError
 from kgr.ingest.chunking import ChunkingConfig, iter_chunks
 from kgr.ingest.loaders import Document, LoadIssue, iter_documents, iter_files, load_file, text_document
+from kgr.ingest.titles import document_title
 from kgr.ingest.unique_ids import duplicate_ids, require_unique_ids
 
 
@@ -70,6 +71,18 @@ def test_txt_and_md(tmp_path):
     assert a.id == (tmp_path / "a.txt").resolve().as_posix() and a.path == str(tmp_path / "a.txt")
     assert a.metadata == {"format": "txt"}
     assert b.metadata == {"format": "md"} and b.text.startswith("# Title")
+
+
+def test_rst_is_read_as_text(tmp_path):
+    """reStructuredText (a Python project's README, its docs) is read as plain text, not skipped."""
+    (tmp_path / "README.rst").write_text("Requests\n========\n\n**Requests** is simple.\n", encoding="utf-8")
+    (tmp_path / "notes.docx").write_text("x", encoding="utf-8")
+    skipped: list[str] = []
+    assert [p.name for p in iter_files(tmp_path, on_skip=lambda p: skipped.append(p.name))] == ["README.rst"]
+    assert skipped == ["notes.docx"]
+    (doc,) = iter_documents(tmp_path)
+    assert doc.metadata == {"format": "txt"} and doc.text.startswith("Requests\n====")
+    assert document_title(doc) == "Requests"
 
 
 def test_jsonl_documents_and_bad_lines(tmp_path):
