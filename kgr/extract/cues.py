@@ -7,8 +7,9 @@
   compliance with the License", "WITHOUT WARRANTIES …") states no relation of the document's
   software; its sentences are read for nothing.
 - :func:`negated`: a relation is not asserted when its clause carries a negation, a change that
-  removes it, or a hedge: "does not require numpy", "Drop support for Python 3.8", "Support for
-  (p)nacl has been removed", "no longer depends on", "may depend on", "X instead of Y" (for Y). The
+  removes it, or a hedge or a future: "does not require numpy", "Drop support for Python 3.8",
+  "Support for (p)nacl has been removed", "no longer depends on", "may depend on", "support for new
+  Python versions will be added", "X instead of Y" (for Y). The
   clause is the stretch between clause boundaries (``;``, ``:``, dashes, brackets, "but",
   "although", "whereas", "while", "except") around the trigger and both ends, cut after the last
   end at a comma or a relative clause ("Zuse designed the Z3, which Babbage never designed" asserts
@@ -36,7 +37,7 @@ _NEGATION = re.compile(
     r"\b(?:not|no|never|without|nor|neither|cannot|can't|don't|doesn't|isn't|aren't|won't|wasn't|n't|"
     r"no\s+longer|any\s*more|instead\s+of|rather\s+than|drop(?:s|ped|ping)?|remov(?:e|es|ed|ing|al)|"
     r"deprecat(?:e|es|ed|ing|ion)|disabl(?:e|es|ed|ing)|re-disable|stop(?:s|ped|ping)?|lack(?:s|ing)?|"
-    r"los(?:e|es|t|ing)|obsolete|unused|formerly|used\s+to|may|might|could|would|should|if|unless|whether|"
+    r"los(?:e|es|t|ing)|obsolete|unused|formerly|used\s+to|may|might|could|would|should|will|if|unless|whether|"
     r"avoid(?:s|ed)?|replac(?:e|es|ed|ing)|revert(?:s|ed)?|unsupported|incompatible|except)\b",
     re.IGNORECASE,
 )

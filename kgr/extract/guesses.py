@@ -226,6 +226,8 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             run.pop(0)
         if run and run[0][0] == first and _english_opening(run, masked):
             run.clear()
+        if len(run) == 1 and run[0][2].isalpha() and run[0][2].isupper() and len(run[0][2]) <= 3:
+            run.clear()  # "The SDK is …": the head dropped, a lone acronym is left, a generic term
         if run:
             s, e = run[0][0], run[-1][1]
             words = [w for _, _, w in run]
