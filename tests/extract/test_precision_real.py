@@ -262,11 +262,11 @@ def test_an_acronym_opens_the_guessed_name_it_stands_before():
 
 @pytest.mark.parametrize("census, counts", [("census_eleventh.jsonl", (37, 33)), ("census_twelfth.jsonl", (8, 3)),
                                             ("census_thirteenth.jsonl", (16, 13)), ("census_fourteenth.jsonl", (20, 16)),
-                                            ("census_fifteenth.jsonl", (65, 61))])
+                                            ("census_fifteenth.jsonl", (65, 61)), ("census_sixteenth.jsonl", (2, 2))])
 def test_a_census_reads_stay_read_and_its_errors_stay_out(census, counts):
     """The blind censuses of `kgr ingest` (docs/extract.md; eleventh: 835 AppStream descriptions,
     twelfth: 300 man pages, thirteenth: 151 Debian changelogs, fourteenth: 97 npm READMEs, fifteenth: 112
-    PyPI long descriptions): every staged
+    PyPI long descriptions, sixteenth: 207 man pages): every staged
     edge with the sentence it quoted (after the ``heading`` it depends on, when one is recorded), the
     document's title as the ingest found it (``title``) and the judgment made blind. The extractor as
     `kgr ingest` runs it (abstention on, guided rounds) still reads the right ones from their sentence
