@@ -314,9 +314,17 @@ def _date_levels(dates: tuple[np.ndarray, ...], a: np.ndarray, b: np.ndarray) ->
     _, chars, length, year, month_day, days = dates
     (ma, da), (mb, db) = month_day[a].T, month_day[b].T
     month_or_day = (ma == mb) | (da == db) | ((ma == db) & (da == mb))
-    one_digit_apart = (length[a] == length[b]) & ((chars[a] != chars[b]).sum(axis=1) == 1)
+    ca, cb = chars[a], chars[b]
+    diff = ca != cb
+    n_diff = diff.sum(axis=1)
+    # a year a typo apart: one digit changed, or two adjacent digits swapped ("1956" / "1965")
+    k = diff.argmax(axis=1)
+    nxt = np.minimum(k + 1, chars.shape[1] - 1)
+    rows = np.arange(len(a))
+    swapped = (n_diff == 2) & diff[rows, nxt] & (ca[rows, k] == cb[rows, nxt]) & (ca[rows, nxt] == cb[rows, k])
+    typo = (length[a] == length[b]) & ((n_diff == 1) | swapped)
     close = (days[a] != NO_DAY) & (days[b] != NO_DAY) & (np.abs(days[a] - days[b]) <= CLOSE_DAYS)
-    other_year = np.where(one_digit_apart & (ma == mb) & (da == db), 2, np.where((one_digit_apart & month_or_day) | close, 1, 0))
+    other_year = np.where(typo & (ma == mb) & (da == db), 2, np.where((typo & month_or_day) | close, 1, 0))
     level = np.where(year[a] == year[b], np.where(month_or_day, 3, 1), other_year)
     level[a == b] = 4  # one set, one value
     return level

@@ -6,9 +6,10 @@ The levels (the ``f:<REL>`` comparison of :mod:`kgr.resolution.compare`, whose a
 dates must give exactly these levels):
 
 - **dates** ``(year, month, day)`` (:func:`read_date`: year first, day first with the year last, or
-  ``YYYYMMDD``) — 4 equal; 3 the same year and month or day (or the two swapped); 2 a year one
-  digit apart with month and day equal; 1 the same year, or a year one digit apart with month or day
-  equal, or two calendar dates at most :data:`CLOSE_DAYS` apart; 0 otherwise;
+  ``YYYYMMDD``) — 4 equal; 3 the same year and month or day (or the two swapped); 2 a year a typo
+  apart (a digit changed or two adjacent digits swapped) with month and day equal; 1 the same year,
+  or a year a typo apart with month or day equal, or two calendar dates at most :data:`CLOSE_DAYS`
+  apart; 0 otherwise;
 - **numbers** (digit strings) — 4 equal; 1 one digit apart or two adjacent digits swapped, at least
   four digits long (a postcode, an id); 0 otherwise;
 - **other values** — 4 equal; 3 Jaro–Winkler ≥ 0.92 or one's words a subset of the other's; 1
@@ -66,14 +67,18 @@ def read_date(v: str) -> tuple[str, str, str] | None:
 MIN_TYPO_DIGITS = 4
 
 
-def _digit_typo(a: str, b: str) -> bool:
-    """Two digit strings of one length, at least :data:`MIN_TYPO_DIGITS`, that differ in one digit or by
-    two adjacent digits swapped."""
-    if len(a) != len(b) or len(a) < MIN_TYPO_DIGITS:
+def _typo(a: str, b: str) -> bool:
+    """Two strings of one length that differ in one character or by two adjacent characters swapped."""
+    if len(a) != len(b):
         return False
     diff = [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
     return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
                               and a[diff[1]] == b[diff[0]])
+
+
+def _digit_typo(a: str, b: str) -> bool:
+    """Two digit strings at least :data:`MIN_TYPO_DIGITS` long a :func:`_typo` apart."""
+    return len(a) >= MIN_TYPO_DIGITS and _typo(a, b)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -93,10 +98,6 @@ def _close(x: int, y: int) -> bool:
     return x != NO_DAY and y != NO_DAY and abs(x - y) <= CLOSE_DAYS
 
 
-def _one_digit_apart(a: str, b: str) -> bool:
-    return len(a) == len(b) and sum(map(str.__ne__, a, b)) == 1
-
-
 @functools.lru_cache(maxsize=1 << 18)
 def value_level(a: str, b: str) -> int:
     """How alike two functional values (canonical names) are: 4 equal … 0 different (module docstring).
@@ -109,6 +110,8 @@ def value_level(a: str, b: str) -> int:
     (1, 0)
     >>> value_level("devon", "west devon"), value_level("devon", "kent")
     (3, 0)
+    >>> value_level("1956 04 12", "1965 04 12"), value_level("1956 04 12", "1965 11 30")
+    (2, 0)
     """
     if a == b:
         return 4
@@ -118,7 +121,7 @@ def value_level(a: str, b: str) -> int:
         month_or_day = ma == mb or dda == ddb or (ma, dda) == (ddb, mb)
         if ya == yb:
             return 3 if month_or_day else 1
-        typo = _one_digit_apart(ya, yb)
+        typo = _typo(ya, yb)  # a digit changed or two adjacent digits swapped ("1956" / "1965")
         if typo and (ma, dda) == (mb, ddb):
             return 2
         return 1 if (typo and month_or_day) or _close(day_ordinal(a), day_ordinal(b)) else 0

@@ -10,7 +10,7 @@ import numpy as np
 from kgr.resolution.compare import _date_levels, _single_dates
 from kgr.resolution.values import value_level
 
-YEARS = ("1630", "1631", "1603", "1640", "1730", "630", "16300")
+YEARS = ("1630", "1631", "1603", "1640", "1730", "6130", "1360", "630", "16300")  # swaps: 1603, 6130, 1360
 MONTH_DAYS = (("08", "01"), ("01", "08"), ("08", "07"), ("05", "01"), ("05", "07"), ("01", "01"), ("12", "31"),
               ("13", "01"))  # a year boundary (close dates), and no calendar date
 DATES = [f"{y} {m} {d}" for y in YEARS for m, d in MONTH_DAYS]
@@ -25,6 +25,9 @@ def test_the_date_levels_in_arrays_equal_value_level_on_every_pair():
     want = [value_level(DATES[x], DATES[y]) for x, y in zip(a.tolist(), b.tolist())]
     assert got == want
     assert set(want) == {0, 1, 2, 3, 4}  # every level is met
+    # a year with two adjacent digits swapped is a typo, like one digit changed; two swaps are not
+    assert value_level("1630 08 01", "1603 08 01") == 2 == value_level("1630 08 01", "6130 08 01")
+    assert value_level("1630 08 01", "6103 08 01") == 0
     # close across a year boundary (level 1, no cannot-link), unless either is no calendar date
     assert value_level("1630 12 31", "1631 01 01") == 1 and value_level("1630 13 05", "1631 01 01") == 0
 
