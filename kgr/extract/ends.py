@@ -26,13 +26,16 @@ Each rule abstains (precision first) where a name stands near a trigger without 
   ones in the text after it ("License: GPL-3+ On Debian systems the full text of the GNU General
   Public License …"); and none when that text speaks of a part ("*This file* is dual-licensed",
   "*These scripts* are free software").
+- :func:`said_of_another`: a trigger in a relative clause of another noun is not said of the subject
+  ("X … to *architectures that* support Y", "Xarray bundles portions of *CPython, which* is available
+  under the PSF License").
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["readings", "left_subject_ok", "right_object_ok", "participle_of_noun", "license_chain"]
+__all__ = ["readings", "left_subject_ok", "right_object_ok", "participle_of_noun", "license_chain", "said_of_another"]
 
 _PRONOUN = re.compile(r"\b(?:it|they|he|she|we|you|i)\b")
 _PREPOSITION_BEFORE = re.compile(
@@ -175,3 +178,22 @@ def license_chain(text: str, spans: list[tuple[int, int]], label: int = 0, opene
         out.append((s, e))
         at = e
     return out
+
+
+#: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
+_RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
+#: A relative clause opened after a comma: ", which is available under".
+_COMMA_RELATIVE = re.compile(r"""["'”’)]?\s*,\s*(?:which|that|who)\b""", re.IGNORECASE)
+
+
+def said_of_another(masked: str, end: int, ts: int, names: list[tuple[int, int]]) -> bool:
+    """Whether the trigger at ``ts`` is in a relative clause of another noun than the subject ending at
+    ``end``: a relative pronoun right before the trigger whose antecedent is the word before it ("X …
+    to architectures *that* support Y"), or a relative clause opened right after another name (one of
+    ``names``, the spans of the sentence's mentions and guesses: "Xarray bundles portions of *CPython,
+    which* is available under the PSF License"). "Xarray, which is licensed under …" and "Flask is a
+    framework, which …" keep their subject."""
+    if _RELATIVE.search(masked, end, ts):
+        return True
+    return any(end <= s and e < ts and _COMMA_RELATIVE.match(masked, e) is not None
+               and masked.find(",", e, ts) >= 0 for s, e in names)

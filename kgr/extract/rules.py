@@ -70,7 +70,7 @@ from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
 from kgr.extract.carried import SELF, feature_objects, labelled
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
-from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok
+from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok, said_of_another
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
 from kgr.extract.guidance import guided_types
 from kgr.extract.pairs import Mention, close, find_pair, mark_possessives, resolve_overlaps, shared_subject
@@ -92,20 +92,6 @@ _CODE = re.compile(r"`+[^`]+`+")
 _ARTICLE = re.compile(r"\s*(?:(?:the|a|an|both|all|its|their|optional|full|native)\s+)*", re.IGNORECASE)
 #: Tokens at most between a relation's left end and its trigger, and between the trigger and its right end.
 MAX_LEFT_GAP, MAX_RIGHT_GAP = 8, 5
-#: A word that opens a relative clause whose antecedent is the word before it ("architectures that support").
-_RELATIVE = re.compile(r"\w[\w-]*\s+(?:that|which|who)\s+$")
-#: A relative clause opened after a comma: ", which is available under".
-_COMMA_RELATIVE = re.compile(r"""["'”’)]?\s*,\s*(?:which|that|who)\b""", re.IGNORECASE)
-
-
-def _relative_of_name(masked: str, end: int, ts: int, names: list[tuple[int, int]]) -> bool:
-    """Whether a relative clause between a subject ending at ``end`` and its trigger at ``ts`` opens
-    right after another name (one of ``names``, spans of the sentence's mentions and guesses): the
-    clause is said of that name ("Xarray bundles portions of CPython, which is available under the PSF
-    License"), not of the subject ("Xarray, which is licensed under …" and "Flask is a framework,
-    which …" keep theirs)."""
-    return any(end <= s and e < ts and _COMMA_RELATIVE.match(masked, e) is not None
-               and masked.find(",", e, ts) >= 0 for s, e in names)
 #: After a trigger noun: what provides it is not its subject.
 _PROVIDED_BY = re.compile(r"\s+(?:is|are)\s+(?:provided|offered|implemented)\s+by\b", re.IGNORECASE)
 #: Between a trigger and its right end: a coordinator first ("formats that PIL supports and ANSI
@@ -475,10 +461,8 @@ class RulesExtractor:
             lm = left[-1][0]
             left_ok = close(masked, lm.end, ts, MAX_LEFT_GAP) and left_subject_ok(
                 masked, lm.start, lm.end, ts, te, masked[ts:te], lm.own)
-            if left is subjects and left_ok and _RELATIVE.search(masked[left[-1][0].end:ts]):
-                left_ok = False  # "X … to architectures that support Y": the clause's subject is not X
-            if left is subjects and left_ok and _relative_of_name(masked, lm.end, ts, ends_at):
-                left_ok = False  # "X bundles CPython, which is available under Y": said of CPython
+            if left is subjects and left_ok and said_of_another(masked, lm.end, ts, ends_at):
+                left_ok = False  # "X … to architectures that support Y", "X bundles CPython, which is …"
             if left is subjects and not left_ok:  # the clause's subject, shared with an earlier predicate?
                 shared = shared_subject(masked, [*mentions, *guesses], ts, dom, widened, comp.roles)
                 subjects, left_ok = ([shared], True) if shared is not None else (subjects, False)
