@@ -99,7 +99,7 @@ def _verifier(verify: VerifyChoice, cfg):  # noqa: ANN001, ANN202 - IngestConfig
 
 def _exit_status(report, paths: list[Path]) -> None:  # noqa: ANN001 - an IngestReport
     if report.documents == 0:
-        err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .rst, .jsonl "
+        err.print(f"Error: nothing to ingest under {', '.join(str(p) for p in paths)} (kgr reads .txt, .md, .rst, .html, .jsonl "
                   "and .pdf files" + (f"; {len(report.load_issues)} could not be read" if report.load_issues else "")
                   + ")", markup=False, soft_wrap=True)
         raise typer.Exit(2)
@@ -148,7 +148,7 @@ def _stop_now(progress: IngestProgress, message: str, code: int) -> None:
 
 @app.command()
 @errors_to_exit
-def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .rst .jsonl .pdf).")],
+def ingest(paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt .md .rst .html .jsonl .pdf).")],
            schema: Annotated[Path | None, typer.Option("--schema", help=(
                "KG schema JSON file (stored in the graph on first use); default: the graph's schema."))] = None,
            extractor: Annotated[str | None, typer.Option(

@@ -106,7 +106,7 @@ def _served_schema(path: Path | None):  # noqa: ANN202 - KGSchema | None (import
 @app.command("agent")
 @errors_to_exit
 def agent(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt, .md, .rst, .jsonl, .pdf).")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files or directories (.txt, .md, .rst, .html, .jsonl, .pdf).")],
     model: Annotated[str, typer.Option(help="litellm model name, e.g. openai/gpt-4o-mini.")],
     api_base: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key (default: the provider's own).")] = None,

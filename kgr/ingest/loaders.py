@@ -1,4 +1,4 @@
-"""Document loaders: .txt, .md, .rst, .jsonl and .pdf files and directories, streamed one document at a time.
+"""Document loaders: .txt, .md, .rst, .html, .jsonl and .pdf files and directories, streamed one document at a time.
 
 Conventions
 -----------
@@ -48,6 +48,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kgr.errors import KgrValidationError
+from kgr.ingest.html_text import HtmlText
 from kgr.model.jsontext import loads_strict
 
 __all__ = [
@@ -68,7 +69,7 @@ __all__ = [
 log = logging.getLogger("kgr.ingest")
 
 #: File extensions the loaders handle (lowercase, with the dot).
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".jsonl", ".pdf")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".html", ".htm", ".jsonl", ".pdf")
 #: Default longest document (characters) before a text file is split into parts.
 DEFAULT_MAX_DOCUMENT_CHARS = 8_000_000
 #: A JSONL line longer than this (bytes) is reported and skipped without being held in memory.
@@ -153,9 +154,12 @@ def _read_error(path: Path, exc: OSError) -> KgrValidationError:
     return KgrValidationError(f"cannot read {path}: {exc.strerror or exc}")
 
 
-def _iter_text_parts(path: Path, max_chars: int) -> Iterator[str]:
-    """Decode ``path`` incrementally; yield its text whole, or in parts of at most ``max_chars`` cut at blank lines."""
+def _iter_text_parts(path: Path, max_chars: int, html: bool = False) -> Iterator[str]:
+    """Decode ``path`` incrementally (with ``html``, converted to text as it is read:
+    :class:`~kgr.ingest.html_text.HtmlText`); yield its text whole, or in parts of at most ``max_chars``
+    cut at blank lines."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
+    converter = HtmlText() if html else None
     buf: list[str] = []
     size = 0
     offset = 0
@@ -168,6 +172,9 @@ def _iter_text_parts(path: Path, max_chars: int) -> Iterator[str]:
                 except UnicodeDecodeError as exc:
                     raise _decode_error(path, exc, offset) from exc
                 offset += len(block)
+                if converter is not None:
+                    converter.feed(piece)
+                    piece = converter.take() if block else converter.take() + converter.finish()
                 if piece:
                     buf.append(piece)
                     size += len(piece)
@@ -189,7 +196,7 @@ def _iter_text_parts(path: Path, max_chars: int) -> Iterator[str]:
 
 
 def _load_text(path: Path, fmt: str, max_chars: int) -> Iterator[Document]:
-    parts = (p for p in _iter_text_parts(path, max_chars) if p.strip())
+    parts = (p for p in _iter_text_parts(path, max_chars, html=fmt == "html") if p.strip())
     first = next(parts, None)
     if first is None:
         log.info("%s: empty file, nothing to load", path)
@@ -337,7 +344,8 @@ def load_file(
     on_error: Callable[[LoadIssue], None] | None = None,
     max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
 ) -> Iterator[Document]:
-    """Yield the documents of one file (one for .txt/.md/.rst/.pdf, one per line for .jsonl; .rst is read as text).
+    """Yield the documents of one file (one for .txt/.md/.rst/.html/.pdf, one per line for .jsonl; .rst is
+    read as text, .html converted to text: :mod:`kgr.ingest.html_text`).
 
     Raises
     ------
@@ -355,7 +363,8 @@ def load_file(
     elif suffix == ".pdf":
         yield from _load_pdf(p, report)
     else:
-        yield from _load_text(p, "md" if suffix in (".md", ".markdown") else "txt", max_document_chars)
+        fmt = "md" if suffix in (".md", ".markdown") else "html" if suffix in (".html", ".htm") else "txt"
+        yield from _load_text(p, fmt, max_document_chars)
 
 
 def _log_issue(issue: LoadIssue) -> None:

@@ -73,6 +73,40 @@ def test_txt_and_md(tmp_path):
     assert b.metadata == {"format": "md"} and b.text.startswith("# Title")
 
 
+HTML_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Flask — docs</title>
+<style>h1 { color: red }</style><script>var x = "<p>not text</p>";</script></head>
+<body><nav><a href="/">Home</a></nav><h1>Flask</h1>
+<p>Flask depends on <a href="https://werkzeug.palletsprojects.com">Werkzeug</a> &amp; Jinja.
+   It is   licensed under the BSD license.</p>
+<h2>Install</h2><ul><li>pip install flask<li>done</ul>
+<pre>def hello():
+    return "hi"</pre><p>Unclosed <b>bold
+</body></html>"""
+
+
+def test_html_is_converted_to_text(tmp_path):
+    """An HTML page is read as the text a reader sees: headings as Markdown lines (the first gives the
+    title), paragraphs and items on their own lines, scripts, styles and the <title> dropped,
+    entities decoded, <pre> kept as written; malformed markup does not stop it."""
+    (tmp_path / "flask.html").write_text(HTML_PAGE, encoding="utf-8")
+    (doc,) = iter_documents(tmp_path)
+    assert doc.metadata == {"format": "html"}
+    text = doc.text
+    assert text.startswith("Home\n\n# Flask\n\nFlask depends on Werkzeug & Jinja. It is licensed under the BSD license.")
+    assert "\n\n## Install\n\n- pip install flask\n- done\n" in text
+    assert '    return "hi"' in text and text.rstrip().endswith("Unclosed bold")
+    assert "not text" not in text and "color" not in text and "docs" not in text
+    assert document_title(doc) == "Flask"
+    # streamed: the same text when the page is read in blocks smaller than its tags
+    import kgr.ingest.loaders as loaders
+    small = loaders._READ_BLOCK
+    try:
+        loaders._READ_BLOCK = 7
+        assert next(iter_documents(tmp_path / "flask.html")).text == text
+    finally:
+        loaders._READ_BLOCK = small
+
+
 def test_rst_is_read_as_text(tmp_path):
     """reStructuredText (a Python project's README, its docs) is read as plain text, not skipped."""
     (tmp_path / "README.rst").write_text("Requests\n========\n\n**Requests** is simple.\n", encoding="utf-8")
