@@ -170,10 +170,10 @@ def test_files_no_loader_reads_are_counted_by_extension(kgr, tmp_path):
     corpus = tmp_path / "corpus"
     (corpus / "sub").mkdir(parents=True)
     (corpus / "a.txt").write_text("Konrad Zuse built the Z3.", encoding="utf-8")
-    for name in ("x.gz", "sub/y.gz", "z.GZ", "page.html", "table.csv", "Makefile", ".hidden.gz"):
+    for name in ("x.gz", "sub/y.gz", "z.GZ", "page.docx", "table.csv", "Makefile", ".hidden.gz"):
         (corpus / name).write_bytes(b"\x1f\x8b not read")
     res = kgr("ingest", str(corpus), "--schema", SCHEMA, "--json")
-    assert json.loads(res.stdout)["files_skipped"] == {".gz": 3, "(none)": 1, ".csv": 1, ".html": 1}
-    assert res.stderr.strip().splitlines()[-1] == "skipped 6 files with no loader: .gz ×3, (none), .html, .csv"
+    assert json.loads(res.stdout)["files_skipped"] == {".gz": 3, "(none)": 1, ".csv": 1, ".docx": 1}
+    assert res.stderr.strip().splitlines()[-1] == "skipped 6 files with no loader: .gz ×3, (none), .docx, .csv"
     res = kgr("ingest", str(corpus / "a.txt"), "--schema", SCHEMA)
     assert "with no loader" not in res.stderr + res.stdout
