@@ -174,7 +174,7 @@ def _iter_text_parts(path: Path, max_chars: int, html: bool = False) -> Iterator
                 offset += len(block)
                 if converter is not None:
                     converter.feed(piece)
-                    piece = converter.take() if block else converter.take() + converter.finish()
+                    piece = converter.take() if block else converter.finish()  # finish: close, then take
                 if piece:
                     buf.append(piece)
                     size += len(piece)
