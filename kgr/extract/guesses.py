@@ -13,7 +13,7 @@ A **guess** is a run of name-like tokens in a sentence (after :func:`kgr.extract
   list, only where a name is expected (the first word of a clause, or right after a trigger), and
   only when they are not common words;
 - never: acronyms of three letters or fewer and their plurals ("API", "CLI", "CA", "IDs" are generic
-  terms far more often than names), numbers, runs of common words alone, and a name cut short by an
+  terms far more often than names), numbers and words with a version glued on ("Perl5.005"), runs of common words alone, and a name cut short by an
   apostrophe ("Theodore Ts’o": the guess would be "Theodore Ts"), and a name that modifies a noun
   of design lineage ("the LZ77 family", "the Raft algorithm").
 
@@ -66,6 +66,9 @@ _WORD_ALTERNATION = re.compile(r"[A-Za-z][a-z]*(?:/[a-z]+)+")
 _PATH = re.compile(r"[\w.+-]*/[\w.+-]*/[\w./+-]*|[\w.+-]*/[\w+-]+\.[a-z]{1,4}")
 #: A version or a quantity, not a name: "v6b", "v2.1", "2.x", "128bit", "3rd".
 _VERSION = re.compile(r"v\d[\w.]*|\d+(?:\.\w+)+|\d+[a-z]{1,4}", re.IGNORECASE)
+#: A word with a dotted version glued on ("Perl5.005", "Python3.8"): a version of the word's thing, not
+#: a name of its own (the known name inside it is no mention either: :func:`kgr.extract.mentions.continues`).
+_FUSED_VERSION = re.compile(r"[A-Z][a-z]{2,}\d+(?:\.\d+)+")
 #: The last word of a legal document's name ("Runtime Library Exception", "Contributor License Agreement"),
 #: or a name followed by "licensed" ("an Apache2 licensed library"): a licence term, not software.
 _LEGAL_WORDS = frozenset("license licence exception agreement notice terms policy clause".split())
@@ -165,7 +168,7 @@ def _kind(tok: str, code: bool) -> str:
         return "modifier"
     if _WORD_ALTERNATION.fullmatch(tok) or _PATH.fullmatch(tok):
         return "modifier"
-    if _VERSION.fullmatch(tok) or tok.isdigit():
+    if _VERSION.fullmatch(tok) or tok.isdigit() or _FUSED_VERSION.fullmatch(tok):
         return "number"  # in backticks too: "Require node `20`" names a version, not a thing
     if tok.isalpha() and tok.isupper() and len(tok) > 3 and (not has_lexicon() or is_common_word(tok)):
         return "lower"  # "LOCK", "DELETE", "ENGINE": a shouted word, unless the word list knows it is no word

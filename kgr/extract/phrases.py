@@ -14,8 +14,9 @@
   version, compared case-insensitively; a variant that is a common English word counts only when
   "is"/"are" follows ("Hypothesis is …", not "Time passes").
 - :func:`modifier_of_product`: a standard or language directly before a product noun ("an SQL
-  database engine", "the IJG JPEG library", "the XML security library") modifies that noun; it is
-  no relation end of a closed type (:func:`kgr.extract.pairs.fits`).
+  database engine", "the IJG JPEG library", "the XML security library"), or before a noun naming an
+  API's members or parts ("HTML views", "a specific XML mechanism type", "the JFC/Swing component
+  architecture"), modifies that noun; it is no relation end of a closed type (:func:`kgr.extract.pairs.fits`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ _COPULA = re.compile(r"\s+(?:is|are)\s+(?:(?:also|now|still|just)\s+)?(?:a|an|th
 _PRODUCT_WORD = re.compile(r"\b" + _PRODUCT + r"\b", re.IGNORECASE)
 _FRAGMENT = re.compile(r"\s*(?:A|An)\s+[^,;:()]*$")
 _PRODUCT_AFTER = re.compile(r"\s+(?:[a-z][\w-]*\s+)?(?:database|engine|librar(?:y|ies)|servers?|clients?|framework|"
-                            r"toolkit|compiler|interpreter|applications?|drivers?|daemon)\b")
+                            r"toolkit|compiler|interpreter|applications?|drivers?|daemon|"
+                            # the members and parts of an API ("HTML views", "a specific XML mechanism type",
+                            # "the JFC/Swing component architecture"): the ninth sample's reference text
+                            r"views?|widgets?|components?|mechanisms?|classe?s|subclass(?:es)?|hooks?|interfaces?)\b")
 _PREFIX = re.compile(r"^(?:lib|python3?-|py)(?=[a-z0-9])", re.IGNORECASE)
 _SUFFIX = re.compile(r"(?:-(?:dev|perl|bin|common|utils|tools|doc|data|runtime|modules))+$|[-.\d]+$", re.IGNORECASE)
 _STARTWORD = re.compile(r"\s*([A-Za-z][\w+.-]*[\w+]|[A-Za-z])")

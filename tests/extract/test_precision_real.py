@@ -363,3 +363,20 @@ def test_a_relative_clause_of_another_name_a_lone_acronym_and_a_future():
     assert triples("The SDK is open-source and available under the MIT license.", "sentry-sdk") == set()
     assert triples("Support for new Python versions will be added.", "ujson") == set()
     assert triples("UltraJSON supports Python 3.9+.", "ujson") == {("UltraJSON", "SUPPORTS", "Python")}
+
+
+def test_a_version_glued_to_a_name_and_a_standard_naming_an_api_part():
+    """From the ninth sample (JDK API documentation and Perl POD, tuning material since the twentieth
+    session): "Perl5.005" is a version of Perl, not a piece of software it depends on (shaped names
+    with digits stay names); a standard before a noun naming an API's members or parts modifies it
+    ("HTML views", "a specific XML mechanism type"), as before a product noun."""
+    assert triples("This module needs Perl5.005 or better.", "File::GlobMapper") == set()
+    assert triples("Python3.8 is required.", "x") == set()
+    assert triples("Foo depends on libde265 and urllib3.", "foo") == {
+        ("Foo", "DEPENDS_ON", "libde265"), ("Foo", "DEPENDS_ON", "urllib3")}
+    title = "javax.xml.crypto.dsig.XMLSignatureFactory"
+    assert triples("Each instance of XMLSignatureFactory supports a specific XML mechanism type.", title) == set()
+    assert triples("Support for defining the visual characteristics of HTML views being rendered.", "StyleSheet") == set()
+    assert triples("It adds support for the JFC/Swing component architecture.", "javax.swing.JApplet") == set()
+    assert triples("XMLSignatureFactory supports XML.", title) == {("XMLSignatureFactory", "SUPPORTS", "XML")}
+    assert triples("Support for HTML.", "StyleSheet") == {("StyleSheet", "SUPPORTS", "HTML")}
