@@ -15,7 +15,10 @@ found, first match wins, in:
    for Python", "OpenAI Python API library") or names a section (its words all in
    :data:`GENERIC_STEMS`: "Introduction", "About") is no title, so the next rule answers; a heading
    that begins with the file's name and goes on ("Pydantic Validation" in ``pydantic.md``), or ends
-   with it after lowercase words ("packaged angular" in ``angular.md``), gives that name;
+   with it after lowercase words ("packaged angular" in ``angular.md``), gives that name; a heading
+   that names a kind of API element, then the element (a javadoc page's "Class Base64Variant", "Enum
+   Class JsonToken", "Package org.apache.commons.lang3") that the file's name spells too, gives the
+   element without its type parameters (not "Module Federation" in ``README.md``);
 4. the file's name without its file-type suffixes (:data:`FILE_SUFFIXES`: ``.md.txt`` goes, the dots of
    ``http.client`` or ``libpango-1.0-0`` stay) and without the words that name a kind of file
    (:data:`GENERIC_STEMS`: ``README``, ``index``, ``CHANGELOG``, ``copyright``, ``man`` ...:
@@ -38,6 +41,10 @@ True
 'bluebird'
 >>> document_title(Document(id="d", path="/x/angular.md", text="# packaged angular"))
 'angular'
+>>> document_title(Document(id="d", path="/x/a.b.Pair.html", text="# Class Pair<L, R>"))
+'Pair'
+>>> document_title(Document(id="d", path="/x/README.md", text="# Module Federation"))
+'Module Federation'
 """
 
 from __future__ import annotations
@@ -76,6 +83,9 @@ _ATX = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
 #: line's length, a paragraph-long line is common), this one reads a line once.
 _SETEXT = re.compile(r"^(?=[^\n]*?\w)([^\n]+)\n[ \t]{0,3}=+[ \t]*$", re.M)
 _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
+#: A javadoc page's heading: the kind of API element, then its name (type parameters after "<").
+_API_ELEMENT = re.compile(r"(?:(?:Enum|Record|Abstract)\s+)?(?:Class|Interface|Enum|Record|Annotation\s+(?:Interface|Type)|"
+                          r"Exception|Error|Package|Module)\s+([A-Za-z_$][\w$.]*)(?:<.*)?")
 _MARKS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")  # emphasis and code marks; "stack_data" keeps its "_"
 
 
@@ -160,6 +170,8 @@ def document_title(document: Any) -> str | None:
         return title
     stem = _stem_name(document.path)
     if title := _heading(FENCE.sub("", head)):  # a shell comment in a fence is no heading
+        if (m := _API_ELEMENT.fullmatch(title)) and m.group(1) in stem:
+            return m.group(1)  # "Class Base64Variant" in …Base64Variant.html: the class, not the phrase
         if stem and title.casefold().startswith(stem.casefold() + " "):
             return title[:len(stem)]  # "Pydantic Validation" in pydantic.md: the name, not its product line
         before, _, last = title.rpartition(" ")

@@ -105,3 +105,19 @@ def test_a_paragraph_long_line_is_read_in_linear_time():
 ])
 def test_a_file_name_loses_its_type_suffixes_not_the_dots_of_a_name(path, title):
     assert document_title(Document(id="d", path=path, text="Some text here.\n")) == title
+
+
+def test_a_javadoc_page_is_titled_by_its_element(tmp_path):
+    """The JDK's ``javadoc`` writes "Class X" / "Enum Class X" / "Package p" as a page's H1: the title is
+    the element the file is named after, type parameters dropped; a README's "Module Federation" stays."""
+    from kgr.ingest.loaders import load_file
+
+    page = tmp_path / "org.example.Pair.html"
+    page.write_text('<html><body><h1 title="Class Pair" class="title">Class Pair&lt;L,R&gt;</h1>'
+                    "<p>A pair of two elements.</p></body></html>", encoding="utf-8")
+    summary = tmp_path / "org.example.package-summary.html"
+    summary.write_text('<h1 class="title">Package org.example</h1><p>Tuples.</p>', encoding="utf-8")
+    readme = tmp_path / "README.md"
+    readme.write_text("# Module Federation\n\nShares modules.\n", encoding="utf-8")
+    titles = [document_title(d) for f in (page, summary, readme) for d in load_file(f)]
+    assert titles == ["Pair", "org.example", "Module Federation"]
