@@ -19,6 +19,9 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
   may well drop it).
 - The opening word may be lowercase ("- add support for C++Builder 3"); "It" and "This …" must be
   capitalised.
+- :func:`item_of_another`: none of it applies to a sentence of a list item that opens with another
+  project's name, linked or in bold, then a comma, colon or dash ("- [Geziyor](…), a fast web
+  crawling framework for Go. Supports JS rendering.": a README's list of related projects).
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
@@ -34,7 +37,7 @@ import re
 
 from kgr.extract.cues import line_label
 
-__all__ = ["SELF", "feature_objects", "labelled"]
+__all__ = ["SELF", "feature_objects", "labelled", "item_of_another"]
 
 SELF = re.compile(
     r"""\s*(?:(?i:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
@@ -94,3 +97,21 @@ def feature_objects(masked: str, spans: list[tuple[int, int]]) -> list[tuple[int
         if opening and noun and (masked[:s].strip() or not _BARE_END.fullmatch(masked, noun.end())):
             return [(s, e)]
     return []
+
+
+#: A list item opening with a name, linked or in bold, then a comma, colon or dash.
+_NAMED_ITEM = re.compile(r"[ \t]*[-*+][ \t]+(?:\[([^\]\n]{1,80})\]\([^)\n]*\)|\*\*([^*\n]{1,80})\*\*)[ \t]*[,:—–-]")
+
+
+def item_of_another(text: str, at: int, title: str | None) -> bool:
+    """Whether the sentence at offset ``at`` of ``text`` is in a list item (on its first line) that opens
+    with a name other than ``title`` (rule above): the title is no subject there.
+
+    >>> t = "- [Geziyor](https://x), a crawler for Go. Supports JS rendering."
+    >>> item_of_another(t, 42, "goquery"), item_of_another(t, 42, "Geziyor"), item_of_another("Supports JS.", 0, "x")
+    (True, False, False)
+    """
+    if not title:
+        return False
+    m = _NAMED_ITEM.match(text, text.rfind("\n", 0, at) + 1)
+    return m is not None and m.end() <= at and (m.group(1) or m.group(2)).strip().casefold() != title.casefold()

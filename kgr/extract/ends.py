@@ -19,7 +19,8 @@ Each rule abstains (precision first) where a name stands near a trigger without 
   written in* Python or C", "a tool for concurrent *programs written in* a subset of C").
 - :func:`right_object_ok`: the object right of its trigger is not one when another name stands
   between (unless both are items of one list), when the words between end in a preposition or a passive participle ("implements the
-  PRF *used by* TLS", "the long double datatype *with* 128bit") or hold a relative pronoun
+  PRF *used by* TLS", "the long double datatype *with* 128bit") or name another thing made from the
+  object ("licensed under *a variant of* Apache 2.0"), or hold a relative pronoun
   ("supports new options *that* enable …"), or when a comparison "the same … as" precedes it.
 - :func:`license_chain`: the licences a "License: X" line names are those of its licence
   expression (the names right after the label, joined by *or*, *and*, *with* or commas), not the
@@ -65,6 +66,9 @@ _PLURAL_HEAD = re.compile(r"\s+(?!(?:is|was|has|does|its|this|thus|also|always|p
 #: ... and a plural noun in -s right before a plural auxiliary: "Current *releases are* licensed under" (a
 #: verb in -s is never followed by "are"), so the capitalised word before it modifies that noun.
 _PLURAL_SUBJECT = re.compile(_PLURAL_HEAD.pattern + r"(?:are|were|have|had|do|did)\b")
+#: ... and a plural noun in -s right after the name, then a comma: "the CPU and CUDA *plugins,* is licensed
+#: under" (a verb in -s takes no comma before its object).
+_PLURAL_COMMA = re.compile(_PLURAL_HEAD.pattern[:-3] + r"\s*,")
 _PARTICIPLE = re.compile(r"[a-z]+(?:ed|en|wn)\b|built\b|made\b|based\b", re.IGNORECASE)
 _ADVERB_ONLY = re.compile(r"\s*(?:[a-z]+ly\s+)?")
 #: A participle right after a lowercase noun that ends a prepositional phrase is said of that noun (a
@@ -79,7 +83,9 @@ _PREPOSITION_NOUN_END = re.compile(
 _RIGHT_GAP_STOP = re.compile(
     r"\b(?:that|which|who|whom|whose|where)\b|"
     r"\s(?:with|on|in|at|from|by|via|under|over|beyond|between|into|for|to|as)\s+(?:(?:a|an|the)\s+)?$|"
-    r"\b[a-z]+ed\s+by\s*$", re.IGNORECASE)
+    r"\b[a-z]+ed\s+by\s*$|"
+    # another thing made from the object: "licensed under a variant of Apache 2.0" (eighteenth census)
+    r"\b(?:variant|derivative|modification|modified\s+version|fork)s?\s+of\s+(?:the\s+)?$", re.IGNORECASE)
 _LIST_REST = re.compile(r"(?:[\s,;/&]|\b(?:and|or|the|a|an|v?\d[\w.]*)\b)*", re.IGNORECASE)
 _BY_FIRST = re.compile(r"^\s*by\b", re.IGNORECASE)
 _SAME_AS = re.compile(r"\bsame\b[^,;:]*\bas\s*$", re.IGNORECASE)
@@ -108,7 +114,7 @@ def left_subject_ok(text: str, start: int, end: int, ts: int, te: int, trigger: 
     gap = text[end:ts]
     if _PRONOUN.search(gap) or _PREPOSITION_BEFORE.search(text, 0, start):
         return False
-    if _MODIFIES_NEXT.match(gap) or _PLURAL_SUBJECT.match(gap) or (
+    if _MODIFIES_NEXT.match(gap) or _PLURAL_SUBJECT.match(gap) or _PLURAL_COMMA.match(gap) or (
             _PLURAL_HEAD.fullmatch(gap) and not trigger.split()[0].casefold().endswith("s")):
         return False
     if " ".join(trigger.casefold().split()) in ("support", "support for") and not _SUPPORT_VERB.search(gap) \

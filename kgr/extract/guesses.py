@@ -110,6 +110,11 @@ _EMAIL_AFTER = re.compile(r"\s*<[^<>\s@]+@[^<>\s]+>")
 #: an idea, not a program ("based on the LZ77 family" is no dependency).
 _IDEA_AFTER = re.compile(r"\s+(?:family|algorithms?|model|design|idea|concept|approach|architecture|principles?|"
                          r"method|technique|paper|scheme|theory)\b")
+#: An institution's name goes on with "for" / "of" and capitalised words: "EPFL Laboratory for Data
+#: Security", "Massachusetts Institute of Technology" (not "… Laboratory for the project").
+_INSTITUTION = frozenset("laboratory laboratories lab institute university center centre school department academy "
+                         "council society association agency office ministry".split())
+_OF_NAME = re.compile(r"\s+(?:for|of)\s+(?:the\s+)?[A-Z][\w-]*(?:\s+(?:and\s+|&\s+)?[A-Z][\w-]*)*")
 _ORG_AFTER = re.compile(r"\s+(?:organization|organisation|team|project|community|foundation|developers)\b")
 # "classpath scanning": a lowercase word modifying the next one, unless that is a kind of software
 _NOUN_NEXT = re.compile(r" +(?!(?:module|package|library|crate|plugin|extension|tool|command|binary|daemon|program|"
@@ -223,6 +228,7 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
     out: list[Guess] = []
     run: list[tuple[int, int, str]] = []
     acronym: tuple[int, int, str] | None = None  # the token before, when it was an acronym outside a run
+    skip = [0]  # tokens before this offset belong to a name already taken
 
     def flush() -> None:
         while run and _drop_head(run[0], first, starts) and not _person_run(run):
@@ -233,7 +239,9 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
             run.clear()  # "The SDK is …": the head dropped, a lone acronym is left, a generic term
         if run:
             s, e = run[0][0], run[-1][1]
-            words = [w for _, _, w in run]
+            if run[-1][2].casefold() in _INSTITUTION and (of := _OF_NAME.match(masked, e)):
+                e = skip[0] = of.end()  # the words after "for" / "of" are the name's, not names of their own
+            words = masked[s:e].split()
             if not all(is_common_word(w) for w in words) and not _INDEFINITE_BEFORE.search(masked, 0, s) \
                     and not _APOSTROPHE_NEXT.match(masked, e) and not _IDEA_AFTER.match(masked, e):
                 shape = _shape(words, bool(_ORG_AFTER.match(masked, e)), bool(_LICENSED_AFTER.match(masked, e)))
@@ -243,6 +251,8 @@ def find_guesses(text: str, masked: str, code_spans: list[tuple[int, int]], star
         run.clear()
 
     for s, e, tok in toks:
+        if s < skip[0]:
+            continue
         in_code = any(cs <= s and e <= ce for cs, ce in code_spans)
         kind = _kind_memo(tok, in_code, has_lexicon())
         if masked[max(0, s - 2):s].endswith("-") and not masked[max(0, s - 2):s - 1].isalnum():

@@ -42,7 +42,10 @@ _PRODUCT_AFTER = re.compile(r"\s+(?:[a-z][\w-]*\s+)?(?:database|engine|librar(?:
                             r"toolkit|compiler|interpreter|applications?|drivers?|daemon|"
                             # the members and parts of an API ("HTML views", "a specific XML mechanism type",
                             # "the JFC/Swing component architecture"): the ninth sample's reference text
-                            r"views?|widgets?|components?|mechanisms?|classe?s|subclass(?:es)?|hooks?|interfaces?)\b")
+                            r"views?|widgets?|components?|mechanisms?|classe?s|subclass(?:es)?|hooks?|interfaces?|"
+                            # what plugs into the software ("all DNS providers", "the CPU and CUDA plugins",
+                            # "Support for Go modules"): the eighteenth census (Go READMEs)
+                            r"providers?|plugins?|plug-ins?|backends?|modules)\b")
 _PREFIX = re.compile(r"^(?:lib|python3?-|py)(?=[a-z0-9])", re.IGNORECASE)
 _SUFFIX = re.compile(r"(?:-(?:dev|perl|bin|common|utils|tools|doc|data|runtime|modules))+$|[-.\d]+$", re.IGNORECASE)
 _STARTWORD = re.compile(r"\s*([A-Za-z][\w+.-]*[\w+]|[A-Za-z])")

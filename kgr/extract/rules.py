@@ -68,7 +68,7 @@ from typing import Any
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
-from kgr.extract.carried import SELF, feature_objects, labelled
+from kgr.extract.carried import SELF, feature_objects, item_of_another, labelled
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok, said_of_another
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
@@ -298,8 +298,9 @@ class RulesExtractor:
         all_mentions: list[Mention] = []
         under_heading = False  # the sentence before was a "License" heading
         skip = changelog_spans(chunk_text, tuple(headings or ()))
+        doc_title = title
         for s0, e0 in (se for se in sentence_spans(chunk_text) if not any(a <= se[0] < b for a, b in skip)):
-            sentence = chunk_text[s0:e0]
+            sentence, title = chunk_text[s0:e0], None if item_of_another(chunk_text, s0, doc_title) else doc_title
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
             own = SELF.match(masked) if title and not labelled(sentence) else None

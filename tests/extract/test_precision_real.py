@@ -262,11 +262,12 @@ def test_an_acronym_opens_the_guessed_name_it_stands_before():
 
 @pytest.mark.parametrize("census, counts", [("census_eleventh.jsonl", (37, 33)), ("census_twelfth.jsonl", (8, 3)),
                                             ("census_thirteenth.jsonl", (16, 13)), ("census_fourteenth.jsonl", (20, 16)),
-                                            ("census_fifteenth.jsonl", (65, 61)), ("census_sixteenth.jsonl", (2, 2))])
+                                            ("census_fifteenth.jsonl", (65, 61)), ("census_sixteenth.jsonl", (2, 2)),
+                                            ("census_eighteenth.jsonl", (57, 50))])
 def test_a_census_reads_stay_read_and_its_errors_stay_out(census, counts):
     """The blind censuses of `kgr ingest` (docs/extract.md; eleventh: 835 AppStream descriptions,
     twelfth: 300 man pages, thirteenth: 151 Debian changelogs, fourteenth: 97 npm READMEs, fifteenth: 112
-    PyPI long descriptions, sixteenth: 207 man pages): every staged
+    PyPI long descriptions, sixteenth: 207 man pages, eighteenth: 300 Go module READMEs): every staged
     edge with the sentence it quoted (after the ``heading`` it depends on, when one is recorded), the
     document's title as the ingest found it (``title``) and the judgment made blind. The extractor as
     `kgr ingest` runs it (abstention on, guided rounds) still reads the right ones from their sentence
@@ -380,3 +381,21 @@ def test_a_version_glued_to_a_name_and_a_standard_naming_an_api_part():
     assert triples("It adds support for the JFC/Swing component architecture.", "javax.swing.JApplet") == set()
     assert triples("XMLSignatureFactory supports XML.", title) == {("XMLSignatureFactory", "SUPPORTS", "XML")}
     assert triples("Support for HTML.", "StyleSheet") == {("StyleSheet", "SUPPORTS", "HTML")}
+
+
+def test_a_plugin_a_variant_a_related_project_and_an_institution():
+    """Rules from the eighteenth census (Go module READMEs): a name before a noun for what plugs into
+    software modifies it ("all DNS providers", "Support for Go modules", "the CPU and CUDA plugins, is
+    licensed"), a licence's variant is another licence, a list item opening with another project's
+    linked name is said of that project, and an institution's name goes on after "for" / "of"."""
+    assert triples("CertMagic supports all DNS providers with libdns implementations.", "certmagic") == set()
+    assert triples("- Support for Go modules.", "cron") == set()
+    assert triples("The OpenXLA project, including the CPU and CUDA plugins, is licensed under the Apache 2.0 "
+                   "license.", "gopjrt") == set()
+    assert triples("Gorgonia is licensed under a variant of Apache 2.0.", "gorgonia") == set()
+    assert triples("Gorgonia is licensed under Apache 2.0.", "gorgonia") == {("Gorgonia", "LICENSED_UNDER", "Apache-2.0")}
+    item = "- [Geziyor](https://github.com/geziyor/geziyor), a scraping framework for Go. Supports JSON output."
+    assert triples(item, "goquery") == set()
+    assert triples("- Supports JSON output.", "goquery") == {("goquery", "SUPPORTS", "JSON")}
+    assert ("Lattigo", "DEVELOPED_BY", "EPFL Laboratory for Data Security") in triples(
+        "Lattigo was developed by the EPFL Laboratory for Data Security.", "lattigo")
