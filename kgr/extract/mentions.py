@@ -51,6 +51,9 @@ _FUNCTION = frozenset(
 #: A determiner that needs a common noun as its head, then the name.
 _OTHER_BEFORE = re.compile(r"(?:^|\s)(?:other|another)\s+$", re.IGNORECASE)
 _NOUN_NEXT = re.compile(r"\s+[a-z][\w-]*")
+#: A word after the name that makes it a kind, spaced as the hyphenated forms are joined ("MIT compatible
+#: License", "BSD style licence": :func:`continues` already drops "MIT-compatible", "BSD-style").
+_KIND_NEXT = re.compile(r"\s+(?:compatible|style|like)\b(?!\s+with\b)", re.IGNORECASE)
 
 
 def continues(text: str, start: int, end: int) -> bool:
@@ -94,8 +97,10 @@ def modifies_noun(text: str, start: int, end: int) -> bool:
     True
     >>> modifies_noun("pip supports Python 3.8", 13, 19)
     False
+    >>> modifies_noun("MIT compatible License", 0, 3), modifies_noun("Python compatible with C", 0, 6)
+    (True, False)
     """
-    if modifier_of_product(text, end):
+    if modifier_of_product(text, end) or _KIND_NEXT.match(text, end):
         return True
     return _OTHER_BEFORE.search(text[max(0, start - 12):start]) is not None and _NOUN_NEXT.match(text, end) is not None
 

@@ -105,7 +105,7 @@ _NO_RIGHT_END = re.compile(r"\s*(?:,|and\b|or\b)(?!\s+[a-z]+s\s*$)|.*\b(?:than|u
 _PREPOSITION_NEXT = re.compile(r"\s+(?:only\s+)?(?:on|in|at|from|to|of|within|since|until|across|for|with|as|via|"
                                r"under|inside|between)\b")
 #: A trigger inside a path or identifier ("lib/support/plausible.c", "license_file").
-_IN_WORD_BEFORE, _IN_WORD_AFTER = re.compile(r"[/_]"), re.compile(r"[/_]|\.\w")
+_IN_WORD_BEFORE, _IN_WORD_AFTER = re.compile(r"[/_]"), re.compile(r"[/_]|\.\w|-[A-Z0-9]{2,}\b")  # "LICENSE-MIT": a file name
 #: After a trigger noun, a noun it modifies: "support libraries", "the license file", "license terms".
 _NOUN_TRIGGER = frozenset({"support", "license", "licence", "encoder"})
 _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions?|modules?|packages?|scripts?|tools?|"
@@ -299,7 +299,7 @@ class RulesExtractor:
         under_heading = False  # the sentence before was a "License" heading
         skip = changelog_spans(chunk_text, tuple(headings or ()))
         doc_title = title
-        for s0, e0 in (se for se in sentence_spans(chunk_text) if not any(a <= se[0] < b for a, b in skip)):
+        for s0, e0 in (se for se in sentence_spans(chunk_text, after_headings=True) if not any(a <= se[0] < b for a, b in skip)):
             sentence, title = chunk_text[s0:e0], None if item_of_another(chunk_text, s0, doc_title) else doc_title
             masked = mask_markup(sentence)
             mentions = self._mentions(masked, comp)
@@ -428,7 +428,7 @@ class RulesExtractor:
         if spec is None or not spec.domain:
             return
         me = Mention(0, 0, [spec.domain[0]], {spec.domain[0]: title})
-        licences = {(m.start, m.end): (m, t) for m in mentions if not m.part for t in m.types[:1] if t in spec.range}
+        licences = {(m.start, m.end): (m, t) for m in mentions if not (m.part or m.modifier) for t in m.types[:1] if t in spec.range}
         for span in license_chain(sentence, sorted(licences), at, opened):
             m, t = licences[span]
             yield "LICENSED_UNDER", me, spec.domain[0], m, t

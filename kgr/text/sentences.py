@@ -27,6 +27,8 @@ _ABBREVIATIONS = frozenset(
 # inside a run could only succeed where the run's first character succeeds.
 _SENT_END = re.compile(r"""(?<![.!?…])[.!?…]++["'”’)\]]*+(?=\s)""")
 _PARA = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s))")
+#: A Markdown heading line (ATX), up to its line break.
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*(?=\n)", re.M)
 _WORD_CHARS = re.compile(r"[\w.]*")
 _NEXT_CHAR = re.compile(r"\s+(\S)")
 
@@ -72,21 +74,28 @@ def _is_sentence_end(text: str, dot_start: int, end: int) -> bool:
     return not (m and m.group(1).islower())
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, *, after_headings: bool = False) -> list[tuple[int, int]]:
     """Sentence boundaries of ``text`` as ``(start, end)`` offsets, whitespace trimmed, in order.
 
     A sentence ends at ``.``, ``!``, ``?`` or ``…`` (plus closing quotes/brackets) followed by
     whitespace, unless the word before a ``.`` is a known abbreviation or a single capital initial,
     or the next word starts lowercase. Blank lines, Markdown headings and list items also separate
-    sentences.
+    sentences. With ``after_headings`` a heading also ends at its line break ("### Portable Hashing" then
+    "Fully compatible with …" on the next line are two; the extractors ask for it, the chunker does not,
+    so chunks and their ids stay as they were).
 
     >>> t = "Dr. Grace Hopper wrote code. J. Presper Eckert built ENIAC! Was it?"
     >>> [t[s:e] for s, e in sentence_spans(t)]
     ['Dr. Grace Hopper wrote code.', 'J. Presper Eckert built ENIAC!', 'Was it?']
+    >>> h = "### Portable Hashing\\nFully compatible with C++."
+    >>> len(sentence_spans(h)), len(sentence_spans(h, after_headings=True))
+    (1, 2)
     """
     cuts: set[int] = set()
     for m in _PARA.finditer(text):
         cuts.add(m.start())
+    if after_headings:
+        cuts.update(m.end() for m in _HEADING_LINE.finditer(text))
     for m in _SENT_END.finditer(text):
         if _is_sentence_end(text, m.start(), m.end()):
             cuts.add(m.end())

@@ -263,11 +263,12 @@ def test_an_acronym_opens_the_guessed_name_it_stands_before():
 @pytest.mark.parametrize("census, counts", [("census_eleventh.jsonl", (37, 33)), ("census_twelfth.jsonl", (8, 3)),
                                             ("census_thirteenth.jsonl", (16, 13)), ("census_fourteenth.jsonl", (20, 16)),
                                             ("census_fifteenth.jsonl", (65, 61)), ("census_sixteenth.jsonl", (2, 2)),
-                                            ("census_eighteenth.jsonl", (57, 50))])
+                                            ("census_eighteenth.jsonl", (57, 50)), ("census_nineteenth.jsonl", (48, 44))])
 def test_a_census_reads_stay_read_and_its_errors_stay_out(census, counts):
     """The blind censuses of `kgr ingest` (docs/extract.md; eleventh: 835 AppStream descriptions,
     twelfth: 300 man pages, thirteenth: 151 Debian changelogs, fourteenth: 97 npm READMEs, fifteenth: 112
-    PyPI long descriptions, sixteenth: 207 man pages, eighteenth: 300 Go module READMEs): every staged
+    PyPI long descriptions, sixteenth: 207 man pages, eighteenth: 300 Go module READMEs, nineteenth: 300
+    Rust crate READMEs): every staged
     edge with the sentence it quoted (after the ``heading`` it depends on, when one is recorded), the
     document's title as the ingest found it (``title``) and the judgment made blind. The extractor as
     `kgr ingest` runs it (abstention on, guided rounds) still reads the right ones from their sentence
@@ -399,3 +400,17 @@ def test_a_plugin_a_variant_a_related_project_and_an_institution():
     assert triples("- Supports JSON output.", "goquery") == {("goquery", "SUPPORTS", "JSON")}
     assert ("Lattigo", "DEVELOPED_BY", "EPFL Laboratory for Data Security") in triples(
         "Lattigo was developed by the EPFL Laboratory for Data Security.", "lattigo")
+
+
+def test_a_heading_line_a_licence_file_name_and_a_compatible_licence():
+    """Rules from the nineteenth census (Rust crate READMEs): a Markdown heading ends at its line break
+    for the extractor ("### Portable Hashing" is not the subject of the next line's "Fully compatible
+    with"), a trigger word in an upper-case file name is none ("LICENSE-MIT"), and "MIT compatible
+    License" names a kind of licence, not MIT."""
+    assert triples("### Portable Hashing\nFully compatible with the C++ rapidhash algorithms.", "rapidhash") == set()
+    assert triples("These are included as LICENSE-APACHE, LICENSE-MIT and LICENSE-ISC respectively.",
+                   "hyper-rustls") == set()
+    assert triples("## License\n\nMIT compatible License", "wezterm-bidi") == set()
+    assert triples("## License\nMIT", "wezterm-bidi") == {("wezterm-bidi", "LICENSED_UNDER", "MIT")}
+    assert triples("Paramiko is a pure-Python implementation of SSH.", "paramiko") >= {("Paramiko", "WRITTEN_IN", "Python")}
+    assert triples("## Features\nSupports JSON.", "x") == {("x", "SUPPORTS", "JSON")}
