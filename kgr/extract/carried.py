@@ -22,6 +22,12 @@ support for X", "Requires Y", "It supports Z". The title stands for it:
 - :func:`item_of_another`: none of it applies to a sentence of a list item that opens with another
   project's name, linked or in bold, then a comma, colon or dash ("- [Geziyor](…), a fast web
   crawling framework for Go. Supports JS rendering.": a README's list of related projects).
+- :data:`LICENSED_OPENING`: under a "License" heading, a sentence that opens with "Licensed under"
+  (or "Dual-licensed", "Distributed", "Released under") names the document's licences ("Licensed
+  under the Apache License, Version 2.0"); :func:`opens_licences`: so do the list items after
+  "Licensed under either of" or "<title> is distributed under the following three licenses:" right
+  under that heading. Not elsewhere: a page footer "Licensed under … at your option" of a book's
+  chapter speaks of the book, which may be no software (the eighth sample's Rust book).
 - :func:`labelled`: neither applies to a changelog line that opens with a label ("pstree: added
   support for …", "dselect: Require the Dpkg modules", "pam_selinux/pam_unix: Add SELinux support"):
   the label names the component the entry speaks of, which is not the document (precision first:
@@ -37,7 +43,7 @@ import re
 
 from kgr.extract.cues import line_label
 
-__all__ = ["SELF", "feature_objects", "labelled", "item_of_another"]
+__all__ = ["SELF", "LICENSED_OPENING", "feature_objects", "labelled", "item_of_another", "opens_licences"]
 
 SELF = re.compile(
     r"""\s*(?:(?i:Add|Adds|Added|Explicit|Full|Native|Initial|Improve|Improves|Improved|Better|Fix|Fixed)(?=\s+support\s+for\b)
@@ -115,3 +121,41 @@ def item_of_another(text: str, at: int, title: str | None) -> bool:
         return False
     m = _NAMED_ITEM.match(text, text.rfind("\n", 0, at) + 1)
     return m is not None and m.end() <= at and (m.group(1) or m.group(2)).strip().casefold() != title.casefold()
+
+
+#: A sentence opening that names the document's licences next: "Licensed under [the terms of] [either of] [the]".
+LICENSED_OPENING = (r"\W{0,3}(?i:(?:dual[- ]?)?licen[cs]ed|distributed|released)\s+under\s+(?:the\s+terms\s+of\s+)?"
+                    r"(?:(?:either|one|any|both)(?:\s+of)?\s+)?")
+#: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
+_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
+#: A sentence that announces the licences listed after it, said of the document: "Licensed under either of",
+#: "This project is dual-licensed under the following licenses:", "<title> is distributed under the following
+#: three licenses:".
+_LICENCE_LEAD = re.compile(
+    r"\W{0,3}(?:(?P<subject>[^\n]{1,60}?)\s+(?:is|are)\s+)?(?i:(?:dual[- ]?)?licen[cs]ed|distributed|released|available)\s+"
+    r"under\s+(?:the\s+terms\s+of\s+)?(?:(?:either|one|any|both)(?:\s+of)?(?:\s+the)?(?:\s+following)?"
+    r"(?:\s+(?:\w+\s+)?licen[cs]es)?|the\s+following(?:\s+\w+)?\s+licen[cs]es)\s*:?\s*")
+_OWN_SUBJECT = re.compile(r"(?i:it|this\s+(?:project|crate|library|package|module|software|code|repository|work))")
+_ITEM = re.compile(r"\s*(?:[-*+]|\d+[.)])\s")
+
+
+def opens_licences(sentence: str, opened: bool, title: str | None) -> bool:
+    """Whether the sentence after ``sentence`` names the document's licences: ``sentence`` is a "License"
+    heading, or (``opened``: right after one) announces the licences listed after it (of the document:
+    no subject, "It", "This project", the ``title``), or it is a list item after such a sentence.
+
+    >>> opens_licences("## License", False, "x"), opens_licences("Licensed under either of", True, "x")
+    (True, True)
+    >>> opens_licences("* MIT license", True, "x"), opens_licences("Licensed under either of", False, "x")
+    (True, False)
+    >>> opens_licences("Bar is released under either of", True, "x"), opens_licences("MIT", True, "x")
+    (False, False)
+    """
+    if _LICENSE_HEADING.fullmatch(sentence) or (opened and _ITEM.match(sentence)):
+        return True
+    m = _LICENCE_LEAD.fullmatch(sentence)
+    if m is None or not title or not opened:
+        return False
+    subject = m.group("subject")
+    return subject is None or _OWN_SUBJECT.fullmatch(subject.strip("*`_ ")) is not None \
+        or subject.strip("*`_ ").casefold() == title.casefold()

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import re
 
+from kgr.extract.carried import LICENSED_OPENING
+
 __all__ = ["readings", "left_subject_ok", "right_object_ok", "participle_of_noun", "license_chain", "said_of_another"]
 
 _PRONOUN = re.compile(r"\b(?:it|they|he|she|we|you|i)\b")
@@ -91,7 +93,9 @@ _BY_FIRST = re.compile(r"^\s*by\b", re.IGNORECASE)
 _SAME_AS = re.compile(r"\bsame\b[^,;:]*\bas\s*$", re.IGNORECASE)
 _CHAIN_GAP = re.compile(r"\s*(?:,|\bor\b|\band\b|\bwith\b|/|\|)?\s*(?:(?:the|later|any)\s+)*", re.IGNORECASE)
 _CHAIN_OPEN = re.compile(r"(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e(?=\s))\s*(?:(?:your\s+)?choice\s+of\s+)?", re.IGNORECASE)
-_CHAIN_START = re.compile(r"\s*")
+#: The start of the sentence after a "License" heading: a list item's marker (the items after "Licensed under
+#: either of") or "Licensed under [the terms of] [either of] [the]" (not in a page's footer: only under the heading).
+_CHAIN_START = re.compile(r"\s*(?:[-*+]\s+)?(?:" + LICENSED_OPENING + r"(?:the\s+)?)?")
 _PART = re.compile(r"\b(?:this|these|those|some|the\s+following)\s+(?:files?|scripts?|source\s+files?|source\s+code|"
                    r"code|portions?|parts?|fonts?|icons?|images?|documentation|manual|headers?|tests?|examples?)\b|"
                    r"\bportions?\s+of\b", re.IGNORECASE)

@@ -68,7 +68,7 @@ from typing import Any
 
 from kgr.errors import KgrValidationError
 from kgr.extract.base import ExtractionResult, RelationSpan
-from kgr.extract.carried import SELF, feature_objects, item_of_another, labelled
+from kgr.extract.carried import SELF, feature_objects, item_of_another, labelled, opens_licences
 from kgr.extract.cues import BOUNDARY, is_boilerplate, mask_markup, negated
 from kgr.extract.ends import left_subject_ok, license_chain, readings, right_object_ok, said_of_another
 from kgr.extract.guesses import Roles, find_guesses, schema_roles
@@ -114,8 +114,6 @@ _NOUN_AFTER = re.compile(r"\s+(?:librar(?:y|ies)|files?|code|routines?|functions
                          r"agreements?|fees?|keys?|servers?|contracts?|plans?|engineers?)\b", re.IGNORECASE)
 #: A "License: X" line of a README or package description (its subject is the document's).
 _LICENSE_LINE = re.compile(r"(?:^|(?<=\s))(?:\W{0,3}Licen[cs]e:|#{1,6}[ \t]*Licen[cs]e)\s")
-#: A "License" heading standing alone: the sentence after it names the document's licence ("The MIT License (MIT)").
-_LICENSE_HEADING = re.compile(r"\s*(?:#{1,6}[ \t]*)?Licen[cs](?:e|es|ing)(?:[ \t]*\n[ \t]*[-=~^*#]{3,})?\s*")
 
 
 @dataclass
@@ -315,7 +313,7 @@ class RulesExtractor:
             at = label.start() if label is not None else (0 if under_heading and title else None)
             found_here = [] if at is None or not title else \
                 [(*f, "license", 0) for f in self._license_line(sentence, at, mentions, title, schema, label is None)]
-            under_heading = _LICENSE_HEADING.fullmatch(sentence) is not None
+            under_heading = opens_licences(sentence, under_heading, doc_title)
             found_here += [(*f, "notice", 0) for f in self._notice(masked, mentions, title, schema, comp)] if at is None else []
             if not is_boilerplate(sentence):  # licence text after a "License:" label says nothing more
                 found_here += [(*f[:5], "trigger", f[5]) for f in self._sentence_relations(sentence, masked, mentions, comp, schema, widened)]

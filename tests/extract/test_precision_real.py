@@ -414,3 +414,23 @@ def test_a_heading_line_a_licence_file_name_and_a_compatible_licence():
     assert triples("## License\nMIT", "wezterm-bidi") == {("wezterm-bidi", "LICENSED_UNDER", "MIT")}
     assert triples("Paramiko is a pure-Python implementation of SSH.", "paramiko") >= {("Paramiko", "WRITTEN_IN", "Python")}
     assert triples("## Features\nSupports JSON.", "x") == {("x", "SUPPORTS", "JSON")}
+
+
+def test_the_licence_section_of_a_rust_readme():
+    """Recall from the nineteenth census (Rust crate READMEs; its rows judged before this rule): under a
+    "License" heading, "Licensed under either of" and the items after it, "Licensed under the Apache
+    License, Version 2.0 or the MIT license" and "<title> is distributed under the following licenses:"
+    name the document's licences; the same sentences elsewhere (a book page's footer) or said of
+    another subject do not."""
+    section = ("## License\n\nLicensed under either of\n\n * Apache License, Version 2.0, ([LICENSE-APACHE](LICENSE-APACHE)"
+               " or http://www.apache.org/licenses/LICENSE-2.0)\n * MIT license ([LICENSE-MIT](LICENSE-MIT) or "
+               "http://opensource.org/licenses/MIT)\n\nat your option.")
+    both = {("uuid", "LICENSED_UNDER", "Apache-2.0"), ("uuid", "LICENSED_UNDER", "MIT")}
+    assert triples(section, "uuid") == both
+    assert triples("## License\n\nLicensed under the Apache License, Version 2.0 or the MIT license, at your option.",
+                   "uuid") == both
+    assert triples("## License\n\nuuid is distributed under the following licenses:\n\n- MIT license.\n- ISC license.",
+                   "uuid") == {("uuid", "LICENSED_UNDER", "MIT"), ("uuid", "LICENSED_UNDER", "ISC")}
+    assert triples("Licensed under the Apache License, Version 2.0 or the MIT license, at your option.", "book") == set()
+    assert triples("## License\n\nzlib is released under either of\n\n- MIT license", "uuid") == set()
+    assert triples("## License\n\nSome text first.\n\n- MIT license", "uuid") == set()
