@@ -86,6 +86,10 @@ _H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.I | re.S)
 #: A javadoc page's heading: the kind of API element, then its name (type parameters after "<").
 _API_ELEMENT = re.compile(r"(?:(?:Enum|Record|Abstract)\s+)?(?:Class|Interface|Enum|Record|Annotation\s+(?:Interface|Type)|"
                           r"Exception|Error|Package|Module)\s+([A-Za-z_$][\w$.]*)(?:<.*)?")
+#: A badge: a linked image, inline or by reference ("[![CircleCI](…svg)][circleci]"), or an image from a
+#: badge service; no words of a title. A heading that is a logo ("# ![jsii](logo.png)") keeps its alt text.
+_IMAGE = r"!\[[^\]]*\](?:\([^)]*\)|\[[^\]]*\])"
+_BADGE = re.compile(r"\[" + _IMAGE + r"\](?:\([^)]*\)|\[[^\]]*\])|!\[[^\]]*\]\([^)]*(?:badge|shields\.io)[^)]*\)")
 _MARKS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")  # emphasis and code marks; "stack_data" keeps its "_"
 
 
@@ -123,16 +127,19 @@ def is_tagline(heading: str) -> bool:
     return words[0][:1].isupper() and any(w.isalpha() and w.islower() and len(w) > 2 for w in rest)
 
 
-def _heading(head: str) -> str | None:
+def _heading(head: str, stem: str = "") -> str | None:
     """The first level-1 heading of ``head`` (whichever form comes first), cleaned, when it names
-    something (module docstring, rule 3); None otherwise."""
+    something (module docstring, rule 3); None otherwise. A heading of badges only ("[![Known
+    Vulnerabilities](…badge.svg)](…)") names nothing; "<A>: <B>" gives B when B is the file's name
+    ``stem`` ("Node.js: fs-extra" in ``fs-extra.md``), else A."""
     found = [(m.start(), m.group(1)) for rx in (_ATX, _SETEXT, _H1) if (m := rx.search(head))]
     for _, raw in sorted(found):
-        title = _clean(raw)
+        title = _clean(_BADGE.sub(" ", raw))
         if title:
             title = _EDGE_SYMBOLS.sub("", title).strip() or title
             if m := _NAME_DASH.match(title):
-                title = (m.group(1) or m.group(2)).strip()
+                rest = title[m.end() - 1:].strip()
+                title = rest if stem and rest.casefold() == stem.casefold() else (m.group(1) or m.group(2)).strip()
             if all(w.casefold() in GENERIC_STEMS for w in title.split()):
                 return None  # a section's name ("Introduction", "About"), not the document's
             return None if is_tagline(title) else title
@@ -169,7 +176,7 @@ def document_title(document: Any) -> str | None:
     if (m := _PKG_NAME.search(head)) and (title := _clean(m.group(1))):
         return title
     stem = _stem_name(document.path)
-    if title := _heading(FENCE.sub("", head)):  # a shell comment in a fence is no heading
+    if title := _heading(FENCE.sub("", head), stem):  # a shell comment in a fence is no heading
         if (m := _API_ELEMENT.fullmatch(title)) and m.group(1) in stem:
             return m.group(1)  # "Class Base64Variant" in …Base64Variant.html: the class, not the phrase
         if stem and title.casefold().startswith(stem.casefold() + " "):

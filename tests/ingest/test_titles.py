@@ -27,6 +27,13 @@ def doc(text: str, path: str | None = "/x/README.md", **meta) -> Document:
     ("# [**rich**](https://github.com/x/rich)\n", "/x/README.md", {}, "rich"),
     ("Metadata-Version: 2.1\nName: attrs\nVersion: 23.1\n\n# Not this", "/x/METADATA", {}, "attrs"),
     ("# From the heading", "/x/README.md", {"title": "From metadata"}, "From metadata"),
+    # a heading of badges only names nothing; "<A>: <file's name>" gives the file's name (npm READMEs)
+    ("Embedded JavaScript templates<br/>\n[![Known Vulnerabilities](https://snyk.io/x/badge.svg)](https://snyk.io/x)"
+     "\n=====\n\n## Security", "/x/ejs.md", {}, "ejs"),
+    ("Node.js: fs-extra\n=================\n\n`fs-extra` adds methods.", "/x/fs-extra.md", {}, "fs-extra"),
+    ("# Flask: web development", "/x/flask.md", {}, "Flask"),
+    ("# Alertmanager [![CircleCI](https://circleci.com/x.svg)][circleci]\n", "/x/README.md", {}, "Alertmanager"),
+    ("# ![jsii](https://github.com/aws/jsii/raw/main/logo/png/128.png)\n", "/x/README.md", {}, "jsii"),  # a logo
     ("Intro.\n\n```sh\n# install it\npip install x\n```\n", "/x/README.md", {}, None),  # a shell comment
     ("Intro.\n\n```sh\n# install it\n```\n", "/x/httpx.md", {}, "httpx"),  # then the file's name
     ("## Only a second-level heading", "/x/README.md", {}, None),
