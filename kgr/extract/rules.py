@@ -294,7 +294,7 @@ class RulesExtractor:
         offsets: dict[Mention, int] = {}  # offset in the chunk
 
         all_mentions: list[Mention] = []
-        under_heading = False  # the sentence before was a "License" heading
+        under_heading = False  # the sentence before opens the licences (carried.opens_licences)
         skip = changelog_spans(chunk_text, tuple(headings or ()))
         doc_title = title
         for s0, e0 in (se for se in sentence_spans(chunk_text, after_headings=True) if not any(a <= se[0] < b for a, b in skip)):
