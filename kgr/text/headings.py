@@ -23,12 +23,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["Heading", "headings", "trail", "push", "FENCE", "TAGS", "MD_LINK"]
+__all__ = ["Heading", "headings", "trail", "push", "ATX", "FENCE", "TAGS", "MD_LINK"]
 
 #: Level of a setext / reST underline character (others: 5).
 UNDERLINE_LEVEL = {"=": 1, "#": 1, "*": 1, "-": 2, "~": 3, "^": 4}
 
-_ATX = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+#: A Markdown (ATX) heading line: its hashes (the level) and its text.
+ATX = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 #: An underline line (the line before it, not blank, is the heading); lines are read one by one, so a
 #: long line costs linear time (a regex spanning two lines backtracked quadratically on a 23 kB line).
 _UNDERLINE = re.compile(r"[ \t]{0,3}([=#*~^\"'`:.+_-])\1{2,}[ \t]*")
@@ -59,7 +60,7 @@ def headings(text: str) -> list[Heading]:
         return any(a <= i < b for a, b in fenced)
 
     found: dict[int, Heading] = {}
-    for m in _ATX.finditer(text):
+    for m in ATX.finditer(text):
         if not in_fence(m.start()):
             found[m.start()] = Heading(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
     prev, prev_at, at = "", 0, 0

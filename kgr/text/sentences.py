@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from kgr.text.headings import ATX
+
 __all__ = ["sentence_spans", "strip_span", "run_before"]
 
 # Words ending in "." that do not end a sentence (compared case-insensitively, without the dot).
@@ -27,8 +29,6 @@ _ABBREVIATIONS = frozenset(
 # inside a run could only succeed where the run's first character succeeds.
 _SENT_END = re.compile(r"""(?<![.!?…])[.!?…]++["'”’)\]]*+(?=\s)""")
 _PARA = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s))")
-#: A Markdown heading line (ATX), up to its line break.
-_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t][^\n]*(?=\n)", re.M)
 _WORD_CHARS = re.compile(r"[\w.]*")
 _NEXT_CHAR = re.compile(r"\s+(\S)")
 
@@ -95,7 +95,7 @@ def sentence_spans(text: str, *, after_headings: bool = False) -> list[tuple[int
     for m in _PARA.finditer(text):
         cuts.add(m.start())
     if after_headings:
-        cuts.update(m.end() for m in _HEADING_LINE.finditer(text))
+        cuts.update(e for m in ATX.finditer(text) if (e := text.find("\n", m.end())) >= 0)  # at its line break
     for m in _SENT_END.finditer(text):
         if _is_sentence_end(text, m.start(), m.end()):
             cuts.add(m.end())
